@@ -1,0 +1,71 @@
+/* uvmprefetch public C API.
+ *
+ * A program that runs under libuvmprefetch.so may call these functions to mark
+ * training iterations and read the library's counters. A program that wants to
+ * work with and without the library resolves them with
+ * dlsym(RTLD_DEFAULT, "uvmp_get_stats") instead of linking against them. */
+#ifndef UVMPREFETCH_UVMPREFETCH_H
+#define UVMPREFETCH_UVMPREFETCH_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UVMP_API_VERSION 1
+
+/* Counters since the process started. Callers set struct_size to sizeof(uvmp_stats)
+ * so that later versions can append fields without breaking older callers. */
+typedef struct uvmp_stats {
+    uint32_t struct_size;
+    uint32_t active; /* 1 when the library intercepts, 0 when it is a pure pass-through */
+
+    uint64_t allocs_converted;      /* device allocations turned into managed memory */
+    uint64_t bytes_converted;       /* total bytes of those */
+    uint64_t bytes_converted_live;  /* converted bytes not yet freed */
+    uint64_t bytes_converted_peak;  /* high-water mark of bytes_converted_live */
+    uint64_t frees_converted;
+
+    uint64_t allocs_passed_through; /* all allocations left as they were, by any reason below */
+    uint64_t bytes_passed_through;
+    uint64_t passthrough_vmm;       /* cuMemCreate (virtual memory management) */
+    uint64_t passthrough_host;      /* pinned host allocations */
+    uint64_t passthrough_capture;   /* stream-ordered allocations during graph capture */
+    uint64_t passthrough_managed_failed; /* cuMemAllocManaged refused; real allocator used */
+    uint64_t passthrough_inactive;  /* made while the library was a pass-through */
+
+    uint64_t guard_refusals;        /* allocations refused by the physical guard */
+
+    uint64_t launches_seen;
+    uint64_t launches_with_access;  /* launches whose parameters named at least one converted allocation */
+    uint64_t access_entries;        /* (allocation, offset) pairs found over all launches */
+
+    uint64_t populate_calls;
+    uint64_t bytes_populated;       /* converted bytes placed on the GPU at allocation time */
+    uint64_t bytes_prefetched;
+    uint64_t bytes_evicted;
+
+    uint64_t iterations;            /* uvmp_mark_iteration calls */
+    uint64_t budget_bytes;          /* the emulated capacity of device 0 (0 before the first allocation) */
+    uint64_t guard_limit_bytes;     /* the physical guard's limit on device 0 */
+
+    uint64_t trace_records_written;
+    uint64_t trace_records_dropped;
+} uvmp_stats;
+
+/* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL
+ * argument or a struct_size smaller than the first two fields. */
+int uvmp_get_stats(uvmp_stats* out);
+
+/* Marks the end of one training iteration (step). Cheap; safe from any thread. */
+void uvmp_mark_iteration(void);
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+const char* uvmp_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,69 @@
+#include "core/access_inference.h"
+
+#include <cstring>
+#include <mutex>
+
+namespace uvmp {
+namespace {
+
+// Parameter storage carries no alignment promise we can rely on for by-value
+// structs, so words are copied out rather than dereferenced in place.
+void scan_words(const unsigned char* bytes, size_t size, const Registry& registry,
+                std::vector<AccessHit>& hits) {
+    for (size_t at = 0; at + sizeof(uint64_t) <= size; at += sizeof(uint64_t)) {
+        uint64_t word;
+        std::memcpy(&word, bytes + at, sizeof word);
+        if (word == 0) continue;
+        if (auto hit = registry.find(word)) hits.push_back(*hit);
+    }
+}
+
+} // namespace
+
+const KernelInfo& KernelTable::lookup(const void* handle, bool* first_sight) {
+    {
+        std::shared_lock lock(mutex_);
+        auto it = by_handle_.find(handle);
+        if (it != by_handle_.end()) {
+            if (first_sight) *first_sight = false;
+            return *it->second;
+        }
+    }
+    // Describe outside the lock: it calls into the driver.
+    auto info = std::make_unique<KernelInfo>();
+    describe_(handle, *info);
+    std::unique_lock lock(mutex_);
+    auto [it, inserted] = by_handle_.try_emplace(handle, std::move(info));
+    if (inserted) it->second->id = next_id_++;
+    if (first_sight) *first_sight = inserted;
+    return *it->second;
+}
+
+size_t KernelTable::size() const {
+    std::shared_lock lock(mutex_);
+    return by_handle_.size();
+}
+
+void KernelTable::clear() {
+    std::unique_lock lock(mutex_);
+    by_handle_.clear();
+    next_id_ = 0;
+}
+
+void scan_kernel_params(const KernelInfo& info, void* const* params, const Registry& registry,
+                        std::vector<AccessHit>& hits) {
+    if (!params) return;
+    for (size_t i = 0; i < info.params.size(); ++i) {
+        const auto* p = static_cast<const unsigned char*>(params[i]);
+        if (!p) continue;
+        scan_words(p, info.params[i].size, registry, hits);
+    }
+}
+
+void scan_param_buffer(const void* buffer, size_t bytes, const Registry& registry,
+                       std::vector<AccessHit>& hits) {
+    if (!buffer) return;
+    scan_words(static_cast<const unsigned char*>(buffer), bytes, registry, hits);
+}
+
+} // namespace uvmp

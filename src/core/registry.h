@@ -1,0 +1,53 @@
+// The converted allocations, as an interval map from device address to
+// allocation. Read on every launch (parameter words are looked up here), written
+// on allocation and free, so reads take a shared lock and a cheap range filter
+// rejects most words before any lock is taken.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <shared_mutex>
+#include <vector>
+
+namespace uvmp {
+
+struct Allocation {
+    uint32_t id = 0;
+    uint64_t base = 0;
+    uint64_t size = 0;
+    int32_t device = 0;
+    void* context = nullptr; // the CUDA context it was made in (opaque here)
+};
+
+struct AccessHit {
+    uint32_t alloc_id;
+    uint64_t offset;
+};
+
+class Registry {
+public:
+    // Assigns and returns the allocation's id (1, 2, 3, ...; 0 is never used).
+    uint32_t add(uint64_t base, uint64_t size, int32_t device, void* context);
+    // Removes the allocation that starts exactly at base.
+    std::optional<Allocation> remove(uint64_t base);
+    std::optional<Allocation> find_base(uint64_t base) const;
+    // The allocation containing address, if any.
+    std::optional<AccessHit> find(uint64_t address) const;
+    bool contains(uint64_t address) const { return find(address).has_value(); }
+
+    size_t size() const;
+    std::vector<Allocation> snapshot() const;
+    void clear();
+
+private:
+    mutable std::shared_mutex mutex_;
+    std::map<uint64_t, Allocation> by_base_;
+    uint32_t next_id_ = 1;
+    // Bounds of all live allocations: a word outside is not a pointer of ours.
+    std::atomic<uint64_t> low_{UINT64_MAX};
+    std::atomic<uint64_t> high_{0};
+};
+
+} // namespace uvmp

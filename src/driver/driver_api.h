@@ -1,0 +1,98 @@
+// The driver entry points the library calls or hooks, one list. The driver table
+// (driver_table.h) resolves each from libcuda at run time; tests supply a fake
+// libcuda with the same names. Columns: exported symbol name, return type,
+// parameter list.
+#pragma once
+
+#include <cuda.h>
+
+// Entry points the library hooks. Each stream-taking one comes in the legacy
+// and the per-thread-default-stream (_ptsz) variant; both are listed.
+#define UVMP_HOOKED_DRIVER_FUNCTIONS(X)                                                             \
+    X(cuGetProcAddress, CUresult, (const char* symbol, void** pfn, int cudaVersion,                \
+                                   cuuint64_t flags))                                               \
+    X(cuGetProcAddress_v2, CUresult, (const char* symbol, void** pfn, int cudaVersion,             \
+                                      cuuint64_t flags, CUdriverProcAddressQueryResult* status))    \
+    X(cuMemAlloc_v2, CUresult, (CUdeviceptr * dptr, size_t bytesize))                               \
+    X(cuMemAllocPitch_v2, CUresult, (CUdeviceptr * dptr, size_t* pitch, size_t width,              \
+                                     size_t height, unsigned int element_size))                    \
+    X(cuMemAllocAsync, CUresult, (CUdeviceptr * dptr, size_t bytesize, CUstream stream))           \
+    X(cuMemAllocAsync_ptsz, CUresult, (CUdeviceptr * dptr, size_t bytesize, CUstream stream))      \
+    X(cuMemAllocFromPoolAsync, CUresult, (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool,  \
+                                          CUstream stream))                                        \
+    X(cuMemAllocFromPoolAsync_ptsz, CUresult, (CUdeviceptr * dptr, size_t bytesize,                \
+                                               CUmemoryPool pool, CUstream stream))                \
+    X(cuMemFree_v2, CUresult, (CUdeviceptr dptr))                                                   \
+    X(cuMemFreeAsync, CUresult, (CUdeviceptr dptr, CUstream stream))                               \
+    X(cuMemFreeAsync_ptsz, CUresult, (CUdeviceptr dptr, CUstream stream))                          \
+    X(cuMemGetInfo_v2, CUresult, (size_t * free, size_t* total))                                   \
+    X(cuMemCreate, CUresult, (CUmemGenericAllocationHandle * handle, size_t size,                  \
+                              const CUmemAllocationProp* prop, unsigned long long flags))          \
+    X(cuMemAllocHost_v2, CUresult, (void** pp, size_t bytesize))                                   \
+    X(cuMemHostAlloc, CUresult, (void** pp, size_t bytesize, unsigned int flags))                  \
+    X(cuIpcGetMemHandle, CUresult, (CUipcMemHandle * handle, CUdeviceptr dptr))                    \
+    X(cuPointerGetAttribute, CUresult, (void* data, CUpointer_attribute attribute,                 \
+                                        CUdeviceptr ptr))                                          \
+    X(cuPointerGetAttributes, CUresult, (unsigned int count, CUpointer_attribute* attributes,      \
+                                         void** data, CUdeviceptr ptr))                            \
+    X(cuLaunchKernel, CUresult, (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,  \
+                                 unsigned int bx, unsigned int by, unsigned int bz,               \
+                                 unsigned int shared_bytes, CUstream stream, void** params,       \
+                                 void** extra))                                                    \
+    X(cuLaunchKernel_ptsz, CUresult, (CUfunction f, unsigned int gx, unsigned int gy,              \
+                                      unsigned int gz, unsigned int bx, unsigned int by,          \
+                                      unsigned int bz, unsigned int shared_bytes, CUstream stream, \
+                                      void** params, void** extra))                                \
+    X(cuLaunchKernelEx, CUresult, (const CUlaunchConfig* config, CUfunction f, void** params,      \
+                                   void** extra))                                                  \
+    X(cuLaunchKernelEx_ptsz, CUresult, (const CUlaunchConfig* config, CUfunction f,               \
+                                        void** params, void** extra))                              \
+    X(cuLaunchCooperativeKernel, CUresult, (CUfunction f, unsigned int gx, unsigned int gy,        \
+                                            unsigned int gz, unsigned int bx, unsigned int by,    \
+                                            unsigned int bz, unsigned int shared_bytes,           \
+                                            CUstream stream, void** params))                       \
+    X(cuLaunchCooperativeKernel_ptsz, CUresult, (CUfunction f, unsigned int gx, unsigned int gy,   \
+                                                 unsigned int gz, unsigned int bx,                \
+                                                 unsigned int by, unsigned int bz,                \
+                                                 unsigned int shared_bytes, CUstream stream,      \
+                                                 void** params))
+
+// Entry points the library only calls. Optional ones (newer drivers) may be absent.
+#define UVMP_CALLED_DRIVER_FUNCTIONS(X)                                                             \
+    X(cuInit, CUresult, (unsigned int flags))                                                      \
+    X(cuDriverGetVersion, CUresult, (int* version))                                                \
+    X(cuGetErrorName, CUresult, (CUresult error, const char** name))                               \
+    X(cuMemAllocManaged, CUresult, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags))      \
+    X(cuCtxGetCurrent, CUresult, (CUcontext * ctx))                                                 \
+    X(cuCtxSetCurrent, CUresult, (CUcontext ctx))                                                   \
+    X(cuCtxGetDevice, CUresult, (CUdevice * device))                                               \
+    X(cuDeviceGetName, CUresult, (char* name, int len, CUdevice device))                           \
+    X(cuDeviceTotalMem_v2, CUresult, (size_t * bytes, CUdevice device))                            \
+    X(cuStreamCreate, CUresult, (CUstream * stream, unsigned int flags))                           \
+    X(cuStreamSynchronize, CUresult, (CUstream stream))                                            \
+    X(cuStreamIsCapturing, CUresult, (CUstream stream, CUstreamCaptureStatus * status))           \
+    X(cuStreamIsCapturing_ptsz, CUresult, (CUstream stream, CUstreamCaptureStatus * status))      \
+    X(cuStreamWaitEvent, CUresult, (CUstream stream, CUevent event, unsigned int flags))          \
+    X(cuEventCreate, CUresult, (CUevent * event, unsigned int flags))                              \
+    X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                                   \
+    X(cuEventRecord_ptsz, CUresult, (CUevent event, CUstream stream))                              \
+    X(cuEventSynchronize, CUresult, (CUevent event))                                               \
+    X(cuEventQuery, CUresult, (CUevent event))                                                     \
+    X(cuEventDestroy_v2, CUresult, (CUevent event))                                                \
+    X(cuFuncGetParamInfo, CUresult, (CUfunction f, size_t index, size_t* offset, size_t* size))    \
+    X(cuKernelGetParamInfo, CUresult, (CUkernel k, size_t index, size_t* offset, size_t* size))    \
+    X(cuFuncGetName, CUresult, (const char** name, CUfunction f))                                  \
+    X(cuKernelGetName, CUresult, (const char** name, CUkernel k))                                  \
+    X(cuMemPrefetchAsync_v2, CUresult, (CUdeviceptr ptr, size_t bytes, CUmemLocation location,     \
+                                        unsigned int flags, CUstream stream))                      \
+    X(cuMemPrefetchBatchAsync, CUresult, (CUdeviceptr * ptrs, size_t* sizes, size_t count,         \
+                                          CUmemLocation* locations, size_t* location_indices,     \
+                                          size_t location_count, unsigned long long flags,        \
+                                          CUstream stream))                                        \
+    X(cuMemDiscardAndPrefetchBatchAsync, CUresult, (CUdeviceptr * ptrs, size_t* sizes,             \
+                                                    size_t count, CUmemLocation* locations,       \
+                                                    size_t* location_indices,                     \
+                                                    size_t location_count,                        \
+                                                    unsigned long long flags, CUstream stream))    \
+    X(cuMemAdvise_v2, CUresult, (CUdeviceptr ptr, size_t bytes, CUmem_advise advice,               \
+                                 CUmemLocation location))

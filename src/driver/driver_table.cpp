@@ -1,0 +1,59 @@
+#include "driver/driver_table.h"
+
+#include "driver/real_dlsym.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+
+namespace uvmp::driver {
+namespace {
+
+std::atomic<const DriverTable*> g_table{nullptr};
+thread_local bool t_resolving = false;
+
+const DriverTable* resolve() {
+    DlsymFn dlsym_fn = real_dlsym();
+    if (!dlsym_fn) return nullptr;
+    void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!library) return nullptr;
+    auto* table = new DriverTable;
+    table->library = library;
+#define UVMP_RESOLVE_POINTER(name, ret, params)                                                    \
+    table->name = reinterpret_cast<ret(*) params>(dlsym_fn(library, #name));
+    UVMP_HOOKED_DRIVER_FUNCTIONS(UVMP_RESOLVE_POINTER)
+    UVMP_CALLED_DRIVER_FUNCTIONS(UVMP_RESOLVE_POINTER)
+#undef UVMP_RESOLVE_POINTER
+    return table;
+}
+
+} // namespace
+
+const DriverTable* driver_table() {
+    if (const DriverTable* t = g_table.load(std::memory_order_acquire)) return t;
+    // libcuda's own initialisation may come back through the hooks: answer those
+    // calls with nothing rather than recurse.
+    if (t_resolving) return nullptr;
+    t_resolving = true;
+    const DriverTable* fresh = resolve();
+    t_resolving = false;
+    if (!fresh) return nullptr;
+    const DriverTable* expected = nullptr;
+    // Two threads may race here; the loser's table is dropped (libcuda stays loaded either way).
+    if (!g_table.compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
+        delete fresh;
+        return expected;
+    }
+    return fresh;
+}
+
+const DriverTable* driver_table_if_ready() { return g_table.load(std::memory_order_acquire); }
+
+const char* error_name(CUresult result) {
+    const char* name = nullptr;
+    if (const DriverTable* t = driver_table_if_ready(); t && t->cuGetErrorName)
+        t->cuGetErrorName(result, &name);
+    return name ? name : "CUDA_ERROR_UNKNOWN";
+}
+
+} // namespace uvmp::driver

@@ -1,0 +1,37 @@
+// The real driver entry points, resolved from libcuda at run time (the library
+// links nothing of CUDA). Published once; readers need no lock.
+#pragma once
+
+#include "driver/driver_api.h"
+
+#undef cuGetProcAddress
+
+namespace uvmp::driver {
+
+struct DriverTable {
+#define UVMP_DECLARE_POINTER(name, ret, params) ret(*name) params = nullptr;
+    UVMP_HOOKED_DRIVER_FUNCTIONS(UVMP_DECLARE_POINTER)
+    UVMP_CALLED_DRIVER_FUNCTIONS(UVMP_DECLARE_POINTER)
+#undef UVMP_DECLARE_POINTER
+    void* library = nullptr;
+};
+
+// The table, resolving it on first use from "libcuda.so.1". nullptr when libcuda
+// cannot be opened, or when called re-entrantly while this thread resolves it.
+const DriverTable* driver_table();
+
+// The table if it is already resolved, else nullptr. Never resolves.
+const DriverTable* driver_table_if_ready();
+
+// For each hooked name: its address in the real libcuda. The callback gets
+// (name, pointer to the table slot).
+template <typename F>
+void for_each_hooked_slot(const DriverTable& table, F&& f) {
+#define UVMP_VISIT_SLOT(name, ret, params) f(#name, reinterpret_cast<void* const*>(&table.name));
+    UVMP_HOOKED_DRIVER_FUNCTIONS(UVMP_VISIT_SLOT)
+#undef UVMP_VISIT_SLOT
+}
+
+const char* error_name(CUresult result);
+
+} // namespace uvmp::driver

@@ -1,0 +1,67 @@
+#include "driver/executor.h"
+
+#include <new>
+
+namespace uvmp::driver {
+
+void Executor::post(Task task) {
+    std::unique_lock lock(mutex_);
+    if (stopping_) return;
+    tasks_.push_back(std::move(task));
+    if (!started_) {
+        started_ = true;
+        std::thread(&Executor::run, this).detach();
+    }
+    lock.unlock();
+    wake_.notify_one();
+}
+
+CUstream Executor::stream_for(const DriverTable& table, CUcontext context) {
+    if (table.cuCtxSetCurrent(context) != CUDA_SUCCESS) return nullptr;
+    auto it = streams_.find(context);
+    if (it != streams_.end()) return it->second;
+    CUstream stream = nullptr;
+    if (table.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) stream = nullptr;
+    streams_[context] = stream;
+    return stream;
+}
+
+void Executor::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+        tasks_.clear();
+    }
+    wake_.notify_all();
+}
+
+void Executor::forget_after_fork() {
+    // The mutex may have been held by a parent thread at fork time: rebuild it.
+    new (&mutex_) std::mutex;
+    new (&wake_) std::condition_variable;
+    tasks_.clear();
+    streams_.clear();
+    started_ = false;
+    stopping_ = false;
+}
+
+size_t Executor::pending() const {
+    std::lock_guard lock(mutex_);
+    return tasks_.size();
+}
+
+void Executor::run() {
+    for (;;) {
+        Task task;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+            if (stopping_) return;
+            task = std::move(tasks_.front());
+            tasks_.pop_front();
+        }
+        task(*this);
+    }
+}
+
+} // namespace uvmp::driver

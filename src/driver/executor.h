@@ -1,0 +1,49 @@
+// The library's worker thread. Everything that can block for as long as a
+// transfer (prefetch, population, waiting on an event before a deferred free)
+// runs here, never on the application's threads.
+#pragma once
+
+#include "driver/driver_table.h"
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace uvmp::driver {
+
+class Executor {
+public:
+    using Task = std::function<void(Executor&)>;
+
+    // Queues a task; starts the worker on first use. Never blocks on the task.
+    void post(Task task);
+
+    // On the worker: the context made current, and the library's own non-blocking
+    // stream in it (created on first use). nullptr if the stream cannot be made.
+    CUstream stream_for(const DriverTable& table, CUcontext context);
+
+    // Stop taking tasks; the worker finishes the one in hand and exits. Not joined:
+    // at process exit the driver may already be going away.
+    void stop();
+
+    // In a forked child: the worker thread does not exist there and the parent's
+    // queued tasks refer to the parent's contexts. Start afresh.
+    void forget_after_fork();
+
+    size_t pending() const;
+
+private:
+    void run();
+
+    mutable std::mutex mutex_;
+    std::condition_variable wake_;
+    std::deque<Task> tasks_;
+    bool started_ = false;
+    bool stopping_ = false;
+    std::unordered_map<CUcontext, CUstream> streams_; // worker thread only
+};
+
+} // namespace uvmp::driver

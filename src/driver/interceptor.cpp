@@ -1,0 +1,403 @@
+#include "driver/interceptor.h"
+
+#include "core/log.h"
+#include "core/size_parse.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+namespace uvmp::driver {
+namespace {
+
+std::atomic<Interceptor*> g_interceptor{nullptr};
+
+// Launch-path scratch: one per thread, so observing a launch allocates nothing
+// once warmed up.
+thread_local std::vector<AccessHit> t_hits;
+
+uint64_t monotonic_ns() {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+}
+
+} // namespace
+
+Interceptor* interceptor() { return g_interceptor.load(std::memory_order_acquire); }
+void set_interceptor(Interceptor* instance) { g_interceptor.store(instance, std::memory_order_release); }
+
+Interceptor::Interceptor(Config config, bool active)
+    : config_(std::move(config)), active_(active),
+      kernels_([this](const void* handle, KernelInfo& info) { describe_kernel(handle, info); }),
+      start_ns_(monotonic_ns()) {}
+
+uint64_t Interceptor::now_ns() const { return monotonic_ns() - start_ns_; }
+
+DeviceBudget* Interceptor::budget_for_current_device(const DriverTable& table, CUdevice& device,
+                                                     CUcontext& context) {
+    if (table.cuCtxGetDevice(&device) != CUDA_SUCCESS || device < 0 ||
+        static_cast<size_t>(device) >= budgets_.size())
+        return nullptr;
+    if (table.cuCtxGetCurrent(&context) != CUDA_SUCCESS) return nullptr;
+    DeviceBudget& budget = budgets_[static_cast<size_t>(device)];
+    if (budget.configured()) return &budget;
+    std::lock_guard lock(budgets_mutex_);
+    if (!budget.configured()) {
+        size_t free_bytes = 0, total_bytes = 0;
+        if (table.cuMemGetInfo_v2(&free_bytes, &total_bytes) != CUDA_SUCCESS) return nullptr;
+        budget.configure(config_, free_bytes, total_bytes);
+        if (device == 0) {
+            stats_.budget_bytes.store(budget.budget(), std::memory_order_relaxed);
+            stats_.guard_limit_bytes.store(budget.guard_limit(), std::memory_order_relaxed);
+        }
+        log::info("device {}: {} total, {} free at start; physical guard {}, budget {}", device,
+                  format_size(total_bytes), format_size(free_bytes), format_size(budget.guard_limit()),
+                  format_size(budget.budget()));
+        if (budget.budget() > budget.guard_limit() && budget.guard_enforced())
+            log::warn("the budget ({}) is above the physical guard ({}): allocations past the "
+                      "guard will fail",
+                      format_size(budget.budget()), format_size(budget.guard_limit()));
+    }
+    return &budget;
+}
+
+Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes,
+                                                 const DriverTable& table) {
+    CUdevice device = 0;
+    CUcontext context = nullptr;
+    DeviceBudget* budget = budget_for_current_device(table, device, context);
+    if (!budget || !table.cuMemAllocManaged) return ConvertOutcome::Failed;
+    if (!budget->try_reserve(bytes)) {
+        stats_.add(stats_.guard_refusals);
+        log::warn("{}", budget->refusal_message(bytes));
+        return ConvertOutcome::GuardRefused;
+    }
+    const CUresult r = table.cuMemAllocManaged(dptr, bytes, CU_MEM_ATTACH_GLOBAL);
+    if (r != CUDA_SUCCESS) {
+        budget->release(bytes);
+        UVMP_WARN_ONCE("cuMemAllocManaged failed ({}); allocations that cannot be converted use "
+                       "the driver's own allocator",
+                       error_name(r));
+        return ConvertOutcome::Failed;
+    }
+    const uint32_t id = registry_.add(*dptr, bytes, device, context);
+    stats_.converted_allocated(bytes);
+    open_trace_if_needed(table);
+    if (trace_) {
+        trace::Alloc record;
+        record.id = id;
+        record.address = *dptr;
+        record.size = bytes;
+        record.kind = trace::AllocKind::Converted;
+        record.device = device;
+        record.time_ns = now_ns();
+        record.launches_before = launch_seq_.load(std::memory_order_relaxed);
+        trace_->alloc(record);
+    }
+    if (config_.populate == Populate::Prefetch && budget->converted_live() <= budget->budget())
+        populate(*dptr, bytes, device, context);
+    return ConvertOutcome::Converted;
+}
+
+void Interceptor::populate(CUdeviceptr ptr, uint64_t bytes, CUdevice device, CUcontext context) {
+    executor_.post([this, ptr, bytes, device, context](Executor& executor) {
+        const DriverTable* table = driver_table_if_ready();
+        if (!table || !table->cuMemPrefetchAsync_v2) return;
+        // The allocation may be gone by now: a prefetch of freed or reused managed
+        // memory moves nothing that matters, so no check is needed.
+        CUstream stream = executor.stream_for(*table, context);
+        if (!stream) return;
+        CUmemLocation location{};
+        location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        location.id = device;
+        const uint64_t start = now_ns();
+        const CUresult r = table->cuMemPrefetchAsync_v2(ptr, bytes, location, 0, stream);
+        if (r != CUDA_SUCCESS) {
+            UVMP_WARN_ONCE("populating a fresh allocation on the GPU failed ({}); kernels will "
+                           "fault it in instead",
+                           error_name(r));
+            return;
+        }
+        stats_.add(stats_.populate_calls);
+        stats_.add(stats_.bytes_populated, bytes);
+        if (trace_) {
+            if (auto a = registry_.find(ptr); a && a->offset == 0) {
+                trace::Move move;
+                move.kind = trace::MoveKind::Populate;
+                move.alloc_id = a->alloc_id;
+                move.length = bytes;
+                move.time_ns = start;
+                move.duration_ns = now_ns() - start;
+                move.launches_before = launch_seq_.load(std::memory_order_relaxed);
+                trace_->move(move);
+            }
+        }
+    });
+}
+
+void Interceptor::note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int device,
+                                          std::atomic<uint64_t>& reason) {
+    stats_.passed_through(reason, bytes);
+    std::lock_guard lock(passthrough_mutex_);
+    passthrough_[ptr] = PassthroughAllocation{bytes, device};
+    passthrough_live_[static_cast<size_t>(device) % passthrough_live_.size()] += bytes;
+}
+
+void Interceptor::release_converted(const Allocation& allocation) {
+    budgets_[static_cast<size_t>(allocation.device) % budgets_.size()].release(allocation.size);
+    stats_.converted_freed(allocation.size);
+    if (trace_) {
+        trace::Free record;
+        record.id = allocation.id;
+        record.time_ns = now_ns();
+        record.launches_before = launch_seq_.load(std::memory_order_relaxed);
+        trace_->free(record);
+    }
+}
+
+CUresult Interceptor::free(CUdeviceptr ptr, const DriverTable& table) {
+    auto allocation = registry_.remove(ptr);
+    const CUresult r = table.cuMemFree_v2(ptr);
+    if (allocation) {
+        if (r == CUDA_SUCCESS) release_converted(*allocation);
+        return r;
+    }
+    if (r == CUDA_SUCCESS) {
+        std::lock_guard lock(passthrough_mutex_);
+        if (auto it = passthrough_.find(ptr); it != passthrough_.end()) {
+            passthrough_live_[static_cast<size_t>(it->second.device) % passthrough_live_.size()] -=
+                it->second.bytes;
+            passthrough_.erase(it);
+        }
+    }
+    return r;
+}
+
+CUresult Interceptor::free_async(CUdeviceptr ptr, CUstream stream, StreamFlavor flavor,
+                                 const DriverTable& table) {
+    auto allocation = registry_.find_base(ptr);
+    if (!allocation) {
+        auto real = flavor == StreamFlavor::PerThread ? table.cuMemFreeAsync_ptsz : table.cuMemFreeAsync;
+        {
+            std::lock_guard lock(passthrough_mutex_);
+            if (auto it = passthrough_.find(ptr); it != passthrough_.end()) {
+                passthrough_live_[static_cast<size_t>(it->second.device) % passthrough_live_.size()] -=
+                    it->second.bytes;
+                passthrough_.erase(it);
+            }
+        }
+        return real(ptr, stream);
+    }
+    // Stream-ordered free of managed memory: the memory must outlive the work
+    // queued before this point. Mark that point with an event and let the worker
+    // wait for it, so the caller never blocks.
+    CUevent event = nullptr;
+    auto record = flavor == StreamFlavor::PerThread ? table.cuEventRecord_ptsz : table.cuEventRecord;
+    if (table.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return free(ptr, table);
+    if (record(event, stream) != CUDA_SUCCESS) {
+        table.cuEventDestroy_v2(event);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    registry_.remove(ptr);
+    Allocation gone = *allocation;
+    executor_.post([this, gone, event](Executor&) {
+        const DriverTable* t = driver_table_if_ready();
+        if (!t) return;
+        t->cuCtxSetCurrent(static_cast<CUcontext>(gone.context));
+        t->cuEventSynchronize(event);
+        t->cuEventDestroy_v2(event);
+        if (t->cuMemFree_v2(gone.base) == CUDA_SUCCESS) release_converted(gone);
+    });
+    return CUDA_SUCCESS;
+}
+
+CUresult Interceptor::mem_get_info(size_t* free_bytes, size_t* total_bytes, const DriverTable& table) {
+    if (!free_bytes || !total_bytes) return table.cuMemGetInfo_v2(free_bytes, total_bytes);
+    const CUresult r = table.cuMemGetInfo_v2(free_bytes, total_bytes);
+    if (r != CUDA_SUCCESS || !active_) return r;
+    CUdevice device = 0;
+    CUcontext context = nullptr;
+    DeviceBudget* budget = budget_for_current_device(table, device, context);
+    if (!budget) return r;
+    uint64_t f = 0, t = 0;
+    budget->report(passthrough_live_[static_cast<size_t>(device)].load(), f, t);
+    *free_bytes = f;
+    *total_bytes = t;
+    return r;
+}
+
+void Interceptor::adjust_pointer_attribute(CUpointer_attribute attribute, void* data,
+                                           CUdeviceptr ptr) const {
+    if (!active_ || !config_.hide_managed || !data || !registry_.contains(ptr)) return;
+    if (attribute == CU_POINTER_ATTRIBUTE_IS_MANAGED) *static_cast<bool*>(data) = false;
+    if (attribute == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
+        *static_cast<CUmemorytype*>(data) = CU_MEMORYTYPE_DEVICE;
+}
+
+void Interceptor::note_ipc_failure(CUdeviceptr ptr, CUresult result) const {
+    if (result == CUDA_SUCCESS || !registry_.contains(ptr)) return;
+    UVMP_WARN_ONCE("cuIpcGetMemHandle failed ({}) on a converted allocation: CUDA IPC cannot share "
+                   "managed memory between processes. Run jobs that share tensors across processes "
+                   "with UVMP_ENABLE=0",
+                   error_name(result));
+}
+
+void Interceptor::describe_kernel(const void* handle, KernelInfo& info) const {
+    const DriverTable* table = driver_table_if_ready();
+    if (!table) return;
+    auto function = static_cast<CUfunction>(const_cast<void*>(handle));
+    auto kernel = reinterpret_cast<CUkernel>(function);
+    const char* name = nullptr;
+    if (table->cuFuncGetName && table->cuFuncGetName(&name, function) != CUDA_SUCCESS) name = nullptr;
+    if (!name && table->cuKernelGetName && table->cuKernelGetName(&name, kernel) != CUDA_SUCCESS)
+        name = nullptr;
+    info.name = name ? name : "?";
+
+    // The runtime's lazy loading hands CUkernel handles to cuLaunchKernel as
+    // CUfunction; try the function query first, then the kernel one.
+    auto collect = [&](auto query) {
+        std::vector<ParamSlot> slots;
+        for (size_t i = 0;; ++i) {
+            size_t offset = 0, size = 0;
+            if (query(i, &offset, &size) != CUDA_SUCCESS) break;
+            slots.push_back({static_cast<uint32_t>(offset), static_cast<uint32_t>(size)});
+        }
+        return slots;
+    };
+    if (table->cuFuncGetParamInfo) {
+        info.params = collect([&](size_t i, size_t* o, size_t* s) {
+            return table->cuFuncGetParamInfo(function, i, o, s);
+        });
+    }
+    if (info.params.empty() && table->cuKernelGetParamInfo) {
+        info.params = collect([&](size_t i, size_t* o, size_t* s) {
+            return table->cuKernelGetParamInfo(kernel, i, o, s);
+        });
+    }
+    info.layout_known = true;
+    log::debug("kernel {}: {} parameters", info.name, info.params.size());
+}
+
+void Interceptor::observe_launch(const LaunchSite& site) {
+    const uint64_t seq = launch_seq_.fetch_add(1, std::memory_order_relaxed);
+    stats_.add(stats_.launches_seen);
+    bool first_sight = false;
+    const KernelInfo& info = kernels_.lookup(site.function, &first_sight);
+    t_hits.clear();
+    if (site.params) {
+        scan_kernel_params(info, site.params, registry_, t_hits);
+    } else if (site.extra) {
+        const void* buffer = nullptr;
+        size_t buffer_bytes = 0;
+        for (void** e = site.extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+            if (e[0] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = e[1];
+            else if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE && e[1])
+                buffer_bytes = *static_cast<size_t*>(e[1]);
+        }
+        scan_param_buffer(buffer, buffer_bytes, registry_, t_hits);
+    }
+    if (!t_hits.empty()) {
+        stats_.add(stats_.launches_with_access);
+        stats_.add(stats_.access_entries, t_hits.size());
+    }
+    if (trace_) {
+        if (first_sight) trace_->kernel(info.id, info.name);
+        trace::Launch record;
+        record.seq = seq;
+        record.kernel_id = info.id;
+        for (int i = 0; i < 3; ++i) {
+            record.grid[i] = site.grid[i];
+            record.block[i] = site.block[i];
+        }
+        record.stream = reinterpret_cast<uint64_t>(site.stream);
+        record.time_ns = now_ns();
+        thread_local std::vector<trace::Access> accesses;
+        accesses.clear();
+        for (const AccessHit& h : t_hits) accesses.push_back({h.alloc_id, h.offset, 0});
+        trace_->launch(record, accesses);
+    }
+}
+
+void Interceptor::mark_iteration() {
+    const uint64_t index = stats_.iterations.fetch_add(1, std::memory_order_relaxed);
+    if (trace_) {
+        trace::Iteration record;
+        record.index = index;
+        record.launches_before = launch_seq_.load(std::memory_order_relaxed);
+        record.time_ns = now_ns();
+        trace_->iteration(record);
+    }
+}
+
+void Interceptor::open_trace_if_needed(const DriverTable& table) {
+    if (config_.trace_out.empty()) return;
+    std::call_once(trace_once_, [&] {
+        trace::Header header;
+        header.library_version = UVMP_VERSION_STRING;
+        header.chunk_bytes = config_.chunk_size;
+        header.pid = static_cast<int32_t>(getpid());
+        header.start_time_ns = static_cast<uint64_t>(std::time(nullptr)) * 1000000000ull;
+        for (const auto& [key, value] : config_.values) header.options[key] = value;
+        CUdevice device = 0;
+        if (table.cuCtxGetDevice(&device) == CUDA_SUCCESS) {
+            char name[256] = {};
+            if (table.cuDeviceGetName(name, sizeof name - 1, device) == CUDA_SUCCESS)
+                header.device_name = name;
+            size_t total = 0;
+            if (table.cuDeviceTotalMem_v2(&total, device) == CUDA_SUCCESS) header.device_total_bytes = total;
+            header.budget_bytes = budgets_[static_cast<size_t>(device) % budgets_.size()].budget();
+        }
+        int version = 0;
+        if (table.cuDriverGetVersion(&version) == CUDA_SUCCESS) header.driver_version = version;
+        const char* rank = std::getenv("RANK");
+        if (!rank) rank = std::getenv("LOCAL_RANK");
+        header.rank = rank ? std::atoi(rank) : -1;
+
+        trace::TraceWriter::Options options;
+        options.path = expand_path_pattern(config_.trace_out, getpid(), &uvmp::process_getenv);
+        options.buffer_bytes = config_.trace_buffer;
+        std::string error;
+        trace_ = trace::TraceWriter::open(options, header, error);
+        if (!trace_) log::warn("cannot record the trace: {}", error);
+        else log::info("recording the access trace to {}", options.path);
+    });
+}
+
+void Interceptor::finish() {
+    if (finished_.exchange(true)) return;
+    executor_.stop();
+    if (trace_) {
+        trace_->close();
+        stats_.trace_records_written.store(trace_->records_written(), std::memory_order_relaxed);
+        stats_.trace_records_dropped.store(trace_->records_dropped(), std::memory_order_relaxed);
+    }
+    const bool did_anything = stats_.launches_seen.load() || stats_.allocs_converted.load() ||
+                              stats_.allocs_passed_through.load();
+    if (config_.summary && did_anything) {
+        for (const std::string& line : stats_.summary_lines()) log::raw_stderr_line("uvmprefetch: " + line);
+    }
+    if (!config_.stats_file.empty() && did_anything) {
+        const std::string path = expand_path_pattern(config_.stats_file, getpid(), &uvmp::process_getenv);
+        std::ofstream out(path);
+        if (out) out << stats_.to_json(active_, getpid()) << "\n";
+        else log::raw_stderr_line("uvmprefetch: cannot write the stats file '" + path + "'");
+    }
+}
+
+void Interceptor::forget_after_fork() {
+    // The child has no CUDA context of the parent's: nothing it inherited
+    // describes memory it can use, and the worker thread did not survive.
+    executor_.forget_after_fork();
+    registry_.clear();
+    kernels_.clear();
+    new (&passthrough_mutex_) std::mutex;
+    new (&budgets_mutex_) std::mutex;
+    passthrough_.clear();
+    stats_.reset();
+}
+
+} // namespace uvmp::driver

@@ -1,0 +1,111 @@
+// What the hooks do: convert device allocations into managed memory under the
+// physical guard, keep the registry, observe launches and their access sets,
+// and hand every blocking call to the worker. One instance per process.
+#pragma once
+
+#include "core/access_inference.h"
+#include "core/device_budget.h"
+#include "core/options.h"
+#include "core/registry.h"
+#include "core/stats.h"
+#include "core/trace_writer.h"
+#include "driver/driver_table.h"
+#include "driver/executor.h"
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+namespace uvmp::driver {
+
+// Which entry point an allocation or free came through: it decides stream
+// semantics (legacy vs per-thread default stream) and the pass-through call.
+enum class StreamFlavor { Legacy, PerThread };
+
+struct LaunchSite {
+    CUfunction function;
+    void** params;
+    void** extra;
+    CUstream stream;
+    unsigned grid[3];
+    unsigned block[3];
+};
+
+class Interceptor {
+public:
+    Interceptor(Config config, bool active);
+
+    bool active() const { return active_; }
+    const Config& config() const { return config_; }
+    Stats& stats() { return stats_; }
+    const Registry& registry() const { return registry_; }
+
+    // dptr gets a managed allocation when the library is active and the guard
+    // allows; passthrough performs the original call otherwise.
+    template <typename Passthrough>
+    CUresult allocate(CUdeviceptr* dptr, size_t bytes, CUstream stream, bool stream_ordered,
+                      StreamFlavor flavor, Passthrough&& passthrough);
+    CUresult free(CUdeviceptr ptr, const DriverTable& table);
+    CUresult free_async(CUdeviceptr ptr, CUstream stream, StreamFlavor flavor,
+                        const DriverTable& table);
+    CUresult mem_get_info(size_t* free_bytes, size_t* total_bytes, const DriverTable& table);
+    void note_passthrough_vmm(uint64_t bytes) { stats_.passed_through(stats_.passthrough_vmm, bytes); }
+    void note_passthrough_host(uint64_t bytes) { stats_.passed_through(stats_.passthrough_host, bytes); }
+    // Pointer-attribute answers for converted memory, when hiding is on.
+    void adjust_pointer_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr ptr) const;
+    void note_ipc_failure(CUdeviceptr ptr, CUresult result) const;
+
+    // Called before every launch is forwarded.
+    void observe_launch(const LaunchSite& site);
+    void mark_iteration();
+
+    // Exit: summary, stats file, trace close. Idempotent.
+    void finish();
+    void forget_after_fork();
+
+private:
+    struct PassthroughAllocation {
+        uint64_t bytes;
+        int device;
+    };
+
+    enum class ConvertOutcome { Converted, GuardRefused, Failed };
+    ConvertOutcome convert(CUdeviceptr* dptr, size_t bytes, const DriverTable& table);
+    DeviceBudget* budget_for_current_device(const DriverTable& table, CUdevice& device,
+                                            CUcontext& context);
+    void populate(CUdeviceptr ptr, uint64_t bytes, CUdevice device, CUcontext context);
+    void release_converted(const Allocation& allocation);
+    void note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int device,
+                                 std::atomic<uint64_t>& reason);
+    void open_trace_if_needed(const DriverTable& table);
+    void describe_kernel(const void* handle, KernelInfo& info) const;
+    uint64_t now_ns() const;
+
+    Config config_;
+    bool active_;
+    Stats stats_;
+    Registry registry_;
+    KernelTable kernels_;
+    Executor executor_;
+    std::array<DeviceBudget, 64> budgets_;
+    std::mutex budgets_mutex_;
+
+    std::mutex passthrough_mutex_;
+    std::unordered_map<CUdeviceptr, PassthroughAllocation> passthrough_;
+    std::array<std::atomic<uint64_t>, 64> passthrough_live_{};
+
+    std::once_flag trace_once_;
+    std::unique_ptr<trace::TraceWriter> trace_;
+    std::atomic<uint64_t> launch_seq_{0};
+    uint64_t start_ns_;
+    std::atomic<bool> finished_{false};
+};
+
+Interceptor* interceptor(); // nullptr before the library's constructor ran
+void set_interceptor(Interceptor* instance);
+
+} // namespace uvmp::driver
+
+#include "driver/interceptor_inl.h"

@@ -1,0 +1,41 @@
+// The allocation path, a template over the original call that passes through.
+#pragma once
+
+namespace uvmp::driver {
+
+template <typename Passthrough>
+CUresult Interceptor::allocate(CUdeviceptr* dptr, size_t bytes, CUstream stream,
+                               bool stream_ordered, StreamFlavor flavor,
+                               Passthrough&& passthrough) {
+    const DriverTable* table = driver_table();
+    if (!active_ || !table || !dptr || bytes == 0) {
+        const CUresult r = passthrough();
+        if (r == CUDA_SUCCESS && dptr && table && bytes)
+            note_passthrough_device(*dptr, bytes, 0, stats_.passthrough_inactive);
+        return r;
+    }
+    if (stream_ordered) {
+        // Managed allocation is not allowed into a graph being captured.
+        CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+        auto is_capturing = flavor == StreamFlavor::PerThread ? table->cuStreamIsCapturing_ptsz
+                                                              : table->cuStreamIsCapturing;
+        if (is_capturing && is_capturing(stream, &status) == CUDA_SUCCESS &&
+            status != CU_STREAM_CAPTURE_STATUS_NONE) {
+            const CUresult r = passthrough();
+            if (r == CUDA_SUCCESS) note_passthrough_device(*dptr, bytes, 0, stats_.passthrough_capture);
+            return r;
+        }
+    }
+    switch (convert(dptr, bytes, *table)) {
+    case ConvertOutcome::Converted: return CUDA_SUCCESS;
+    case ConvertOutcome::GuardRefused: return CUDA_ERROR_OUT_OF_MEMORY;
+    case ConvertOutcome::Failed: break;
+    }
+    // Managed allocation refused for another reason: the job must still run.
+    const CUresult fallback = passthrough();
+    if (fallback == CUDA_SUCCESS)
+        note_passthrough_device(*dptr, bytes, 0, stats_.passthrough_managed_failed);
+    return fallback;
+}
+
+} // namespace uvmp::driver

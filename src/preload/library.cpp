@@ -1,0 +1,53 @@
+// Set-up and tear-down of the preloaded library: configuration, logging, the
+// interceptor, fork handling and the exit summary.
+#include "core/log.h"
+#include "core/options.h"
+#include "driver/interceptor.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace {
+
+using uvmp::driver::Interceptor;
+
+void print_options(const uvmp::Config& config) {
+    for (const auto& [key, value] : config.values) {
+        const uvmp::OptionSpec* spec = uvmp::find_option(key);
+        uvmp::log::raw_stderr_line("uvmprefetch: option " + std::string(spec ? spec->env : key) + "=" +
+                                   (value.empty() ? std::string("(unset)") : value));
+    }
+}
+
+void after_fork_in_child() {
+    if (auto* icpt = uvmp::driver::interceptor()) icpt->forget_after_fork();
+}
+
+__attribute__((constructor)) void uvmp_library_start() {
+    uvmp::Config config;
+    bool active = true;
+    if (auto error = uvmp::load_config(config, &uvmp::process_getenv)) {
+        // One line, then a pure pass-through: a bad setting must never stop the job.
+        uvmp::log::raw_stderr_line("uvmprefetch: " + error->message + "; running as a pass-through");
+        config = uvmp::Config{};
+        active = false;
+    }
+    active = active && config.enable;
+    const std::string log_file =
+        config.log_file.empty() ? std::string() : uvmp::expand_path_pattern(config.log_file, getpid(), &uvmp::process_getenv);
+    uvmp::log::setup(config.log_level, log_file);
+    if (config.verbose) print_options(config);
+    // Never freed: hooks may still run in other threads while the process exits.
+    auto* icpt = new Interceptor(std::move(config), active);
+    uvmp::driver::set_interceptor(icpt);
+    pthread_atfork(nullptr, nullptr, &after_fork_in_child);
+}
+
+__attribute__((destructor)) void uvmp_library_stop() {
+    if (auto* icpt = uvmp::driver::interceptor()) icpt->finish();
+    uvmp::log::shutdown();
+}
+
+} // namespace

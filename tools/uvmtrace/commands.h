@@ -1,0 +1,13 @@
+// Each uvmtrace subcommand registers itself on the top-level CLI11 app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace uvmp::tools {
+
+void register_info(CLI::App& app);
+void register_dump(CLI::App& app);
+void register_export(CLI::App& app);
+void register_simulate(CLI::App& app);
+
+} // namespace uvmp::tools
