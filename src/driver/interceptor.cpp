@@ -99,16 +99,22 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
         trace_->alloc(record);
     }
     if (config_.populate == Populate::Prefetch && budget->converted_live() <= budget->budget())
-        populate(*dptr, bytes, device, context);
+        populate(id, *dptr, bytes, device, context);
     return ConvertOutcome::Converted;
 }
 
-void Interceptor::populate(CUdeviceptr ptr, uint64_t bytes, CUdevice device, CUcontext context) {
-    executor_.post([this, ptr, bytes, device, context](Executor& executor) {
+void Interceptor::populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevice device,
+                           CUcontext context) {
+    executor_.post([this, id, ptr, bytes, device, context](Executor& executor) {
         const DriverTable* table = driver_table_if_ready();
         if (!table || !table->cuMemPrefetchAsync_v2) return;
-        // The allocation may be gone by now: a prefetch of freed or reused managed
-        // memory moves nothing that matters, so no check is needed.
+        // Short-lived allocations are often freed before the worker gets to them;
+        // their address may even belong to a newer allocation by now.
+        auto still_live = [&] {
+            auto a = registry_.find_base(ptr);
+            return a && a->id == id;
+        };
+        if (!still_live()) return;
         CUstream stream = executor.stream_for(*table, context);
         if (!stream) return;
         CUmemLocation location{};
@@ -117,24 +123,23 @@ void Interceptor::populate(CUdeviceptr ptr, uint64_t bytes, CUdevice device, CUc
         const uint64_t start = now_ns();
         const CUresult r = table->cuMemPrefetchAsync_v2(ptr, bytes, location, 0, stream);
         if (r != CUDA_SUCCESS) {
-            UVMP_WARN_ONCE("populating a fresh allocation on the GPU failed ({}); kernels will "
-                           "fault it in instead",
-                           error_name(r));
+            if (still_live())
+                UVMP_WARN_ONCE("populating a fresh allocation on the GPU failed ({}); kernels will "
+                               "fault it in instead",
+                               error_name(r));
             return;
         }
         stats_.add(stats_.populate_calls);
         stats_.add(stats_.bytes_populated, bytes);
         if (trace_) {
-            if (auto a = registry_.find(ptr); a && a->offset == 0) {
-                trace::Move move;
-                move.kind = trace::MoveKind::Populate;
-                move.alloc_id = a->alloc_id;
-                move.length = bytes;
-                move.time_ns = start;
-                move.duration_ns = now_ns() - start;
-                move.launches_before = launch_seq_.load(std::memory_order_relaxed);
-                trace_->move(move);
-            }
+            trace::Move move;
+            move.kind = trace::MoveKind::Populate;
+            move.alloc_id = id;
+            move.length = bytes;
+            move.time_ns = start;
+            move.duration_ns = now_ns() - start;
+            move.launches_before = launch_seq_.load(std::memory_order_relaxed);
+            trace_->move(move);
         }
     });
 }
@@ -392,6 +397,8 @@ void Interceptor::forget_after_fork() {
     // The child has no CUDA context of the parent's: nothing it inherited
     // describes memory it can use, and the worker thread did not survive.
     executor_.forget_after_fork();
+    // The parent's trace writer thread did not survive either; its file is the parent's.
+    (void)trace_.release();
     registry_.clear();
     kernels_.clear();
     new (&passthrough_mutex_) std::mutex;

@@ -75,7 +75,7 @@ private:
     ConvertOutcome convert(CUdeviceptr* dptr, size_t bytes, const DriverTable& table);
     DeviceBudget* budget_for_current_device(const DriverTable& table, CUdevice& device,
                                             CUcontext& context);
-    void populate(CUdeviceptr ptr, uint64_t bytes, CUdevice device, CUcontext context);
+    void populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevice device, CUcontext context);
     void release_converted(const Allocation& allocation);
     void note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int device,
                                  std::atomic<uint64_t>& reason);

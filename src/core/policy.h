@@ -1,0 +1,85 @@
+// What to move around one kernel launch. A policy sees each launch in order,
+// decides which chunks to evict, which of the launch's chunks fault in on demand
+// and which chunks to fetch ahead for later launches, and updates the residency
+// model to the state those moves lead to. The executor (online) or the
+// simulator (offline) then carries the moves out, evictions first.
+//
+// Invariants every policy keeps: a pinned chunk (needed by the current or a
+// running kernel) is never evicted; resident bytes stay within the budget unless
+// the launch's own chunks alone exceed it.
+#pragma once
+
+#include "core/predictor.h"
+#include "core/residency.h"
+#include "core/trace_model.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uvmp {
+
+class ChunkSchedule;
+
+struct LaunchView {
+    uint64_t step = 0; // launch index in the program, counting from 0
+    uint32_t kernel_id = 0;
+    std::span<const trace::Access> accesses;
+    // The chunks the accesses touch, each once (Residency::append_chunks, deduplicated).
+    std::span<const ChunkId> chunks;
+};
+
+// A run of adjacent chunks of one allocation: one transfer call.
+struct ChunkSpan {
+    ChunkId first = 0;
+    uint32_t count = 0;
+};
+
+struct Plan {
+    std::vector<ChunkSpan> evict;    // GPU -> host, before anything else
+    std::vector<ChunkSpan> demand;   // the launch's chunks that fault in while it runs
+    std::vector<ChunkSpan> prefetch; // host -> GPU ahead of use, most urgent first
+
+    void clear();
+    // Appends a chunk, extending the last span when it is the next chunk of the
+    // same allocation, so that transfers come out as large contiguous pieces.
+    static void add(std::vector<ChunkSpan>& spans, ChunkId chunk, const Residency& residency);
+    static uint64_t bytes(std::span<const ChunkSpan> spans, const Residency& residency);
+};
+
+class Policy {
+public:
+    virtual ~Policy() = default;
+    virtual std::string_view name() const = 0;
+    // Plans the moves around one launch and applies them to `residency`. The
+    // launch's chunks are pinned by the caller for the duration of the call.
+    virtual void plan(const LaunchView& launch, Residency& residency, Plan& out) = 0;
+    // Share of launches whose successor was predicted correctly, for policies that predict.
+    virtual std::optional<double> prediction_hit_rate() const { return std::nullopt; }
+};
+
+enum class PolicyKind { DemandLru, Belady, Learned };
+
+std::optional<PolicyKind> parse_policy_kind(std::string_view name);
+std::string_view policy_kind_name(PolicyKind kind);
+
+struct LookaheadConfig {
+    // How far past the current launch prefetching may reach.
+    uint64_t max_lookahead_launches = 4096;
+};
+
+// No prefetching; a launch's missing chunks fault in; least recently used chunks go first.
+std::unique_ptr<Policy> make_demand_lru_policy();
+// Perfect knowledge of the future from the whole trace: fetches ahead as far as
+// the budget allows and evicts the chunk whose next use is farthest. `schedule`
+// must outlive the policy and describe exactly the launches that will be planned.
+std::unique_ptr<Policy> make_belady_policy(const ChunkSchedule& schedule, LookaheadConfig config = {});
+// Predicts the future from the launches seen so far (Predictor) and behaves like
+// belady on the prediction; with no prediction it behaves like demand-lru.
+std::unique_ptr<Policy> make_learned_policy(PredictorConfig predictor = {}, LookaheadConfig config = {});
+
+} // namespace uvmp

@@ -1,0 +1,51 @@
+// belady: the offline optimum's shape, from perfect knowledge of the trace.
+// The lower bound that the learned policy is measured against.
+#include "core/policy_chunk_schedule.h"
+#include "core/policy_lookahead.h"
+
+#include <stdexcept>
+
+namespace uvmp {
+namespace {
+
+class BeladyPolicy final : public LookaheadPolicy {
+public:
+    BeladyPolicy(const ChunkSchedule& schedule, LookaheadConfig config)
+        : LookaheadPolicy(config), schedule_(schedule), next_use_(schedule.chunk_slots()) {
+        for (ChunkId c = 0; c < next_use_.size(); ++c) next_use_[c] = schedule.first_use(c);
+    }
+
+    std::string_view name() const override { return "belady"; }
+
+protected:
+    bool begin_launch(const LaunchView& launch, const Residency& residency) override {
+        if (launch.step >= schedule_.launch_count() || residency.chunk_slots() > next_use_.size())
+            throw std::logic_error("belady: the launches planned are not the ones of its schedule");
+        current_step_ = launch.step;
+        return true;
+    }
+
+    std::optional<std::span<const ChunkId>> future_chunks(uint64_t step, const Residency&) override {
+        if (step >= schedule_.launch_count()) return std::nullopt;
+        return schedule_.chunks(step);
+    }
+
+    uint64_t eviction_key(ChunkId chunk, const Residency&) const override { return next_use_[chunk]; }
+
+    void on_touch(ChunkId chunk, uint64_t step, size_t index) override {
+        next_use_[chunk] = schedule_.next_uses(step)[index];
+    }
+
+private:
+    const ChunkSchedule& schedule_;
+    std::vector<uint64_t> next_use_;
+    uint64_t current_step_ = 0;
+};
+
+} // namespace
+
+std::unique_ptr<Policy> make_belady_policy(const ChunkSchedule& schedule, LookaheadConfig config) {
+    return std::make_unique<BeladyPolicy>(schedule, config);
+}
+
+} // namespace uvmp

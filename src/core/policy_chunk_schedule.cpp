@@ -1,0 +1,93 @@
+#include "core/policy_chunk_schedule.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace uvmp {
+namespace {
+
+std::vector<ChunkSchedule::AllocEvent> ordered_events(const trace::Trace& trace) {
+    struct Keyed {
+        ChunkSchedule::AllocEvent event;
+        uint64_t time_ns;
+    };
+    std::vector<Keyed> keyed;
+    keyed.reserve(trace.allocs.size() + trace.frees.size());
+    for (const trace::Alloc& a : trace.allocs) keyed.push_back({{a.launches_before, a.id, a.size, false}, a.time_ns});
+    for (const trace::Free& f : trace.frees) keyed.push_back({{f.launches_before, f.id, 0, true}, f.time_ns});
+    // Between two launches the recorded times order events; an allocation comes
+    // before a free of the same instant.
+    std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) {
+        if (x.event.launches_before != y.event.launches_before) return x.event.launches_before < y.event.launches_before;
+        if (x.time_ns != y.time_ns) return x.time_ns < y.time_ns;
+        return !x.event.is_free && y.event.is_free;
+    });
+    std::vector<ChunkSchedule::AllocEvent> events;
+    events.reserve(keyed.size());
+    for (const Keyed& k : keyed) events.push_back(k.event);
+    return events;
+}
+
+} // namespace
+
+ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
+    : chunk_bytes_(chunk_bytes), events_(ordered_events(trace)) {
+    Residency layout(0, chunk_bytes);
+    const uint64_t launches = trace.launches.size();
+    launch_begin_.reserve(launches + 1);
+    launch_begin_.push_back(0);
+    size_t next_event = 0;
+    auto apply_events_until = [&](uint64_t launch) {
+        for (; next_event < events_.size() && events_[next_event].launches_before <= launch; ++next_event) {
+            const AllocEvent& e = events_[next_event];
+            if (e.is_free) layout.remove_allocation(e.alloc_id);
+            else layout.add_allocation(e.alloc_id, e.size);
+        }
+    };
+    for (uint64_t i = 0; i < launches; ++i) {
+        apply_events_until(i);
+        const trace::Launch& launch = trace.launches[i];
+        if (static_cast<uint64_t>(launch.first_access) + launch.access_count > trace.accesses.size())
+            throw std::invalid_argument("launch " + std::to_string(i) + " names accesses beyond the access table");
+        const size_t begin = chunks_.size();
+        for (uint32_t k = 0; k < launch.access_count; ++k) {
+            const trace::Access& access = trace.accesses[launch.first_access + k];
+            if (!layout.is_live(access.alloc_id)) ++dangling_accesses_;
+            layout.append_chunks(access, chunks_);
+        }
+        std::sort(chunks_.begin() + static_cast<std::ptrdiff_t>(begin), chunks_.end());
+        chunks_.erase(std::unique(chunks_.begin() + static_cast<std::ptrdiff_t>(begin), chunks_.end()), chunks_.end());
+        launch_begin_.push_back(chunks_.size());
+    }
+    apply_events_until(kNever);
+
+    first_use_.assign(layout.chunk_slots(), kNever);
+    chunk_size_.resize(layout.chunk_slots());
+    for (ChunkId c = 0; c < layout.chunk_slots(); ++c) chunk_size_[c] = layout.chunk_size(c);
+    next_use_.assign(chunks_.size(), kNever);
+    for (uint64_t i = launches; i-- > 0;) {
+        for (uint64_t k = launch_begin_[i]; k < launch_begin_[i + 1]; ++k) {
+            const ChunkId c = chunks_[k];
+            next_use_[k] = first_use_[c];
+            first_use_[c] = i;
+        }
+    }
+    for (ChunkId c = 0; c < first_use_.size(); ++c)
+        if (first_use_[c] != kNever) footprint_bytes_ += chunk_size_[c];
+}
+
+uint64_t ChunkSchedule::touched_bytes(uint64_t first_launch, uint64_t last_launch) const {
+    std::vector<bool> seen(first_use_.size(), false);
+    uint64_t bytes = 0;
+    last_launch = std::min(last_launch, launch_count());
+    for (uint64_t i = first_launch; i < last_launch; ++i)
+        for (ChunkId c : chunks(i))
+            if (!seen[c]) {
+                seen[c] = true;
+                bytes += chunk_size_[c];
+            }
+    return bytes;
+}
+
+} // namespace uvmp

@@ -1,0 +1,121 @@
+// learned: belady on the future that the predictor expects, using only what
+// was seen so far. Beyond what it has looked ahead at, or when the prediction
+// failed, chunks are ranked least recently used first, as demand-lru does.
+#include "core/policy_lookahead.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace uvmp {
+namespace {
+
+constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+// Keys at or above this are chunks with no predicted use; older ones rank higher.
+constexpr uint64_t kUnpredicted = uint64_t{1} << 62;
+
+class LearnedPolicy final : public LookaheadPolicy {
+public:
+    LearnedPolicy(PredictorConfig predictor, LookaheadConfig config)
+        : LookaheadPolicy(config), predictor_(predictor) {}
+
+    std::string_view name() const override { return "learned"; }
+    std::optional<double> prediction_hit_rate() const override { return predictor_.hit_rate(); }
+
+protected:
+    bool begin_launch(const LaunchView& launch, const Residency& residency) override {
+        current_step_ = launch.step;
+        if (head_.size() < residency.chunk_slots()) {
+            head_.resize(residency.chunk_slots(), kNone);
+            tail_.resize(residency.chunk_slots(), kNone);
+        }
+        predictor_.observe(launch.kernel_id, launch.accesses);
+        drop_past_uses();
+        return predictor_.continued();
+    }
+
+    std::optional<std::span<const ChunkId>> future_chunks(uint64_t step, const Residency& residency) override {
+        const Predictor::Step* predicted = predictor_.predict(step - current_step_);
+        if (!predicted) return std::nullopt;
+        future_.clear();
+        for (const trace::Access& access : predictor_.accesses(*predicted)) residency.append_chunks(access, future_);
+        std::sort(future_.begin(), future_.end());
+        future_.erase(std::unique(future_.begin(), future_.end()), future_.end());
+        return std::span<const ChunkId>(future_);
+    }
+
+    uint64_t eviction_key(ChunkId chunk, const Residency& residency) const override {
+        const uint64_t step = predicted_use(chunk);
+        if (step != kNone) return step;
+        return kUnpredicted + (kUnpredicted - 1 - std::min(residency.last_use(chunk), kUnpredicted - 1));
+    }
+
+    void on_touch(ChunkId chunk, uint64_t step, size_t) override {
+        // This use was the first predicted one: the next predicted use moves up.
+        uint64_t entry = head_[chunk];
+        while (entry != kNone && (entry < uses_base_ || uses_[entry - uses_base_].step <= step))
+            entry = entry < uses_base_ ? kNone : uses_[entry - uses_base_].next;
+        head_[chunk] = entry;
+        if (entry == kNone) tail_[chunk] = kNone;
+    }
+
+    bool on_future_use(ChunkId chunk, uint64_t step) override {
+        const uint64_t entry = uses_base_ + uses_.size();
+        uses_.push_back({step, chunk, kNone});
+        const bool had_prediction = predicted_use(chunk) != kNone;
+        if (had_prediction) uses_[tail_[chunk] - uses_base_].next = entry;
+        else head_[chunk] = entry;
+        tail_[chunk] = entry;
+        return !had_prediction;
+    }
+
+    void forget_future() override {
+        for (const PredictedUse& use : uses_) head_[use.chunk] = tail_[use.chunk] = kNone;
+        uses_base_ += uses_.size();
+        uses_.clear();
+        uses_front_ = 0;
+    }
+
+private:
+    // Future uses found by looking ahead, in launch order; per chunk a list
+    // through `next`, from head_ to tail_. Indices are absolute: uses_base_ is
+    // the index of uses_[0].
+    struct PredictedUse {
+        uint64_t step;
+        ChunkId chunk;
+        uint64_t next;
+    };
+
+    uint64_t predicted_use(ChunkId chunk) const {
+        const uint64_t entry = head_[chunk];
+        if (entry == kNone || entry < uses_base_) return kNone;
+        const PredictedUse& use = uses_[entry - uses_base_];
+        return use.step > current_step_ ? use.step : kNone;
+    }
+
+    // Uses up to the current launch are history; drop them now and then.
+    void drop_past_uses() {
+        while (uses_front_ < uses_.size() && uses_[uses_front_].step < current_step_) ++uses_front_;
+        if (uses_front_ > 4096 && uses_front_ * 2 > uses_.size()) {
+            uses_.erase(uses_.begin(), uses_.begin() + static_cast<std::ptrdiff_t>(uses_front_));
+            uses_base_ += uses_front_;
+            uses_front_ = 0;
+        }
+    }
+
+    Predictor predictor_;
+    uint64_t current_step_ = 0;
+    std::vector<ChunkId> future_;
+    std::vector<PredictedUse> uses_;
+    uint64_t uses_base_ = 0;
+    size_t uses_front_ = 0;
+    std::vector<uint64_t> head_;
+    std::vector<uint64_t> tail_;
+};
+
+} // namespace
+
+std::unique_ptr<Policy> make_learned_policy(PredictorConfig predictor, LookaheadConfig config) {
+    return std::make_unique<LearnedPolicy>(predictor, config);
+}
+
+} // namespace uvmp

@@ -1,0 +1,118 @@
+#include "core/policy_lookahead.h"
+
+#include <algorithm>
+
+namespace uvmp {
+
+void LookaheadPolicy::push_key(ChunkId chunk, const Residency& residency) {
+    heap_.emplace_back(eviction_key(chunk, residency), chunk);
+    std::push_heap(heap_.begin(), heap_.end());
+}
+
+ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) {
+    bool rebuilt = false;
+    while (true) {
+        if (heap_.empty()) {
+            // Keys can change without a push (an expired prediction): a resident
+            // chunk may have lost its entry, so look at them all once more.
+            if (rebuilt || residency.resident_chunk_count() == 0) return kNoChunk;
+            rebuild_heap(residency);
+            rebuilt = true;
+            if (heap_.empty()) return kNoChunk;
+        }
+        const KeyedChunk top = heap_.front();
+        if (top.first <= above) return kNoChunk;
+        std::pop_heap(heap_.begin(), heap_.end());
+        heap_.pop_back();
+        const ChunkId c = top.second;
+        if (!residency.is_resident(c) || eviction_key(c, residency) != top.first) continue; // stale
+        if (residency.is_pinned(c)) {
+            pinned_aside_.push_back(top);
+            continue;
+        }
+        return c;
+    }
+}
+
+void LookaheadPolicy::evict(ChunkId chunk, Residency& residency, Plan& out) {
+    residency.evict(chunk);
+    Plan::add(out.evict, chunk, residency);
+}
+
+void LookaheadPolicy::rebuild_heap(const Residency& residency) {
+    heap_.clear();
+    for (ChunkId c = residency.lru_front(); c != kNoChunk; c = residency.lru_next(c))
+        heap_.emplace_back(eviction_key(c, residency), c);
+    std::make_heap(heap_.begin(), heap_.end());
+}
+
+void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan& out) {
+    if (!begin_launch(launch, residency)) {
+        forget_future();
+        horizon_valid_ = false;
+        rebuild_heap(residency); // every key that came from the forgotten future changed
+    }
+
+    // The launch's own chunks first: whatever is missing faults in on demand,
+    // displacing the chunks needed farthest ahead.
+    uint64_t missing_bytes = 0;
+    for (ChunkId c : launch.chunks)
+        if (!residency.is_resident(c)) missing_bytes += residency.chunk_size(c);
+    while (residency.free_bytes() < missing_bytes) {
+        const ChunkId victim = pop_victim(residency, 0);
+        if (victim == kNoChunk) break; // the launch alone exceeds the budget
+        evict(victim, residency, out);
+    }
+    for (size_t i = 0; i < launch.chunks.size(); ++i) {
+        const ChunkId c = launch.chunks[i];
+        if (!residency.is_resident(c)) {
+            residency.make_resident(c, launch.step);
+            Plan::add(out.demand, c, residency);
+        }
+        residency.touch(c, launch.step);
+        on_touch(c, launch.step, i);
+        push_key(c, residency);
+    }
+
+    fetch_ahead(launch.step, residency, out);
+
+    for (const KeyedChunk& entry : pinned_aside_) {
+        heap_.push_back(entry);
+        std::push_heap(heap_.begin(), heap_.end());
+    }
+    pinned_aside_.clear();
+    // Stale entries pile up with every touch; start afresh when they dominate.
+    if (heap_.size() > 4 * residency.resident_chunk_count() + 1024) rebuild_heap(residency);
+}
+
+void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out) {
+    if (!horizon_valid_ || horizon_step_ <= step) {
+        horizon_step_ = step + 1;
+        horizon_index_ = 0;
+        horizon_valid_ = true;
+    }
+    const uint64_t last_step = step + config_.max_lookahead_launches;
+    for (; horizon_step_ <= last_step; ++horizon_step_, horizon_index_ = 0) {
+        const auto future = future_chunks(horizon_step_, residency);
+        if (!future) return;
+        for (; horizon_index_ < future->size(); ++horizon_index_) {
+            const ChunkId c = (*future)[horizon_index_];
+            bool fetched = false;
+            if (!residency.is_resident(c)) {
+                const uint64_t size = residency.chunk_size(c);
+                while (residency.free_bytes() < size) {
+                    // Only chunks needed after this one may make room for it.
+                    const ChunkId victim = pop_victim(residency, horizon_step_);
+                    if (victim == kNoChunk) return;
+                    evict(victim, residency, out);
+                }
+                residency.make_resident(c, step);
+                Plan::add(out.prefetch, c, residency);
+                fetched = true;
+            }
+            if (on_future_use(c, horizon_step_) || fetched) push_key(c, residency);
+        }
+    }
+}
+
+} // namespace uvmp

@@ -1,0 +1,56 @@
+// The machinery shared by the policies that look ahead (belady, learned): fetch
+// the chunks of upcoming launches in the order they will be needed, making room
+// by evicting chunks needed later than the one fetched, and on a miss evict the
+// chunk needed farthest in the future. Subclasses say what the future is.
+#pragma once
+
+#include "core/policy.h"
+
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace uvmp {
+
+class LookaheadPolicy : public Policy {
+public:
+    explicit LookaheadPolicy(LookaheadConfig config) : config_(config) {}
+    void plan(const LaunchView& launch, Residency& residency, Plan& out) final;
+
+protected:
+    // First thing for every launch. False when what was known of the future no
+    // longer holds: fetching ahead restarts from the next launch.
+    virtual bool begin_launch(const LaunchView& launch, const Residency& residency) = 0;
+    // The chunks that launch `step` (after the current one) will touch, sorted,
+    // each once; nullopt when unknown. Valid until the next call.
+    virtual std::optional<std::span<const ChunkId>> future_chunks(uint64_t step, const Residency& residency) = 0;
+    // Larger means needed later, so evicted sooner.
+    virtual uint64_t eviction_key(ChunkId chunk, const Residency& residency) const = 0;
+    // The current launch touches `chunk`, the `index`-th of its chunks.
+    virtual void on_touch(ChunkId chunk, uint64_t step, size_t index) {}
+    // Looking ahead found `chunk` used at `step`; true when that changed its key.
+    virtual bool on_future_use(ChunkId chunk, uint64_t step) { return false; }
+    // Forget everything learned about the future (after begin_launch returned false).
+    virtual void forget_future() {}
+
+private:
+    using KeyedChunk = std::pair<uint64_t, ChunkId>;
+
+    void push_key(ChunkId chunk, const Residency& residency);
+    // The unpinned resident chunk with the largest key above `above`, or kNoChunk.
+    ChunkId pop_victim(const Residency& residency, uint64_t above);
+    void evict(ChunkId chunk, Residency& residency, Plan& out);
+    void fetch_ahead(uint64_t step, Residency& residency, Plan& out);
+    void rebuild_heap(const Residency& residency);
+
+    LookaheadConfig config_;
+    // Max-heap of (key, chunk) with stale entries skipped when popped.
+    std::vector<KeyedChunk> heap_;
+    std::vector<KeyedChunk> pinned_aside_;
+    uint64_t horizon_step_ = 0; // next launch to fetch for
+    size_t horizon_index_ = 0;  // next chunk of that launch
+    bool horizon_valid_ = false;
+};
+
+} // namespace uvmp

@@ -1,0 +1,178 @@
+#include "core/predictor.h"
+
+#include <algorithm>
+
+namespace uvmp {
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t value) {
+    // splitmix64 finaliser over the running hash: cheap and well spread.
+    h ^= value + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return h;
+}
+
+} // namespace
+
+Predictor::Predictor(PredictorConfig config) : config_(config) {
+    config_.context_length = std::max<uint32_t>(config_.context_length, 1);
+    config_.max_candidates = std::max<uint32_t>(config_.max_candidates, 1);
+    recent_.assign(config_.context_length, 0);
+}
+
+uint64_t Predictor::signature_of(uint32_t kernel_id, std::span<const trace::Access> accesses) {
+    uint64_t h = mix(0, kernel_id);
+    for (const trace::Access& a : accesses) {
+        h = mix(h, a.alloc_id);
+        h = mix(h, a.offset);
+        h = mix(h, a.length);
+    }
+    return h;
+}
+
+uint64_t Predictor::next_position(uint64_t position) const {
+    return frozen_ ? (position + 1) % steps_.size() : position + 1;
+}
+
+bool Predictor::has_next(uint64_t position) const {
+    return frozen_ ? !steps_.empty() : position + 1 < steps_.size();
+}
+
+uint64_t Predictor::recent_signature(uint64_t back) const {
+    return recent_[(recent_count_ - 1 - back) % recent_.size()];
+}
+
+bool Predictor::observe(uint32_t kernel_id, std::span<const trace::Access> accesses) {
+    const uint64_t signature = signature_of(kernel_id, accesses);
+    bool hit = false;
+    if (located_ && has_next(position_)) {
+        ++predictions_;
+        const Step& expected = steps_[next_position(position_)];
+        hit = expected.signature == signature && expected.kernel_id == kernel_id;
+    }
+    if (hit) {
+        ++hits_;
+        position_ = next_position(position_);
+        ++consecutive_hits_;
+    } else {
+        resync(signature);
+        consecutive_hits_ = 0;
+        if (located_) ++resyncs_;
+        // A launch the loop has never seen: the program left the learned loop,
+        // so learn again, starting from what the loop knew.
+        if (frozen_ && !located_) unfreeze();
+    }
+    continued_ = hit;
+    if (!frozen_ && learning_) {
+        append(kernel_id, signature, accesses);
+        if (hit) maybe_freeze();
+    }
+    recent_[recent_count_ % recent_.size()] = signature;
+    ++recent_count_;
+    return hit;
+}
+
+const Predictor::Step* Predictor::predict(uint64_t ahead) const {
+    if (!located_ || steps_.empty()) return nullptr;
+    if (frozen_) return &steps_[(position_ + ahead) % steps_.size()];
+    const uint64_t index = position_ + ahead;
+    return index < steps_.size() ? &steps_[index] : nullptr;
+}
+
+std::span<const trace::Access> Predictor::accesses(const Step& step) const {
+    return {step_accesses_.data() + step.first_access, step.access_count};
+}
+
+uint32_t Predictor::context_score(uint64_t candidate) const {
+    uint32_t score = 0;
+    const uint64_t size = steps_.size();
+    for (uint64_t back = 0; back < config_.context_length && back < recent_count_; ++back) {
+        uint64_t index;
+        if (frozen_) {
+            index = (candidate + size - 1 - back % size) % size;
+        } else {
+            if (candidate < back + 1) break;
+            index = candidate - 1 - back;
+        }
+        if (steps_[index].signature != recent_signature(back)) break;
+        ++score;
+    }
+    return score;
+}
+
+void Predictor::resync(uint64_t signature) {
+    located_ = false;
+    const auto it = positions_of_signature_.find(signature);
+    if (it == positions_of_signature_.end() || it->second.empty()) return;
+    const std::vector<uint32_t>& candidates = it->second;
+    uint32_t best_score = 0;
+    uint64_t best = candidates.back();
+    uint32_t examined = 0;
+    for (auto c = candidates.rbegin(); c != candidates.rend() && examined < config_.max_candidates; ++c, ++examined) {
+        const uint32_t score = context_score(*c);
+        if (score > best_score) {
+            best_score = score;
+            best = *c;
+            if (score == config_.context_length) break;
+        }
+    }
+    position_ = best;
+    located_ = true;
+}
+
+void Predictor::append(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses) {
+    if (steps_.size() >= config_.max_history) {
+        learning_ = false;
+        return;
+    }
+    Step step;
+    step.kernel_id = kernel_id;
+    step.signature = signature;
+    step.first_access = static_cast<uint32_t>(step_accesses_.size());
+    step.access_count = static_cast<uint32_t>(accesses.size());
+    step_accesses_.insert(step_accesses_.end(), accesses.begin(), accesses.end());
+    positions_of_signature_[signature].push_back(static_cast<uint32_t>(steps_.size()));
+    steps_.push_back(step);
+}
+
+void Predictor::maybe_freeze() {
+    // The live launch is the last history entry; it matched position_, so the
+    // program repeats with this period for as long as the hits have run.
+    const uint64_t live = steps_.size() - 1;
+    const uint64_t period = live - position_;
+    if (period == 0 || consecutive_hits_ < period || consecutive_hits_ < config_.min_confirm_hits) return;
+
+    std::vector<Step> loop;
+    std::vector<trace::Access> loop_accesses;
+    loop.reserve(period);
+    for (uint64_t i = live + 1 - period; i <= live; ++i) {
+        Step step = steps_[i];
+        const auto span = accesses(step);
+        step.first_access = static_cast<uint32_t>(loop_accesses.size());
+        loop_accesses.insert(loop_accesses.end(), span.begin(), span.end());
+        loop.push_back(step);
+    }
+    steps_ = std::move(loop);
+    step_accesses_ = std::move(loop_accesses);
+    frozen_ = true;
+    position_ = period - 1;
+    rebuild_index();
+}
+
+void Predictor::unfreeze() {
+    frozen_ = false;
+    learning_ = true;
+    located_ = false;
+    consecutive_hits_ = 0;
+}
+
+void Predictor::rebuild_index() {
+    positions_of_signature_.clear();
+    for (uint32_t i = 0; i < steps_.size(); ++i) positions_of_signature_[steps_[i].signature].push_back(i);
+}
+
+} // namespace uvmp

@@ -1,0 +1,103 @@
+// Learns the launch sequence of a program online and predicts the launches that
+// come next. Only what has been seen so far is used, so the same object serves
+// the preloaded library and the simulator's `learned` policy.
+//
+// A launch is identified by its signature: the kernel id and the access set
+// (allocation, offset, length of each access). While learning, every launch is
+// appended to a history; the current launch is located in it by following the
+// previous match one step on, or, when that fails, by re-synchronising: among
+// the earlier launches with the same signature the one whose preceding launches
+// best match the live ones wins. Once a run of consecutive correct predictions
+// covers a whole period (the distance between the live launch and its match),
+// the most recent period is frozen into a loop and the history dropped.
+#pragma once
+
+#include "core/trace_model.h"
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace uvmp {
+
+struct PredictorConfig {
+    // Preceding launches compared when re-synchronising.
+    uint32_t context_length = 8;
+    // A loop is frozen only after at least this many consecutive hits, so that a
+    // kernel repeated a few times inside an iteration is not taken for the loop.
+    uint32_t min_confirm_hits = 8;
+    // Learning stops (predictions continue) once the history holds this many.
+    uint64_t max_history = 1u << 20;
+    // Candidates examined per re-synchronisation, most recent first.
+    uint32_t max_candidates = 64;
+};
+
+class Predictor {
+public:
+    struct Step {
+        uint32_t kernel_id = 0;
+        uint64_t signature = 0;
+        uint32_t first_access = 0;
+        uint32_t access_count = 0;
+    };
+
+    explicit Predictor(PredictorConfig config = {});
+
+    // Feeds the live launch. True when it was the predicted one.
+    bool observe(uint32_t kernel_id, std::span<const trace::Access> accesses);
+
+    // The launch predicted `ahead` (>= 1) launches after the last observed one,
+    // or nullptr when nothing is known that far.
+    const Step* predict(uint64_t ahead) const;
+    std::span<const trace::Access> accesses(const Step& step) const;
+
+    bool located() const { return located_; }
+    // True when the last observed launch was the predicted continuation of the
+    // one before: predictions made before it still hold, shifted by one.
+    bool continued() const { return continued_; }
+    bool frozen() const { return frozen_; }
+    // Launches per loop once frozen, else 0.
+    uint64_t period() const { return frozen_ ? steps_.size() : 0; }
+
+    uint64_t predictions() const { return predictions_; }
+    uint64_t hits() const { return hits_; }
+    uint64_t resyncs() const { return resyncs_; }
+    // Hits over launches for which a prediction existed; 0 before any.
+    double hit_rate() const { return predictions_ ? static_cast<double>(hits_) / static_cast<double>(predictions_) : 0.0; }
+
+    static uint64_t signature_of(uint32_t kernel_id, std::span<const trace::Access> accesses);
+
+private:
+    uint64_t next_position(uint64_t position) const;
+    bool has_next(uint64_t position) const;
+    void resync(uint64_t signature);
+    uint32_t context_score(uint64_t candidate) const;
+    void append(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses);
+    void maybe_freeze();
+    void unfreeze();
+    void rebuild_index();
+
+    PredictorConfig config_;
+    // The history while learning, the loop once frozen.
+    std::vector<Step> steps_;
+    std::vector<trace::Access> step_accesses_;
+    std::unordered_map<uint64_t, std::vector<uint32_t>> positions_of_signature_;
+    // Signatures of the most recent live launches: a ring of context_length
+    // entries; recent_count_ counts every launch ever pushed.
+    std::vector<uint64_t> recent_;
+    uint64_t recent_count_ = 0;
+    uint64_t recent_signature(uint64_t back) const;
+
+    bool frozen_ = false;
+    bool learning_ = true;
+    bool located_ = false;
+    bool continued_ = false;
+    uint64_t position_ = 0;
+    uint64_t consecutive_hits_ = 0;
+    uint64_t predictions_ = 0;
+    uint64_t hits_ = 0;
+    uint64_t resyncs_ = 0;
+};
+
+} // namespace uvmp

@@ -1,0 +1,137 @@
+#include "core/residency.h"
+
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+#include <string>
+
+namespace uvmp {
+
+Residency::Residency(uint64_t budget_bytes, uint64_t chunk_bytes)
+    : budget_bytes_(budget_bytes), chunk_bytes_(chunk_bytes) {
+    if (chunk_bytes == 0 || !std::has_single_bit(chunk_bytes))
+        throw std::invalid_argument("chunk size must be a power of two, got " + std::to_string(chunk_bytes));
+    chunk_shift_ = static_cast<unsigned>(std::countr_zero(chunk_bytes));
+}
+
+void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
+    if (slot_of_id_.count(alloc_id))
+        throw std::invalid_argument("allocation " + std::to_string(alloc_id) + " was added twice");
+    const uint64_t count = (size_bytes + chunk_bytes_ - 1) >> chunk_shift_;
+    if (chunks_.size() + count >= kNoChunk)
+        throw std::length_error("too many chunks: use a larger chunk size");
+    AllocSlot slot;
+    slot.id = alloc_id;
+    slot.first = static_cast<ChunkId>(chunks_.size());
+    slot.count = static_cast<uint32_t>(count);
+    slot.size = size_bytes;
+    const auto slot_index = static_cast<uint32_t>(allocs_.size());
+    allocs_.push_back(slot);
+    slot_of_id_.emplace(alloc_id, slot_index);
+    ChunkState state;
+    state.alloc_slot = slot_index;
+    chunks_.resize(chunks_.size() + count, state);
+}
+
+bool Residency::remove_allocation(uint32_t alloc_id) {
+    const auto it = slot_of_id_.find(alloc_id);
+    if (it == slot_of_id_.end() || !allocs_[it->second].live) return false;
+    AllocSlot& slot = allocs_[it->second];
+    for (ChunkId c = slot.first; c < slot.first + slot.count; ++c) {
+        if (chunks_[c].resident) evict(c);
+        chunks_[c].pins = 0;
+    }
+    slot.live = false;
+    return true;
+}
+
+const Residency::AllocSlot* Residency::find(uint32_t alloc_id) const {
+    const auto it = slot_of_id_.find(alloc_id);
+    return it == slot_of_id_.end() ? nullptr : &allocs_[it->second];
+}
+
+bool Residency::is_live(uint32_t alloc_id) const {
+    const AllocSlot* slot = find(alloc_id);
+    return slot && slot->live;
+}
+
+ChunkId Residency::first_chunk(uint32_t alloc_id) const {
+    const AllocSlot* slot = find(alloc_id);
+    return slot ? slot->first : kNoChunk;
+}
+
+uint32_t Residency::chunk_count(uint32_t alloc_id) const {
+    const AllocSlot* slot = find(alloc_id);
+    return slot ? slot->count : 0;
+}
+
+void Residency::append_chunks(const trace::Access& access, std::vector<ChunkId>& out) const {
+    const AllocSlot* slot = find(access.alloc_id);
+    if (!slot || !slot->live || access.offset >= slot->size) return;
+    const uint64_t end = access.length == 0 ? slot->size : std::min(slot->size, access.offset + access.length);
+    const uint64_t first = access.offset >> chunk_shift_;
+    const uint64_t last = (end - 1) >> chunk_shift_;
+    for (uint64_t c = first; c <= last; ++c) out.push_back(slot->first + static_cast<ChunkId>(c));
+}
+
+uint64_t Residency::chunk_offset(ChunkId chunk) const {
+    return static_cast<uint64_t>(chunk - allocs_[chunks_[chunk].alloc_slot].first) << chunk_shift_;
+}
+
+uint64_t Residency::chunk_size(ChunkId chunk) const {
+    const AllocSlot& slot = allocs_[chunks_[chunk].alloc_slot];
+    const uint64_t offset = static_cast<uint64_t>(chunk - slot.first) << chunk_shift_;
+    return std::min(chunk_bytes_, slot.size - offset);
+}
+
+void Residency::make_resident(ChunkId chunk, uint64_t step) {
+    ChunkState& state = chunks_[chunk];
+    if (state.resident) return;
+    state.resident = true;
+    state.last_use = step;
+    resident_bytes_ += chunk_size(chunk);
+    ++resident_chunks_;
+    peak_resident_bytes_ = std::max(peak_resident_bytes_, resident_bytes_);
+    lru_push_back(chunk);
+}
+
+void Residency::evict(ChunkId chunk) {
+    ChunkState& state = chunks_[chunk];
+    if (!state.resident) return;
+    state.resident = false;
+    resident_bytes_ -= chunk_size(chunk);
+    --resident_chunks_;
+    lru_unlink(chunk);
+}
+
+void Residency::touch(ChunkId chunk, uint64_t step) {
+    ChunkState& state = chunks_[chunk];
+    state.last_use = step;
+    if (!state.resident || lru_tail_ == chunk) return;
+    lru_unlink(chunk);
+    lru_push_back(chunk);
+}
+
+void Residency::unpin(ChunkId chunk) {
+    if (chunks_[chunk].pins != 0) --chunks_[chunk].pins;
+}
+
+void Residency::lru_unlink(ChunkId chunk) {
+    ChunkState& state = chunks_[chunk];
+    if (state.prev != kNoChunk) chunks_[state.prev].next = state.next;
+    else lru_head_ = state.next;
+    if (state.next != kNoChunk) chunks_[state.next].prev = state.prev;
+    else lru_tail_ = state.prev;
+    state.prev = state.next = kNoChunk;
+}
+
+void Residency::lru_push_back(ChunkId chunk) {
+    ChunkState& state = chunks_[chunk];
+    state.prev = lru_tail_;
+    state.next = kNoChunk;
+    if (lru_tail_ != kNoChunk) chunks_[lru_tail_].next = chunk;
+    else lru_head_ = chunk;
+    lru_tail_ = chunk;
+}
+
+} // namespace uvmp

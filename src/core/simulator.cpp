@@ -1,0 +1,224 @@
+#include "core/simulator.h"
+
+#include "core/iteration_period.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+namespace uvmp {
+namespace {
+
+std::unique_ptr<Policy> make_policy(const SimConfig& config, const ChunkSchedule& schedule) {
+    switch (config.policy) {
+    case PolicyKind::DemandLru: return make_demand_lru_policy();
+    case PolicyKind::Belady: return make_belady_policy(schedule, config.lookahead);
+    case PolicyKind::Learned: return make_learned_policy(config.predictor, config.lookahead);
+    }
+    throw std::invalid_argument("unknown policy");
+}
+
+double seconds_for(uint64_t bytes, double gbps) { return gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e9) : 0.0; }
+
+// Keeps only full iterations: a last one shorter than the one before was cut
+// off by the end of the recording.
+std::vector<uint64_t> close_bounds(std::vector<uint64_t> starts, uint64_t launches) {
+    std::sort(starts.begin(), starts.end());
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    while (!starts.empty() && starts.back() >= launches) starts.pop_back();
+    if (starts.empty()) return {};
+    const uint64_t tail = launches - starts.back();
+    if (starts.size() == 1 || tail >= starts.back() - starts[starts.size() - 2]) starts.push_back(launches);
+    if (starts.size() < 2) return {};
+    return starts;
+}
+
+double median(std::vector<double> values) {
+    if (values.empty()) return 0.0;
+    const size_t mid = values.size() / 2;
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+    double m = values[mid];
+    if (values.size() % 2 == 0) m = (m + *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+    return m;
+}
+
+} // namespace
+
+std::vector<uint64_t> iteration_bounds(const trace::Trace& trace) {
+    const uint64_t launches = trace.launches.size();
+    if (trace.iterations.size() >= 2) {
+        std::vector<uint64_t> starts;
+        for (const trace::Iteration& mark : trace.iterations) starts.push_back(mark.launches_before);
+        return close_bounds(std::move(starts), launches);
+    }
+    const auto period = trace::detect_iteration_period(trace);
+    if (!period || period->period == 0) return {};
+    std::vector<uint64_t> bounds;
+    for (uint64_t k = 0; k <= period->repeats; ++k) {
+        const uint64_t b = period->first_launch + k * period->period;
+        if (b > launches) break;
+        bounds.push_back(b);
+    }
+    return bounds.size() >= 2 ? bounds : std::vector<uint64_t>{};
+}
+
+SimResult simulate(const trace::Trace& trace, const SimConfig& config) {
+    const ChunkSchedule schedule(trace, config.chunk_bytes);
+    return simulate(trace, schedule, iteration_bounds(trace), config);
+}
+
+SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, const std::vector<uint64_t>& bounds,
+                   const SimConfig& config) {
+    const auto wall_start = std::chrono::steady_clock::now();
+    if (schedule.chunk_bytes() != config.chunk_bytes || schedule.launch_count() != trace.launches.size())
+        throw std::invalid_argument("simulate: the chunk schedule was built for another trace or chunk size");
+
+    const LinkModel& link = config.link;
+    Residency residency(config.budget_bytes, config.chunk_bytes);
+    const auto policy = make_policy(config, schedule);
+    const uint64_t launches = trace.launches.size();
+
+    SimResult result;
+    result.policy = std::string(policy->name());
+    result.budget_bytes = config.budget_bytes;
+    result.chunk_bytes = config.chunk_bytes;
+    result.footprint_bytes = schedule.footprint_bytes();
+    result.launches = launches;
+
+    // When each chunk's data is on the GPU, and until when a kernel uses it
+    // (an eviction has to wait for that).
+    std::vector<double> ready_at(schedule.chunk_slots(), 0.0);
+    std::vector<double> busy_until(schedule.chunk_slots(), 0.0);
+    std::vector<double> kernel_end(launches, 0.0);
+    double copy_free = 0.0;
+    double compute_free = 0.0;
+    // The application issues launch i while the GPU runs launch i - 1: transfers
+    // planned for launch i cannot start earlier than that.
+    double previous_kernel_start = 0.0;
+
+    const auto events = schedule.events();
+    size_t next_event = 0;
+    Plan plan;
+    for (uint64_t i = 0; i < launches; ++i) {
+        for (; next_event < events.size() && events[next_event].launches_before <= i; ++next_event) {
+            const ChunkSchedule::AllocEvent& e = events[next_event];
+            if (e.is_free) residency.remove_allocation(e.alloc_id);
+            else residency.add_allocation(e.alloc_id, e.size);
+        }
+        const trace::Launch& launch = trace.launches[i];
+        const auto chunks = schedule.chunks(i);
+        uint64_t launch_bytes = 0;
+        for (ChunkId c : chunks) {
+            residency.pin(c);
+            launch_bytes += residency.chunk_size(c);
+        }
+        if (launch_bytes > config.budget_bytes) ++result.oversized_launches;
+
+        LaunchView view;
+        view.step = i;
+        view.kernel_id = launch.kernel_id;
+        view.accesses = std::span<const trace::Access>(trace.accesses.data() + launch.first_access, launch.access_count);
+        view.chunks = chunks;
+        plan.clear();
+        policy->plan(view, residency, plan);
+        for (ChunkId c : chunks) residency.unpin(c);
+
+        uint64_t evict_bytes = 0, fetch_bytes = 0, demand_bytes = 0;
+        double evict_seconds = 0, fetch_seconds = 0;
+        double copy_start = std::max(copy_free, previous_kernel_start);
+        for (const ChunkSpan& span : plan.evict) {
+            const uint64_t bytes = Plan::bytes({&span, 1}, residency);
+            evict_bytes += bytes;
+            evict_seconds += seconds_for(bytes, link.evict_gbps(bytes));
+            for (ChunkId c = span.first; c < span.first + span.count; ++c) copy_start = std::max(copy_start, busy_until[c]);
+        }
+        for (const ChunkSpan& span : plan.prefetch) {
+            const uint64_t bytes = Plan::bytes({&span, 1}, residency);
+            fetch_bytes += bytes;
+            fetch_seconds += seconds_for(bytes, link.prefetch_gbps(bytes));
+        }
+        for (const ChunkSpan& span : plan.demand) {
+            demand_bytes += Plan::bytes({&span, 1}, residency);
+            for (ChunkId c = span.first; c < span.first + span.count; ++c) ready_at[c] = 0.0;
+        }
+
+        // Room for the chunks that fault in is made in the fault path, chunk by
+        // chunk, while the kernel waits; the rest of the evictions run on the
+        // copy engine ahead of the prefetches.
+        const uint64_t fault_evict_bytes = std::min(evict_bytes, demand_bytes);
+        const double fault_evict_seconds = seconds_for(fault_evict_bytes, link.evict_gbps(config.chunk_bytes));
+        if (evict_bytes > 0) evict_seconds *= static_cast<double>(evict_bytes - fault_evict_bytes) / static_cast<double>(evict_bytes);
+        evict_bytes -= fault_evict_bytes;
+        const uint64_t moved = evict_bytes + fetch_bytes;
+        if (moved > 0) {
+            double copy_seconds = evict_seconds + fetch_seconds;
+            if (evict_bytes > 0 && fetch_bytes > 0)
+                copy_seconds = std::max({evict_seconds, fetch_seconds, seconds_for(moved, link.concurrent_gbps)});
+            // Evictions go first; fetched pieces arrive in order, in proportion to their bytes.
+            const double per_byte = copy_seconds / static_cast<double>(moved);
+            uint64_t done_bytes = evict_bytes;
+            for (const ChunkSpan& span : plan.prefetch) {
+                done_bytes += Plan::bytes({&span, 1}, residency);
+                const double arrival = copy_start + per_byte * static_cast<double>(done_bytes);
+                for (ChunkId c = span.first; c < span.first + span.count; ++c) ready_at[c] = arrival;
+            }
+            copy_free = copy_start + copy_seconds;
+            result.copy_busy_seconds += copy_seconds;
+        }
+
+        double start = compute_free;
+        for (ChunkId c : chunks) start = std::max(start, ready_at[c]);
+        const uint64_t duration_ns = launch.duration_ns ? launch.duration_ns : link.default_kernel_ns;
+        const double compute = static_cast<double>(duration_ns) * 1e-9;
+        const double end = start + compute + fault_evict_seconds + seconds_for(demand_bytes, link.demand_fault_gbps);
+        for (ChunkId c : chunks) busy_until[c] = end;
+        compute_free = end;
+        previous_kernel_start = start;
+        kernel_end[i] = end;
+
+        result.compute_seconds += compute;
+        result.evicted_bytes += evict_bytes + fault_evict_bytes;
+        result.prefetched_bytes += fetch_bytes;
+        result.demand_bytes += demand_bytes;
+        result.evict_calls += plan.evict.size();
+        result.prefetch_calls += plan.prefetch.size();
+    }
+
+    result.total_seconds = compute_free;
+    result.peak_resident_bytes = residency.peak_resident_bytes();
+    result.prediction_hit_rate = policy->prediction_hit_rate();
+
+    result.step_seconds = result.total_seconds;
+    uint64_t reference_begin = 0, reference_end = launches;
+    if (bounds.size() >= 2) {
+        auto end_before = [&](uint64_t launch) { return launch == 0 ? 0.0 : kernel_end[launch - 1]; };
+        std::vector<double> steady;
+        for (size_t k = 1; k + 1 < bounds.size(); ++k) steady.push_back(end_before(bounds[k + 1]) - end_before(bounds[k]));
+        if (steady.empty()) steady.push_back(end_before(bounds[1]) - end_before(bounds[0]));
+        result.step_seconds = median(steady);
+        result.steady_steps = bounds.size() > 2 ? bounds.size() - 2 : 1;
+        // The second iteration stands for all steady ones in the bound below.
+        const size_t reference = bounds.size() > 2 ? 1 : 0;
+        reference_begin = bounds[reference];
+        reference_end = bounds[reference + 1];
+        result.step_launches = reference_end - reference_begin;
+    }
+    result.step_working_set_bytes = schedule.touched_bytes(reference_begin, reference_end);
+    double step_compute = 0;
+    for (uint64_t i = reference_begin; i < reference_end; ++i) {
+        const uint64_t ns = trace.launches[i].duration_ns ? trace.launches[i].duration_ns : link.default_kernel_ns;
+        step_compute += static_cast<double>(ns) * 1e-9;
+    }
+    const uint64_t beyond_budget =
+        result.step_working_set_bytes > config.budget_bytes ? result.step_working_set_bytes - config.budget_bytes : 0;
+    const double link_seconds =
+        std::max(seconds_for(beyond_budget, link.peak_prefetch_gbps()) + seconds_for(beyond_budget, link.peak_evict_gbps()),
+                 seconds_for(2 * beyond_budget, link.concurrent_gbps));
+    result.transfer_bound_step_seconds = std::max(step_compute, link_seconds);
+
+    result.simulation_wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    return result;
+}
+
+} // namespace uvmp

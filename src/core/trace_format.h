@@ -1,0 +1,90 @@
+// Encoding constants and primitive encoders shared by the trace writer and
+// reader. The layout they produce is specified in docs/trace-format.md; keep
+// the two in step.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace uvmp::trace::format {
+
+inline constexpr char kMagic[8] = {'U', 'V', 'M', 'P', 'T', 'R', 'C', '\0'};
+inline constexpr size_t kMagicBytes = sizeof(kMagic);
+inline constexpr size_t kPreambleBytes = kMagicBytes + 2 + 2; // magic, u16 major, u16 minor
+
+// Record types. A reader skips types it does not know within its major version,
+// so new types may be added in a minor version; existing numbers never change.
+enum class RecordType : uint8_t {
+    Header = 1,
+    KernelName = 2,
+    Alloc = 3,
+    Free = 4,
+    Launch = 5,
+    KernelDuration = 6,
+    Move = 7,
+    Iteration = 8,
+    End = 9,
+};
+
+// Launch flag bits.
+inline constexpr uint8_t kLaunchFlat = 0x01;       // grid and block have y == z == 1: only x is stored
+inline constexpr uint8_t kLaunchSameStream = 0x02; // stream equals the previous launch's: not stored
+
+// Kernel ids index a dense table; a larger id means a corrupt file, and
+// refusing it keeps a bad file from asking for a huge allocation.
+inline constexpr uint32_t kMaxKernelId = (1u << 20) - 1;
+
+// Longest LEB128 encoding of a 64-bit value.
+inline constexpr size_t kMaxVarintBytes = 10;
+
+inline uint64_t zigzag_encode(int64_t value) {
+    return (static_cast<uint64_t>(value) << 1) ^ static_cast<uint64_t>(value >> 63);
+}
+
+inline int64_t zigzag_decode(uint64_t value) {
+    return static_cast<int64_t>(value >> 1) ^ -static_cast<int64_t>(value & 1);
+}
+
+// Appends little-endian primitives to a byte vector.
+class Encoder {
+public:
+    explicit Encoder(std::vector<uint8_t>& out) : out_(out) {}
+
+    void u8(uint8_t value) { out_.push_back(value); }
+
+    void u16(uint16_t value) {
+        out_.push_back(static_cast<uint8_t>(value));
+        out_.push_back(static_cast<uint8_t>(value >> 8));
+    }
+
+    void varint(uint64_t value) {
+        while (value >= 0x80) {
+            out_.push_back(static_cast<uint8_t>(value | 0x80));
+            value >>= 7;
+        }
+        out_.push_back(static_cast<uint8_t>(value));
+    }
+
+    void svarint(int64_t value) { varint(zigzag_encode(value)); }
+
+    void string(std::string_view text) {
+        varint(text.size());
+        out_.insert(out_.end(), text.begin(), text.end());
+    }
+
+private:
+    std::vector<uint8_t>& out_;
+};
+
+inline size_t varint_size(uint64_t value) {
+    size_t bytes = 1;
+    while (value >= 0x80) {
+        value >>= 7;
+        ++bytes;
+    }
+    return bytes;
+}
+
+} // namespace uvmp::trace::format

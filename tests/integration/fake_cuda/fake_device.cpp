@@ -1,0 +1,221 @@
+// Initialisation, the one fake device, its primary context, streams and events.
+// Nothing here runs asynchronously, so every synchronisation succeeds at once.
+#include "fake_state.h"
+
+#include <cstring>
+
+using namespace fakecuda;
+
+namespace {
+
+constexpr const char* kDeviceName = "Fake CUDA Device (host memory)";
+
+bool valid_device(CUdevice device) { return device == 0; }
+
+}  // namespace
+
+FAKECUDA_EXPORT CUresult cuInit(unsigned int flags) {
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    mark_initialized();
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDriverGetVersion(int* version) {
+    if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *version = FAKECUDA_DRIVER_VERSION;
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuGetErrorName(CUresult error, const char** name) {
+    if (name == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    switch (error) {
+#define FAKECUDA_ERROR_NAME(code) \
+    case code: *name = #code; return CUDA_SUCCESS;
+        FAKECUDA_ERROR_NAME(CUDA_SUCCESS)
+        FAKECUDA_ERROR_NAME(CUDA_ERROR_INVALID_VALUE)
+        FAKECUDA_ERROR_NAME(CUDA_ERROR_OUT_OF_MEMORY)
+        FAKECUDA_ERROR_NAME(CUDA_ERROR_NOT_INITIALIZED)
+        FAKECUDA_ERROR_NAME(CUDA_ERROR_INVALID_DEVICE)
+        FAKECUDA_ERROR_NAME(CUDA_ERROR_INVALID_CONTEXT)
+        FAKECUDA_ERROR_NAME(CUDA_ERROR_INVALID_HANDLE)
+        FAKECUDA_ERROR_NAME(CUDA_ERROR_NOT_FOUND)
+        FAKECUDA_ERROR_NAME(CUDA_ERROR_NOT_READY)
+        FAKECUDA_ERROR_NAME(CUDA_ERROR_NOT_SUPPORTED)
+        FAKECUDA_ERROR_NAME(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+#undef FAKECUDA_ERROR_NAME
+    default: *name = nullptr; return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceGetCount(int* count) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *count = 1;
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+    std::strncpy(name, kDeviceName, static_cast<std::size_t>(len) - 1);
+    name[len - 1] = '\0';
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = FAKECUDA_DEVICE_TOTAL_BYTES;
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute,
+                                              CUdevice device) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+    // A device that supports everything the library may ask about.
+    switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+    case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: *value = 1; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
+    default: *value = 0; break;
+    }
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice device) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+    *pool = the_default_pool();
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice device) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+    *ctx = the_context();
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    return valid_device(device) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+// The fake's primary context is current on every thread as soon as cuInit ran,
+// which is what a program sees after the runtime's first call.
+FAKECUDA_EXPORT CUresult cuCtxGetCurrent(CUcontext* ctx) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *ctx = the_context();
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    return (ctx == nullptr || ctx == the_context()) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+FAKECUDA_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuCtxSynchronize(void) {
+    return initialized() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+FAKECUDA_EXPORT CUresult cuStreamCreate(CUstream* stream, unsigned int flags) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (stream == nullptr || (flags & ~static_cast<unsigned int>(CU_STREAM_NON_BLOCKING)) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *stream = make_stream();
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    return destroy_stream(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FAKECUDA_EXPORT CUresult cuStreamSynchronize(CUstream stream) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    return valid_stream(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FAKECUDA_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream stream) {
+    return cuStreamSynchronize(stream);
+}
+
+FAKECUDA_EXPORT CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    const Stream* s = find_stream(stream);
+    *status = (s != nullptr && s->capturing) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                             : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream stream,
+                                                  CUstreamCaptureStatus* status) {
+    return cuStreamIsCapturing(stream, status);
+}
+
+FAKECUDA_EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!valid_stream(stream) || find_event(event) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuEventCreate(CUevent* event, unsigned int flags) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (event == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *event = make_event();
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (find_event(event) == nullptr || !valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuEventRecord_ptsz(CUevent event, CUstream stream) {
+    return cuEventRecord(event, stream);
+}
+
+FAKECUDA_EXPORT CUresult cuEventSynchronize(CUevent event) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    return find_event(event) != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FAKECUDA_EXPORT CUresult cuEventQuery(CUevent event) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    return find_event(event) != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+FAKECUDA_EXPORT CUresult cuEventDestroy_v2(CUevent event) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    return destroy_event(event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}

@@ -1,0 +1,331 @@
+// Allocation, free, memory information, pointer attributes, prefetch and advice.
+#include "fake_state.h"
+
+#include <cstring>
+
+using namespace fakecuda;
+
+namespace {
+
+CUresult allocate_counted(MemoryKind kind, CUdeviceptr* dptr, std::size_t bytes,
+                          std::atomic<std::uint64_t>& counter) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::uintptr_t base = 0;
+    const CUresult result = allocate(kind, bytes, &base);
+    if (result != CUDA_SUCCESS) return result;
+    *dptr = static_cast<CUdeviceptr>(base);
+    ++counter;
+    return CUDA_SUCCESS;
+}
+
+CUresult allocate_stream_ordered(CUdeviceptr* dptr, std::size_t bytes, CUstream stream,
+                                 std::atomic<std::uint64_t>& counter) {
+    if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    return allocate_counted(MemoryKind::device_async, dptr, bytes, counter);
+}
+
+CUresult free_stream_ordered(CUdeviceptr dptr, CUstream stream) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    // Whether the real driver takes managed memory here is not documented; the fake
+    // accepts it rather than fail a library that relies on it.
+    const CUresult result =
+        release(static_cast<std::uintptr_t>(dptr), std::nullopt,
+                {MemoryKind::device, MemoryKind::device_async, MemoryKind::managed});
+    if (result == CUDA_SUCCESS) ++counters().frees_async;
+    return result;
+}
+
+CUresult allocate_host(void** pp, std::size_t bytes) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (pp == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    std::uintptr_t base = 0;
+    const CUresult result = allocate(MemoryKind::host, bytes, &base);
+    if (result != CUDA_SUCCESS) return result;
+    *pp = reinterpret_cast<void*>(base);
+    ++counters().mem_alloc_host;
+    return CUDA_SUCCESS;
+}
+
+// Managed ranges only: the real driver refuses prefetch and advice on device memory.
+bool is_managed_range(CUdeviceptr ptr, std::size_t bytes) {
+    const auto allocation = find_allocation(static_cast<std::uintptr_t>(ptr));
+    return allocation && allocation->kind == MemoryKind::managed && bytes > 0 &&
+           static_cast<std::uintptr_t>(ptr) + bytes <= allocation->base + allocation->size;
+}
+
+bool valid_location(const CUmemLocation& location) {
+    switch (location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE: return location.id == 0;
+    case CU_MEM_LOCATION_TYPE_HOST:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return true;
+    default: return false;
+    }
+}
+
+bool is_host(const CUmemLocation& location) {
+    return location.type != CU_MEM_LOCATION_TYPE_DEVICE;
+}
+
+CUresult prefetch_batch(CUdeviceptr* ptrs, std::size_t* sizes, std::size_t count,
+                        CUmemLocation* locations, std::size_t* location_indices,
+                        std::size_t location_count, CUstream stream) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (ptrs == nullptr || sizes == nullptr || count == 0 || locations == nullptr ||
+        location_indices == nullptr || location_count == 0 || location_count > count)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    if (location_indices[0] != 0) return CUDA_ERROR_INVALID_VALUE;
+    for (std::size_t i = 0; i < location_count; ++i) {
+        if (!valid_location(locations[i]) || location_indices[i] >= count ||
+            (i > 0 && location_indices[i] <= location_indices[i - 1]))
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    std::uint64_t bytes = 0;
+    std::uint64_t to_host = 0;
+    std::size_t location = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        if (!is_managed_range(ptrs[i], sizes[i])) {
+            ++counters().prefetch_refused;
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        while (location + 1 < location_count && location_indices[location + 1] <= i) ++location;
+        bytes += sizes[i];
+        if (is_host(locations[location])) to_host += sizes[i];
+    }
+    ++counters().prefetch_calls;
+    counters().prefetch_bytes += bytes;
+    counters().prefetch_to_host_bytes += to_host;
+    return CUDA_SUCCESS;
+}
+
+std::size_t attribute_size(CUpointer_attribute attribute) {
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT: return sizeof(CUcontext);
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: return sizeof(unsigned int);
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: return sizeof(CUdeviceptr);
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: return sizeof(void*);
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: return sizeof(unsigned long long);
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: return sizeof(CUdeviceptr);
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: return sizeof(std::size_t);
+    case CU_POINTER_ATTRIBUTE_MAPPED: return sizeof(int);
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: return sizeof(CUmemoryPool);
+    default: return 0;
+    }
+}
+
+template <typename T>
+void store(void* data, T value) {
+    std::memcpy(data, &value, sizeof value);
+}
+
+// Fills one attribute of an address the fake knows (allocation) or does not (nullopt).
+CUresult fill_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr,
+                        const std::optional<Allocation>& allocation) {
+    const std::size_t size = attribute_size(attribute);
+    if (size == 0) return CUDA_ERROR_INVALID_VALUE;
+    std::memset(data, 0, size);
+    if (!allocation) return CUDA_SUCCESS;
+    const bool managed = allocation->kind == MemoryKind::managed;
+    const bool host = allocation->kind == MemoryKind::host;
+    switch (attribute) {
+    case CU_POINTER_ATTRIBUTE_CONTEXT: store(data, the_context()); break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        store(data, static_cast<unsigned int>(host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE));
+        break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: store(data, ptr); break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        store(data, (managed || host) ? reinterpret_cast<void*>(ptr) : nullptr);
+        break;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+        store(data, static_cast<unsigned long long>(allocation->buffer_id));
+        break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: store(data, managed ? 1 : 0); break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: store(data, 0); break;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+        store(data, allocation->kind == MemoryKind::device ? 1 : 0);
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        store(data, static_cast<CUdeviceptr>(allocation->base));
+        break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: store(data, allocation->size); break;
+    case CU_POINTER_ATTRIBUTE_MAPPED: store(data, 1); break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        store(data, allocation->kind == MemoryKind::device_async ? the_default_pool() : nullptr);
+        break;
+    default: break;
+    }
+    return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+FAKECUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+    return allocate_counted(MemoryKind::device, dptr, bytesize, counters().mem_alloc);
+}
+
+FAKECUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width,
+                                            size_t height, unsigned int element_size) {
+    if (pitch == nullptr || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (element_size != 4 && element_size != 8 && element_size != 16)
+        return CUDA_ERROR_INVALID_VALUE;
+    constexpr std::size_t kPitchAlignment = 512;
+    const std::size_t row = (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
+    const CUresult result =
+        allocate_counted(MemoryKind::device, dptr, row * height, counters().mem_alloc_pitch);
+    if (result == CUDA_SUCCESS) *pitch = row;
+    return result;
+}
+
+FAKECUDA_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream) {
+    return allocate_stream_ordered(dptr, bytesize, stream, counters().mem_alloc_async);
+}
+
+FAKECUDA_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize,
+                                              CUstream stream) {
+    return allocate_stream_ordered(dptr, bytesize, stream, counters().mem_alloc_async);
+}
+
+FAKECUDA_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize,
+                                                 CUmemoryPool pool, CUstream stream) {
+    if (pool != the_default_pool()) return CUDA_ERROR_INVALID_VALUE;
+    return allocate_stream_ordered(dptr, bytesize, stream, counters().mem_alloc_from_pool);
+}
+
+FAKECUDA_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize,
+                                                      CUmemoryPool pool, CUstream stream) {
+    if (pool != the_default_pool()) return CUDA_ERROR_INVALID_VALUE;
+    return allocate_stream_ordered(dptr, bytesize, stream, counters().mem_alloc_from_pool);
+}
+
+FAKECUDA_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize,
+                                           unsigned int flags) {
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
+        return CUDA_ERROR_INVALID_VALUE;
+    // Capture in the global mode forbids managed allocation, as on a real device.
+    if (any_stream_capturing()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return allocate_counted(MemoryKind::managed, dptr, bytesize, counters().mem_alloc_managed);
+}
+
+FAKECUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    const CUresult result =
+        release(static_cast<std::uintptr_t>(dptr), std::nullopt,
+                {MemoryKind::device, MemoryKind::device_async, MemoryKind::managed});
+    if (result == CUDA_SUCCESS) ++counters().frees;
+    return result;
+}
+
+FAKECUDA_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
+    return free_stream_ordered(dptr, stream);
+}
+
+FAKECUDA_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
+    return free_stream_ordered(dptr, stream);
+}
+
+FAKECUDA_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
+    ++counters().mem_get_info_calls;
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const std::size_t used = live_device_bytes() + live_managed_bytes();
+    *total = FAKECUDA_DEVICE_TOTAL_BYTES;
+    *free = used >= FAKECUDA_DEVICE_TOTAL_BYTES ? 0 : FAKECUDA_DEVICE_TOTAL_BYTES - used;
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                                     const CUmemAllocationProp* prop, unsigned long long flags) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (handle == nullptr || prop == nullptr || size == 0 || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    static std::atomic<CUmemGenericAllocationHandle> next_handle{1};
+    *handle = next_handle++;
+    ++counters().mem_create;
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
+    return allocate_host(pp, bytesize);
+}
+
+FAKECUDA_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int flags) {
+    return allocate_host(pp, bytesize);
+}
+
+FAKECUDA_EXPORT CUresult cuMemFreeHost(void* p) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    const CUresult result =
+        release(reinterpret_cast<std::uintptr_t>(p), MemoryKind::host, {});
+    if (result == CUDA_SUCCESS) ++counters().frees_host;
+    return result;
+}
+
+FAKECUDA_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* handle, CUdeviceptr dptr) {
+    if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const auto allocation = find_allocation(static_cast<std::uintptr_t>(dptr));
+    // Only plain device allocations can be shared; managed memory cannot.
+    if (!allocation || allocation->kind != MemoryKind::device) return CUDA_ERROR_INVALID_VALUE;
+    std::memset(handle, 0, sizeof *handle);
+    std::memcpy(handle->reserved, &allocation->base, sizeof allocation->base);
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute,
+                                               CUdeviceptr ptr) {
+    if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const auto allocation = find_allocation(static_cast<std::uintptr_t>(ptr));
+    // The single-attribute query fails on memory the driver does not know.
+    if (!allocation) return CUDA_ERROR_INVALID_VALUE;
+    return fill_attribute(data, attribute, ptr, allocation);
+}
+
+FAKECUDA_EXPORT CUresult cuPointerGetAttributes(unsigned int count,
+                                                CUpointer_attribute* attributes, void** data,
+                                                CUdeviceptr ptr) {
+    if (count == 0 || attributes == nullptr || data == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const auto allocation = find_allocation(static_cast<std::uintptr_t>(ptr));
+    for (unsigned int i = 0; i < count; ++i) {
+        if (data[i] == nullptr) return CUDA_ERROR_INVALID_VALUE;
+        const CUresult result = fill_attribute(data[i], attributes[i], ptr, allocation);
+        if (result != CUDA_SUCCESS) return result;
+    }
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr ptr, size_t bytes,
+                                               CUmemLocation location, unsigned int flags,
+                                               CUstream stream) {
+    std::size_t size = bytes;
+    std::size_t first_index = 0;
+    return prefetch_batch(&ptr, &size, 1, &location, &first_index, 1, stream);
+}
+
+FAKECUDA_EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr* ptrs, size_t* sizes, size_t count,
+                                                 CUmemLocation* locations,
+                                                 size_t* location_indices, size_t location_count,
+                                                 unsigned long long flags, CUstream stream) {
+    return prefetch_batch(ptrs, sizes, count, locations, location_indices, location_count,
+                          stream);
+}
+
+FAKECUDA_EXPORT CUresult cuMemDiscardAndPrefetchBatchAsync(
+    CUdeviceptr* ptrs, size_t* sizes, size_t count, CUmemLocation* locations,
+    size_t* location_indices, size_t location_count, unsigned long long flags, CUstream stream) {
+    return prefetch_batch(ptrs, sizes, count, locations, location_indices, location_count,
+                          stream);
+}
+
+FAKECUDA_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr ptr, size_t bytes, CUmem_advise advice,
+                                        CUmemLocation location) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!is_managed_range(ptr, bytes) || !valid_location(location))
+        return CUDA_ERROR_INVALID_VALUE;
+    ++counters().advise_calls;
+    return CUDA_SUCCESS;
+}

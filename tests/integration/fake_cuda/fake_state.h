@@ -1,0 +1,107 @@
+// State shared by the fake driver's entry points: the allocations it handed out,
+// its kernels, streams and events, and its counters. Everything here is guarded by
+// one mutex or atomic, since the preloaded library calls the driver from its own
+// worker thread as well as from the application's.
+#pragma once
+
+#include "fakecuda.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+// Only the driver's names and the fakecuda_ helpers leave the library.
+#define FAKECUDA_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace fakecuda {
+
+enum class MemoryKind { device, device_async, managed, host };
+
+struct Allocation {
+    std::uintptr_t base = 0;
+    std::size_t size = 0;
+    MemoryKind kind = MemoryKind::device;
+    std::uint64_t buffer_id = 0;
+};
+
+struct KernelParam {
+    std::size_t offset = 0;
+    std::size_t size = 0;
+};
+
+// Both handle flavours point at one of these; the flavour decides which query
+// functions accept it.
+struct Kernel {
+    bool is_cukernel = false;
+    std::string name;
+    std::vector<KernelParam> params;
+
+    std::size_t param_bytes() const;
+};
+
+struct Stream {
+    bool capturing = false;
+};
+
+struct Event {};
+
+// Atomic twins of the fields of fakecuda_counts.
+struct Counters {
+#define FAKECUDA_COUNTER_FIELDS(X)                                                                  \
+    X(mem_alloc) X(mem_alloc_pitch) X(mem_alloc_async) X(mem_alloc_from_pool) X(mem_alloc_managed) \
+    X(mem_alloc_host) X(mem_create) X(frees) X(frees_async) X(frees_host) X(launch_kernel)         \
+    X(launch_kernel_ptsz) X(launch_kernel_ex) X(launch_kernel_ex_ptsz) X(launch_cooperative)       \
+    X(launch_cooperative_ptsz) X(launches_failed) X(prefetch_calls) X(prefetch_bytes)              \
+    X(prefetch_to_host_bytes) X(prefetch_refused) X(advise_calls) X(mem_get_info_calls)
+#define FAKECUDA_DECLARE_COUNTER(field) std::atomic<std::uint64_t> field{0};
+    FAKECUDA_COUNTER_FIELDS(FAKECUDA_DECLARE_COUNTER)
+#undef FAKECUDA_DECLARE_COUNTER
+};
+
+Counters& counters();
+
+// True once cuInit succeeded; most entry points refuse to work before, as the
+// real driver does.
+bool initialized();
+void mark_initialized();
+
+CUcontext the_context();
+CUmemoryPool the_default_pool();
+
+// Allocation registry. Pointers are host addresses from aligned allocation.
+CUresult allocate(MemoryKind kind, std::size_t size, std::uintptr_t* out);
+CUresult release(std::uintptr_t base, std::optional<MemoryKind> required_kind,
+                 const std::vector<MemoryKind>& accepted_kinds);
+// The allocation that contains address, if any.
+std::optional<Allocation> find_allocation(std::uintptr_t address);
+std::size_t live_device_bytes();
+std::size_t live_managed_bytes();
+std::size_t live_allocation_count();
+bool any_stream_capturing();
+
+// Handle registries: a handle is valid only if the fake made it.
+Kernel* find_kernel(const void* handle);
+Kernel* make_kernel(const char* name, unsigned count, const std::size_t* offsets,
+                    const std::size_t* sizes, bool is_cukernel);
+// The null handle and the two special stream handles are valid streams.
+bool valid_stream(CUstream stream);
+Stream* find_stream(CUstream stream);
+CUstream make_stream();
+bool destroy_stream(CUstream stream);
+Event* find_event(CUevent event);
+CUevent make_event();
+bool destroy_event(CUevent event);
+
+void remember_launch_params(std::vector<unsigned char> bytes);
+
+}  // namespace fakecuda
+
+// cuda.h maps cuGetProcAddress to its _v2; the fake also exports the v1 under its own name.
+#undef cuGetProcAddress
+extern "C" CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
+                                             cuuint64_t flags);

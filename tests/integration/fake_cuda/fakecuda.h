@@ -1,0 +1,102 @@
+/* Test-only helpers exported by the fake libcuda.so.1 (tests/integration/fake_cuda).
+ *
+ * The fake driver keeps device memory in host memory and runs no kernels; these
+ * helpers let a test program describe kernels to it and read what the driver saw,
+ * so that a test can tell a converted allocation from a real one and a per-thread
+ * stream launch from a legacy one without a GPU. */
+#ifndef UVMP_TESTS_FAKECUDA_H
+#define UVMP_TESTS_FAKECUDA_H
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The per-thread-default-stream variants the fake exports. cuda.h declares them
+ * only for translation units compiled in that stream mode. */
+CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream stream);
+CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize,
+                                              CUmemoryPool pool, CUstream stream);
+CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream);
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                     unsigned int gz, unsigned int bx, unsigned int by,
+                                     unsigned int bz, unsigned int shared_bytes, CUstream stream,
+                                     void** params, void** extra);
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** params,
+                                       void** extra);
+CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
+                                                unsigned int gz, unsigned int bx,
+                                                unsigned int by, unsigned int bz,
+                                                unsigned int shared_bytes, CUstream stream,
+                                                void** params);
+CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus* status);
+CUresult CUDAAPI cuEventRecord_ptsz(CUevent event, CUstream stream);
+CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream stream);
+
+/* The fake device: this much memory, minus live device and managed allocations, is free. */
+#define FAKECUDA_DEVICE_TOTAL_BYTES (16ull << 30)
+#define FAKECUDA_DRIVER_VERSION 13000
+
+/* Counts since the fake was loaded. Launch counts are kept per entry point. */
+typedef struct fakecuda_counts {
+    uint64_t mem_alloc;                /* cuMemAlloc_v2 that succeeded (real device memory) */
+    uint64_t mem_alloc_pitch;          /* cuMemAllocPitch_v2 that succeeded */
+    uint64_t mem_alloc_async;          /* cuMemAllocAsync and _ptsz that succeeded */
+    uint64_t mem_alloc_from_pool;      /* cuMemAllocFromPoolAsync and _ptsz that succeeded */
+    uint64_t mem_alloc_managed;        /* cuMemAllocManaged that succeeded */
+    uint64_t mem_alloc_host;           /* cuMemAllocHost_v2 and cuMemHostAlloc that succeeded */
+    uint64_t mem_create;               /* cuMemCreate that succeeded */
+    uint64_t frees;                    /* cuMemFree_v2 that succeeded */
+    uint64_t frees_async;              /* cuMemFreeAsync and _ptsz that succeeded */
+    uint64_t frees_host;               /* cuMemFreeHost that succeeded */
+    uint64_t live_allocations;         /* device, managed and host allocations not yet freed */
+    uint64_t live_device_bytes;        /* device allocations of every kind not yet freed */
+    uint64_t live_managed_bytes;
+
+    uint64_t launch_kernel;            /* cuLaunchKernel */
+    uint64_t launch_kernel_ptsz;       /* cuLaunchKernel_ptsz */
+    uint64_t launch_kernel_ex;         /* cuLaunchKernelEx */
+    uint64_t launch_kernel_ex_ptsz;    /* cuLaunchKernelEx_ptsz */
+    uint64_t launch_cooperative;       /* cuLaunchCooperativeKernel */
+    uint64_t launch_cooperative_ptsz;  /* cuLaunchCooperativeKernel_ptsz */
+    uint64_t launches_failed;          /* launches refused for bad arguments */
+
+    uint64_t prefetch_calls;           /* cuMemPrefetchAsync_v2 and the batch forms (one per call) */
+    uint64_t prefetch_bytes;           /* bytes named by those calls */
+    uint64_t prefetch_to_host_bytes;   /* the part of prefetch_bytes sent to the host */
+    uint64_t prefetch_refused;         /* prefetches naming memory that is not a live managed range */
+    uint64_t advise_calls;             /* cuMemAdvise_v2 */
+    uint64_t mem_get_info_calls;       /* cuMemGetInfo_v2, including refused ones */
+} fakecuda_counts;
+
+fakecuda_counts fakecuda_counters(void);
+
+/* A kernel with `count` parameters at the given byte offsets and sizes. The
+ * CUfunction flavour answers cuFuncGetParamInfo / cuFuncGetName; the CUkernel
+ * flavour answers cuKernelGetParamInfo / cuKernelGetName and is refused by
+ * cuFuncGetParamInfo, so that a caller has to fall back to the kernel query. Both
+ * may be launched (a CUkernel cast to CUfunction, as the runtime does). The name
+ * and arrays are copied. Returns NULL on bad arguments. */
+CUfunction fakecuda_make_function(const char* name, unsigned count, const size_t* offsets,
+                                  const size_t* sizes);
+CUkernel fakecuda_make_kernel(const char* name, unsigned count, const size_t* offsets,
+                              const size_t* sizes);
+
+/* Copies the parameter bytes the last successful launch delivered (laid out by
+ * the kernel's offsets) into out, up to capacity bytes; returns their full size. */
+size_t fakecuda_last_launch_params(void* out, size_t capacity);
+
+/* Marks a stream as being captured into a graph (1) or not (0), as
+ * cuStreamBeginCapture would; cuStreamIsCapturing reports it and
+ * cuMemAllocManaged is refused while any stream captures. Returns 0, or -1 for an
+ * unknown stream. */
+int fakecuda_set_stream_capturing(CUstream stream, int capturing);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

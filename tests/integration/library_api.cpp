@@ -1,0 +1,25 @@
+#include "library_api.h"
+
+#include <dlfcn.h>
+
+namespace uvmp_integration {
+
+std::optional<uvmp_stats> LibraryApi::stats() const {
+    if (get_stats == nullptr) return std::nullopt;
+    uvmp_stats out{};
+    out.struct_size = sizeof out;
+    if (get_stats(&out) != 0) return std::nullopt;
+    return out;
+}
+
+LibraryApi find_library_api() {
+    LibraryApi api;
+    api.get_stats =
+        reinterpret_cast<decltype(&uvmp_get_stats)>(dlsym(RTLD_DEFAULT, "uvmp_get_stats"));
+    api.mark_iteration = reinterpret_cast<decltype(&uvmp_mark_iteration)>(
+        dlsym(RTLD_DEFAULT, "uvmp_mark_iteration"));
+    api.version = reinterpret_cast<decltype(&uvmp_version)>(dlsym(RTLD_DEFAULT, "uvmp_version"));
+    return api;
+}
+
+}  // namespace uvmp_integration

@@ -1,0 +1,137 @@
+#include "core/options.h"
+#include "core/size_parse.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+
+namespace {
+
+std::map<std::string, std::string> g_env;
+
+const char* fake_getenv(const char* name) {
+    auto it = g_env.find(name);
+    return it == g_env.end() ? nullptr : it->second.c_str();
+}
+
+} // namespace
+
+TEST_CASE("sizes parse with binary suffixes") {
+    using uvmp::parse_size;
+    CHECK(parse_size("4096") == 4096u);
+    CHECK(parse_size("4K") == 4096u);
+    CHECK(parse_size("512M") == 512ull << 20);
+    CHECK(parse_size("24G") == 24ull << 30);
+    CHECK(parse_size("24g") == 24ull << 30);
+    CHECK(parse_size("1.5GiB") == 3ull << 29);
+    CHECK(parse_size("2TB") == 2ull << 40);
+    CHECK(parse_size(" 8 G ") == 8ull << 30);
+    CHECK_FALSE(parse_size(""));
+    CHECK_FALSE(parse_size("abc"));
+    CHECK_FALSE(parse_size("-1G"));
+    CHECK_FALSE(parse_size("12X"));
+    CHECK_FALSE(parse_size("1.2.3G"));
+    CHECK_FALSE(parse_size("99999999999P"));
+}
+
+TEST_CASE("percentages resolve against a reference") {
+    auto p = uvmp::parse_size_or_percent("50%");
+    REQUIRE(p);
+    CHECK(p->is_percent);
+    CHECK(p->resolve(1000) == 500u);
+    auto s = uvmp::parse_size_or_percent("1G");
+    REQUIRE(s);
+    CHECK(s->resolve(12345) == 1ull << 30);
+    CHECK_FALSE(uvmp::parse_size_or_percent("0%"));
+    CHECK_FALSE(uvmp::parse_size_or_percent("x%"));
+}
+
+TEST_CASE("format_size is readable") {
+    CHECK(uvmp::format_size(17) == "17 B");
+    CHECK(uvmp::format_size(3ull << 29) == "1.5 GiB");
+}
+
+TEST_CASE("config takes defaults, then the environment") {
+    g_env.clear();
+    uvmp::Config c;
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    CHECK(c.enable);
+    CHECK_FALSE(c.budget);
+    CHECK(c.reserve == 1ull << 30);
+    CHECK(c.values.size() == uvmp::option_table().size());
+
+    g_env = {{"UVMP_BUDGET", "80%"}, {"UVMP_POLICY", "demand-lru"}, {"UVMP_ENABLE", "off"}};
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    REQUIRE(c.budget);
+    CHECK(c.budget->is_percent);
+    CHECK(c.policy == uvmp::Policy::DemandLru);
+    CHECK_FALSE(c.enable);
+}
+
+TEST_CASE("a bad value names the variable, the value and what is accepted") {
+    g_env = {{"UVMP_BUDGET", "abc"}};
+    uvmp::Config c;
+    auto err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("UVMP_BUDGET") != std::string::npos);
+    CHECK(err->message.find("'abc'") != std::string::npos);
+    CHECK(err->message.find("percentage") != std::string::npos);
+
+    g_env = {{"UVMP_POLICY", "fastest"}};
+    err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("none, demand-lru, learned") != std::string::npos);
+}
+
+TEST_CASE("the config file is read, and the environment wins over it") {
+    const std::string path = "uvmp_test_config.toml";
+    {
+        std::ofstream f(path);
+        f << "budget = \"12G\"\npolicy = \"demand-lru\"\nsummary = true\n";
+    }
+    g_env = {{"UVMP_CONFIG", path}, {"UVMP_POLICY", "none"}};
+    uvmp::Config c;
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    REQUIRE(c.budget);
+    CHECK(c.budget->bytes == 12ull << 30);
+    CHECK(c.policy == uvmp::Policy::None);
+    CHECK(c.summary);
+
+    {
+        std::ofstream f(path);
+        f << "budjet = \"12G\"\n";
+    }
+    auto err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("unknown key 'budjet'") != std::string::npos);
+
+    {
+        std::ofstream f(path);
+        f << "budget = = 3\n";
+    }
+    err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("cannot read the config file") != std::string::npos);
+    std::remove(path.c_str());
+}
+
+TEST_CASE("path patterns expand pid and rank") {
+    g_env = {{"LOCAL_RANK", "3"}};
+    CHECK(uvmp::expand_path_pattern("t-%p-%r.uvmt", 42, &fake_getenv) == "t-42-3.uvmt");
+    g_env = {};
+    CHECK(uvmp::expand_path_pattern("a%%b-%r", 1, &fake_getenv) == "a%b-0");
+}
+
+TEST_CASE("every option has an env name, a key and help") {
+    for (const auto& spec : uvmp::option_table()) {
+        CHECK(spec.env.substr(0, 5) == "UVMP_");
+        CHECK_FALSE(spec.key.empty());
+        CHECK_FALSE(spec.help.empty());
+        if (!spec.default_text.empty())
+            CHECK_FALSE(uvmp::validate_option_value(spec, spec.default_text, spec.env));
+        CHECK(uvmp::find_option(spec.env) == &spec);
+    }
+}

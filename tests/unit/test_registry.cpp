@@ -1,0 +1,98 @@
+#include "core/access_inference.h"
+#include "core/device_budget.h"
+#include "core/registry.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+TEST_CASE("registry finds the allocation containing an address") {
+    uvmp::Registry r;
+    const uint32_t a = r.add(0x1000, 0x100, 0, nullptr);
+    const uint32_t b = r.add(0x2000, 0x1000, 0, nullptr);
+    CHECK(a != b);
+    CHECK(r.find(0x1000)->alloc_id == a);
+    CHECK(r.find(0x10ff)->offset == 0xff);
+    CHECK_FALSE(r.find(0x1100));
+    CHECK_FALSE(r.find(0xfff));
+    CHECK(r.find(0x2fff)->alloc_id == b);
+    CHECK_FALSE(r.find(0x3000));
+    CHECK(r.remove(0x1000)->id == a);
+    CHECK_FALSE(r.find(0x1000));
+    CHECK_FALSE(r.remove(0x1000));
+    CHECK(r.size() == 1);
+}
+
+TEST_CASE("parameter words that point into allocations become access hits") {
+    uvmp::Registry r;
+    const uint32_t a = r.add(0x10000, 0x1000, 0, nullptr);
+    const uint32_t b = r.add(0x20000, 0x1000, 0, nullptr);
+
+    // (ptr, int, 48-byte struct with pointers at words 1 and 4)
+    uint64_t p0 = 0x10010;
+    int n = 7;
+    unsigned char s[48] = {};
+    uint64_t w1 = 0x20008, w4 = 0x10000, junk = 0x99999999;
+    std::memcpy(s + 8, &w1, 8);
+    std::memcpy(s + 32, &w4, 8);
+    std::memcpy(s + 16, &junk, 8);
+    void* params[] = {&p0, &n, s};
+    uvmp::KernelInfo info;
+    info.params = {{0, 8}, {8, 4}, {16, 48}};
+
+    std::vector<uvmp::AccessHit> hits;
+    uvmp::scan_kernel_params(info, params, r, hits);
+    REQUIRE(hits.size() == 3);
+    CHECK(hits[0].alloc_id == a);
+    CHECK(hits[0].offset == 0x10);
+    CHECK(hits[1].alloc_id == b);
+    CHECK(hits[2].alloc_id == a);
+
+    hits.clear();
+    uvmp::scan_param_buffer(s, sizeof s, r, hits);
+    CHECK(hits.size() == 2);
+}
+
+TEST_CASE("kernel table describes each function once") {
+    int calls = 0;
+    uvmp::KernelTable t([&](const void*, uvmp::KernelInfo& info) {
+        ++calls;
+        info.name = "k";
+        info.params = {{0, 8}};
+    });
+    int f1 = 0, f2 = 0;
+    bool first = false;
+    const auto& i1 = t.lookup(&f1, &first);
+    CHECK(first);
+    t.lookup(&f1, &first);
+    CHECK_FALSE(first);
+    const auto& i2 = t.lookup(&f2);
+    CHECK(calls == 2);
+    CHECK(i1.id != i2.id);
+}
+
+TEST_CASE("the physical guard refuses past free-at-start less the reserve") {
+    uvmp::Config c;
+    c.reserve = 1ull << 30;
+    uvmp::DeviceBudget b;
+    b.configure(c, 10ull << 30, 16ull << 30);
+    CHECK(b.guard_limit() == 9ull << 30);
+    CHECK(b.budget() == 9ull << 30);
+    CHECK(b.try_reserve(8ull << 30));
+    CHECK_FALSE(b.try_reserve(2ull << 30));
+    CHECK(b.converted_live() == 8ull << 30);
+    b.release(8ull << 30);
+    CHECK(b.try_reserve(2ull << 30));
+    CHECK(b.refusal_message(1).find("UVMP_ALLOW_PHYSICAL_OVERSUBSCRIPTION") != std::string::npos);
+
+    c.allow_physical_oversubscription = true;
+    c.budget = uvmp::SizeOrPercent{true, 0, 50.0};
+    uvmp::DeviceBudget open;
+    open.configure(c, 10ull << 30, 16ull << 30);
+    CHECK(open.budget() == 8ull << 30);
+    CHECK(open.try_reserve(100ull << 30));
+    uint64_t f = 0, t = 0;
+    open.report(0, f, t);
+    CHECK(t == 8ull << 30);
+    CHECK(f == 0);
+}

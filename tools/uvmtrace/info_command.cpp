@@ -1,0 +1,163 @@
+// `uvmtrace info FILE [--json]`: what a trace holds, in a few lines.
+#include "commands.h"
+
+#include "core/size_parse.h"
+#include "core/trace_reader.h"
+#include "core/trace_summary.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace uvmp::tools {
+namespace {
+
+using namespace uvmp::trace;
+
+std::string seconds(uint64_t ns) { return fmt::format("{:.3f} s", static_cast<double>(ns) / 1e9); }
+
+std::string count_and_size(uint64_t count, uint64_t bytes) {
+    return fmt::format("{} ({})", count, format_size(bytes));
+}
+
+void print_text(const Trace& trace, const TraceSummary& summary) {
+    const Header& header = trace.header;
+    auto line = [](const char* label, const std::string& value) { fmt::print("{:<20}{}\n", label, value); };
+
+    line("format", fmt::format("{}.{}, written by uvmprefetch {}", header.format_major, header.format_minor,
+                               header.library_version.empty() ? "(unknown)" : header.library_version));
+    line("device", fmt::format("{}, {}, driver {}", header.device_name.empty() ? "(unknown)" : header.device_name,
+                               format_size(header.device_total_bytes), header.driver_version));
+    line("process", fmt::format("pid {}, rank {}", header.pid, header.rank));
+    line("budget", header.budget_bytes == 0 ? std::string("none")
+                                            : fmt::format("{}, chunk {}", format_size(header.budget_bytes),
+                                                          format_size(header.chunk_bytes)));
+    if (!header.options.empty()) {
+        std::string options;
+        for (const auto& [key, value] : header.options) options += fmt::format("{}{}={}", options.empty() ? "" : " ", key, value);
+        line("options", options);
+    }
+    line("duration", seconds(summary.duration_ns));
+
+    AllocTotals all = summary.all_allocs();
+    std::string allocs = count_and_size(all.count, all.bytes);
+    std::string by_kind;
+    for (size_t kind = 0; kind < summary.allocs_by_kind.size(); ++kind) {
+        const AllocTotals& totals = summary.allocs_by_kind[kind];
+        if (totals.count == 0) continue;
+        by_kind += fmt::format("{}{} {}", by_kind.empty() ? "" : ", ", alloc_kind_name(static_cast<AllocKind>(kind)),
+                               count_and_size(totals.count, totals.bytes));
+    }
+    if (!by_kind.empty()) allocs += ": " + by_kind;
+    line("allocations", allocs);
+    line("frees", std::to_string(summary.frees));
+    line("peak live", format_size(summary.peak_live_bytes) + " of device memory");
+    line("launches", fmt::format("{}, {} distinct kernels, {} accesses", summary.launches, summary.distinct_kernels,
+                                 summary.accesses));
+    if (summary.period) {
+        const IterationPeriod& period = *summary.period;
+        line("iteration", fmt::format("{} launches, from launch {}, {} full repeats ({})", period.period,
+                                      period.first_launch, period.repeats,
+                                      period.from_marks ? "from iteration marks" : "from the kernel sequence"));
+    } else {
+        line("iteration", "no repeating period found");
+    }
+    if (summary.iteration) {
+        const IterationFootprint& footprint = *summary.iteration;
+        line("iteration footprint",
+             fmt::format("{} in {} allocations accessed, peak live {} (launches {}..{})",
+                         format_size(footprint.accessed_bytes), footprint.accessed_allocs,
+                         format_size(footprint.peak_live_bytes), footprint.first_launch,
+                         footprint.first_launch + summary.period->period - 1));
+    }
+    std::string moves;
+    for (size_t kind = 0; kind < summary.moves_by_kind.size(); ++kind) {
+        const MoveTotals& totals = summary.moves_by_kind[kind];
+        if (totals.count == 0) continue;
+        moves += fmt::format("{}{} {} in {}", moves.empty() ? "" : ", ", move_kind_name(static_cast<MoveKind>(kind)),
+                             count_and_size(totals.count, totals.bytes), seconds(totals.duration_ns));
+    }
+    line("library moves", moves.empty() ? std::string("none") : moves);
+    line("dropped records", std::to_string(summary.dropped_records));
+}
+
+nlohmann::ordered_json to_json(const Trace& trace, const TraceSummary& summary) {
+    const Header& header = trace.header;
+    nlohmann::ordered_json out;
+    out["format"] = {{"major", header.format_major}, {"minor", header.format_minor}};
+    out["library_version"] = header.library_version;
+    out["device"] = {{"name", header.device_name},
+                     {"total_bytes", header.device_total_bytes},
+                     {"driver_version", header.driver_version}};
+    out["pid"] = header.pid;
+    out["rank"] = header.rank;
+    out["budget_bytes"] = header.budget_bytes;
+    out["chunk_bytes"] = header.chunk_bytes;
+    out["options"] = header.options;
+    out["duration_ns"] = summary.duration_ns;
+    nlohmann::ordered_json allocs;
+    for (size_t kind = 0; kind < summary.allocs_by_kind.size(); ++kind) {
+        allocs[alloc_kind_name(static_cast<AllocKind>(kind))] = {{"count", summary.allocs_by_kind[kind].count},
+                                                                 {"bytes", summary.allocs_by_kind[kind].bytes}};
+    }
+    out["allocations"] = allocs;
+    out["frees"] = summary.frees;
+    out["peak_live_bytes"] = summary.peak_live_bytes;
+    out["launches"] = summary.launches;
+    out["distinct_kernels"] = summary.distinct_kernels;
+    out["accesses"] = summary.accesses;
+    if (summary.period) {
+        out["iteration"] = {{"period", summary.period->period},
+                            {"first_launch", summary.period->first_launch},
+                            {"repeats", summary.period->repeats},
+                            {"from_marks", summary.period->from_marks}};
+    } else {
+        out["iteration"] = nullptr;
+    }
+    if (summary.iteration) {
+        out["iteration_footprint"] = {{"first_launch", summary.iteration->first_launch},
+                                      {"accessed_allocations", summary.iteration->accessed_allocs},
+                                      {"accessed_bytes", summary.iteration->accessed_bytes},
+                                      {"peak_live_bytes", summary.iteration->peak_live_bytes}};
+    } else {
+        out["iteration_footprint"] = nullptr;
+    }
+    nlohmann::ordered_json moves;
+    for (size_t kind = 0; kind < summary.moves_by_kind.size(); ++kind) {
+        const MoveTotals& totals = summary.moves_by_kind[kind];
+        moves[move_kind_name(static_cast<MoveKind>(kind))] = {
+            {"count", totals.count}, {"bytes", totals.bytes}, {"duration_ns", totals.duration_ns}};
+    }
+    out["library_moves"] = moves;
+    out["dropped_records"] = summary.dropped_records;
+    return out;
+}
+
+struct InfoArguments {
+    std::string path;
+    bool json = false;
+};
+
+} // namespace
+
+void register_info(CLI::App& app) {
+    auto arguments = std::make_shared<InfoArguments>();
+    CLI::App* command = app.add_subcommand("info", "summarise a trace: allocations, launches, iteration, footprint");
+    command->add_option("FILE", arguments->path, "trace file")->required();
+    command->add_flag("--json", arguments->json, "print one JSON object instead of text");
+    command->callback([arguments] {
+        Trace trace = read_trace_file(arguments->path);
+        TraceSummary summary = summarize(trace);
+        if (arguments->json) {
+            std::cout << to_json(trace, summary).dump(2) << "\n";
+        } else {
+            print_text(trace, summary);
+        }
+    });
+}
+
+} // namespace uvmp::tools

@@ -1,0 +1,315 @@
+// `uvmtrace simulate FILE --budget SIZE [--policy NAME] [--json]`: replays a
+// trace against a policy and budget, offline. With --sweep: step time against
+// budget for every policy, as a table and an SVG plot.
+#include "commands.h"
+
+#include "core/policy.h"
+#include "core/simulator.h"
+#include "core/size_parse.h"
+#include "core/trace_reader.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace uvmp::tools {
+namespace {
+
+constexpr int kExitBadUsage = 2;
+
+struct SimulateOptions {
+    std::string file;
+    std::string budget;
+    std::string policy = "learned";
+    std::string chunk = "2M";
+    double prefetch_gbps = 0;
+    double evict_gbps = 0;
+    double fault_gbps = 0;
+    double concurrent_gbps = 0;
+    double kernel_us = 0;
+    uint64_t lookahead = 4096;
+    bool json = false;
+    bool sweep = false;
+    std::string sweep_from = "30%";
+    std::string sweep_to = "110%";
+    unsigned sweep_steps = 10;
+    std::string plot = "simulate-sweep.svg";
+};
+
+[[noreturn]] void bad_usage(const std::string& message) {
+    std::cerr << "uvmtrace simulate: " << message << "\n";
+    throw CLI::RuntimeError(kExitBadUsage);
+}
+
+SizeOrPercent size_option(const std::string& name, const std::string& text) {
+    const auto parsed = parse_size_or_percent(text);
+    if (!parsed)
+        bad_usage(fmt::format("{} '{}' is not a size: use bytes with an optional K/M/G/T suffix (\"24G\", "
+                              "\"1.5GiB\") or a percentage of the trace's footprint (\"66%\")",
+                              name, text));
+    return *parsed;
+}
+
+LinkModel link_model(const SimulateOptions& o) {
+    LinkModel link;
+    auto check = [](const char* name, double value) {
+        if (value < 0 || !std::isfinite(value)) bad_usage(fmt::format("{} must be a positive number of GB/s", name));
+        return value > 0;
+    };
+    if (check("--link-prefetch-gbps", o.prefetch_gbps)) LinkModel::scale_to_peak(link.prefetch_curve, o.prefetch_gbps);
+    if (check("--link-evict-gbps", o.evict_gbps)) LinkModel::scale_to_peak(link.evict_curve, o.evict_gbps);
+    if (check("--link-fault-gbps", o.fault_gbps)) link.demand_fault_gbps = o.fault_gbps;
+    if (check("--link-concurrent-gbps", o.concurrent_gbps)) link.concurrent_gbps = o.concurrent_gbps;
+    if (check("--kernel-us", o.kernel_us)) link.default_kernel_ns = static_cast<uint64_t>(o.kernel_us * 1000.0);
+    return link;
+}
+
+std::string milliseconds(double seconds) { return fmt::format("{:.3f} ms", seconds * 1e3); }
+
+nlohmann::json to_json(const SimResult& r) {
+    nlohmann::json j = {
+        {"policy", r.policy},
+        {"budget_bytes", r.budget_bytes},
+        {"chunk_bytes", r.chunk_bytes},
+        {"footprint_bytes", r.footprint_bytes},
+        {"launches", r.launches},
+        {"prefetched_bytes", r.prefetched_bytes},
+        {"evicted_bytes", r.evicted_bytes},
+        {"demand_bytes", r.demand_bytes},
+        {"prefetch_calls", r.prefetch_calls},
+        {"evict_calls", r.evict_calls},
+        {"transfer_calls", r.transfer_calls()},
+        {"peak_resident_bytes", r.peak_resident_bytes},
+        {"oversized_launches", r.oversized_launches},
+        {"total_seconds", r.total_seconds},
+        {"compute_seconds", r.compute_seconds},
+        {"copy_busy_seconds", r.copy_busy_seconds},
+        {"step_seconds", r.step_seconds},
+        {"steady_steps", r.steady_steps},
+        {"step_launches", r.step_launches},
+        {"step_working_set_bytes", r.step_working_set_bytes},
+        {"transfer_bound_step_seconds", r.transfer_bound_step_seconds},
+        {"simulation_wall_seconds", r.simulation_wall_seconds},
+    };
+    j["prediction_hit_rate"] = r.prediction_hit_rate ? nlohmann::json(*r.prediction_hit_rate) : nlohmann::json(nullptr);
+    return j;
+}
+
+void print_result(const SimResult& r) {
+    auto line = [](const char* label, const std::string& value) { fmt::print("{:<22}{}\n", label, value); };
+    line("policy", r.policy);
+    line("budget", fmt::format("{} ({:.0f}% of the {} footprint), chunk {}", format_size(r.budget_bytes),
+                               r.footprint_bytes ? 100.0 * static_cast<double>(r.budget_bytes) / static_cast<double>(r.footprint_bytes) : 0.0,
+                               format_size(r.footprint_bytes), format_size(r.chunk_bytes)));
+    line("launches", std::to_string(r.launches));
+    line("prefetched", fmt::format("{} in {} calls", format_size(r.prefetched_bytes), r.prefetch_calls));
+    line("evicted", fmt::format("{} in {} calls", format_size(r.evicted_bytes), r.evict_calls));
+    line("demand-faulted", format_size(r.demand_bytes));
+    line("peak resident", format_size(r.peak_resident_bytes));
+    if (r.oversized_launches)
+        line("over budget", fmt::format("{} launches need more than the budget on their own", r.oversized_launches));
+    line("total time", fmt::format("{} (compute {}, copy engine busy {})", milliseconds(r.total_seconds),
+                                   milliseconds(r.compute_seconds), milliseconds(r.copy_busy_seconds)));
+    if (r.step_launches)
+        line("step time", fmt::format("{} median of {} steady steps of {} launches", milliseconds(r.step_seconds),
+                                      r.steady_steps, r.step_launches));
+    else
+        line("step time", "no iterations found: see total time");
+    line("bound per step", fmt::format("{} (working set {}: compute or link, whichever is longer)",
+                                       milliseconds(r.transfer_bound_step_seconds), format_size(r.step_working_set_bytes)));
+    if (r.prediction_hit_rate) line("prediction hit rate", fmt::format("{:.1f}%", *r.prediction_hit_rate * 100.0));
+    line("simulated at", fmt::format("{:.2f} M launches/s",
+                                     r.simulation_wall_seconds > 0 ? static_cast<double>(r.launches) / r.simulation_wall_seconds / 1e6 : 0.0));
+}
+
+struct SweepRow {
+    uint64_t budget = 0;
+    std::vector<SimResult> results; // one per policy, in kPolicies order
+};
+
+constexpr PolicyKind kPolicies[] = {PolicyKind::DemandLru, PolicyKind::Learned, PolicyKind::Belady};
+constexpr const char* kColours[] = {"#d62728", "#1f77b4", "#2ca02c"};
+
+// Rounds a span up to 1, 2 or 5 times a power of ten for tick spacing.
+double nice_step(double span, int ticks) {
+    const double raw = span / ticks;
+    const double power = std::pow(10.0, std::floor(std::log10(raw)));
+    for (double m : {1.0, 2.0, 5.0, 10.0})
+        if (raw <= m * power) return m * power;
+    return 10.0 * power;
+}
+
+std::string sweep_svg(const std::vector<SweepRow>& rows, uint64_t footprint, const std::string& title) {
+    const double width = 760, height = 460, left = 80, right = 190, top = 40, bottom = 60;
+    const double plot_w = width - left - right, plot_h = height - top - bottom;
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    const double x_min = static_cast<double>(rows.front().budget) / gib;
+    double x_max = static_cast<double>(rows.back().budget) / gib;
+    if (x_max <= x_min) x_max = x_min + 1e-9;
+    double y_max = 0;
+    for (const SweepRow& row : rows)
+        for (const SimResult& r : row.results) y_max = std::max(y_max, r.step_seconds * 1e3);
+    if (y_max <= 0) y_max = 1;
+    const double y_step = nice_step(y_max, 6);
+    y_max = std::ceil(y_max / y_step) * y_step;
+    auto px = [&](double x) { return left + (x - x_min) / (x_max - x_min) * plot_w; };
+    auto py = [&](double y) { return top + plot_h - y / y_max * plot_h; };
+
+    std::string svg = fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
+        "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+        width, height);
+    svg += fmt::format("<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n", left + plot_w / 2, title);
+    // Axes, grid and ticks.
+    svg += fmt::format("<path d=\"M{0} {1} V{2} H{3}\" stroke=\"black\" fill=\"none\"/>\n", left, top, top + plot_h, left + plot_w);
+    for (double y = 0; y <= y_max + y_step / 2; y += y_step) {
+        svg += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>\n", left, py(y), left + plot_w);
+        svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:g}</text>\n", left - 6, py(y) + 4, y);
+    }
+    const double x_step = nice_step(x_max - x_min, 6);
+    for (double x = std::ceil(x_min / x_step) * x_step; x <= x_max + x_step * 1e-6; x += x_step) {
+        svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"black\"/>\n", px(x), top + plot_h, top + plot_h + 5);
+        svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:g}</text>\n", px(x), top + plot_h + 18, x);
+    }
+    if (footprint > 0) {
+        const double f = static_cast<double>(footprint) / gib;
+        if (f >= x_min && f <= x_max)
+            svg += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>\n"
+                               "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\" fill=\"#555\">footprint</text>\n",
+                               px(f), top, top + plot_h, top - 4);
+    }
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">GPU memory budget (GiB)</text>\n", left + plot_w / 2, height - 18);
+    svg += fmt::format("<text transform=\"translate(20 {}) rotate(-90)\" text-anchor=\"middle\">step time (ms)</text>\n", top + plot_h / 2);
+
+    // One polyline per policy, then the bound, then the legend.
+    std::vector<std::pair<std::string, std::string>> legend;
+    for (size_t p = 0; p < std::size(kPolicies); ++p) {
+        std::string points;
+        for (const SweepRow& row : rows)
+            points += fmt::format("{:.1f},{:.1f} ", px(static_cast<double>(row.budget) / gib), py(row.results[p].step_seconds * 1e3));
+        svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", points, kColours[p]);
+        legend.emplace_back(std::string(policy_kind_name(kPolicies[p])), kColours[p]);
+    }
+    std::string bound;
+    for (const SweepRow& row : rows)
+        bound += fmt::format("{:.1f},{:.1f} ", px(static_cast<double>(row.budget) / gib), py(row.results[0].transfer_bound_step_seconds * 1e3));
+    svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"#555\" stroke-dasharray=\"6 4\"/>\n", bound);
+    legend.emplace_back("bound", "#555");
+    for (size_t i = 0; i < legend.size(); ++i) {
+        const double y = top + 10 + 20.0 * static_cast<double>(i);
+        svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>\n"
+                           "<text x=\"{5}\" y=\"{6}\">{7}</text>\n",
+                           left + plot_w + 20, y, left + plot_w + 50, legend[i].second,
+                           legend[i].first == "bound" ? " stroke-dasharray=\"6 4\"" : "", left + plot_w + 56, y + 4, legend[i].first);
+    }
+    svg += "</svg>\n";
+    return svg;
+}
+
+void run_sweep(const SimulateOptions& o, const trace::Trace& trace, const ChunkSchedule& schedule,
+               const std::vector<uint64_t>& bounds, SimConfig config) {
+    const uint64_t footprint = schedule.footprint_bytes();
+    const uint64_t from = size_option("--sweep-from", o.sweep_from).resolve(footprint);
+    const uint64_t to = size_option("--sweep-to", o.sweep_to).resolve(footprint);
+    if (o.sweep_steps < 2) bad_usage("--sweep-steps must be at least 2");
+    if (to <= from) bad_usage(fmt::format("--sweep-to ({}) must be larger than --sweep-from ({})", format_size(to), format_size(from)));
+
+    std::vector<SweepRow> rows;
+    for (unsigned s = 0; s < o.sweep_steps; ++s) {
+        SweepRow row;
+        row.budget = from + static_cast<uint64_t>(static_cast<double>(to - from) * s / (o.sweep_steps - 1));
+        config.budget_bytes = row.budget;
+        for (PolicyKind kind : kPolicies) {
+            config.policy = kind;
+            row.results.push_back(simulate(trace, schedule, bounds, config));
+        }
+        rows.push_back(std::move(row));
+    }
+
+    if (o.json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const SweepRow& row : rows)
+            for (const SimResult& r : row.results) out.push_back(to_json(r));
+        std::cout << out.dump(2) << "\n";
+    } else {
+        fmt::print("step time against budget (footprint {}, chunk {})\n", format_size(footprint), format_size(config.chunk_bytes));
+        fmt::print("{:>12} {:>6} {:>14} {:>14} {:>14} {:>14} {:>9}\n", "budget", "%", "demand-lru", "learned", "belady", "bound", "hit rate");
+        for (const SweepRow& row : rows) {
+            const double pct = footprint ? 100.0 * static_cast<double>(row.budget) / static_cast<double>(footprint) : 0.0;
+            const auto& hit = row.results[1].prediction_hit_rate;
+            fmt::print("{:>12} {:>5.0f}% {:>14} {:>14} {:>14} {:>14} {:>8.1f}%\n", format_size(row.budget), pct,
+                       milliseconds(row.results[0].step_seconds), milliseconds(row.results[1].step_seconds),
+                       milliseconds(row.results[2].step_seconds), milliseconds(row.results[0].transfer_bound_step_seconds),
+                       hit ? *hit * 100.0 : 0.0);
+        }
+    }
+    std::ofstream svg(o.plot);
+    svg << sweep_svg(rows, footprint, fmt::format("{}: step time against budget", o.file));
+    if (!svg) throw std::runtime_error("cannot write the plot to " + o.plot);
+    if (!o.json) fmt::print("plot written to {}\n", o.plot);
+}
+
+void run(const SimulateOptions& o) {
+    SimConfig config;
+    const auto chunk = parse_size(o.chunk);
+    if (!chunk || *chunk == 0 || (*chunk & (*chunk - 1)) != 0)
+        bad_usage(fmt::format("--chunk '{}' must be a power-of-two size such as 2M", o.chunk));
+    config.chunk_bytes = *chunk;
+    config.link = link_model(o);
+    if (o.lookahead == 0) bad_usage("--lookahead must be at least 1 launch");
+    config.lookahead.max_lookahead_launches = o.lookahead;
+    const auto policy = parse_policy_kind(o.policy);
+    if (!policy) bad_usage(fmt::format("unknown policy '{}': use demand-lru, learned or belady", o.policy));
+    config.policy = *policy;
+    std::optional<SizeOrPercent> budget;
+    if (!o.budget.empty()) budget = size_option("--budget", o.budget);
+    else if (!o.sweep) bad_usage("--budget is required (or --sweep)");
+
+    const trace::Trace trace = trace::read_trace_file(o.file);
+    const ChunkSchedule schedule(trace, config.chunk_bytes);
+    const auto bounds = iteration_bounds(trace);
+    if (schedule.dangling_accesses())
+        std::cerr << "uvmtrace simulate: note: " << schedule.dangling_accesses()
+                  << " accesses name an allocation that was not live; they are ignored\n";
+    if (o.sweep) return run_sweep(o, trace, schedule, bounds, config);
+
+    config.budget_bytes = budget->resolve(schedule.footprint_bytes());
+    if (config.budget_bytes == 0) bad_usage("--budget must be larger than zero");
+    const SimResult result = simulate(trace, schedule, bounds, config);
+    if (o.json) std::cout << to_json(result).dump(2) << "\n";
+    else print_result(result);
+}
+
+} // namespace
+
+void register_simulate(CLI::App& app) {
+    auto options = std::make_shared<SimulateOptions>();
+    CLI::App* cmd = app.add_subcommand("simulate", "replay a trace against a policy and a GPU memory budget, offline");
+    cmd->add_option("file", options->file, "trace file")->required();
+    cmd->add_option("--budget", options->budget, "GPU memory budget: a size (24G) or a share of the footprint (66%)");
+    cmd->add_option("--policy", options->policy, "demand-lru, learned or belady")->capture_default_str();
+    cmd->add_option("--chunk", options->chunk, "residency chunk size, a power of two")->capture_default_str();
+    cmd->add_option("--link-prefetch-gbps", options->prefetch_gbps, "prefetch speed of large pieces (default 48; smaller pieces scale along)");
+    cmd->add_option("--link-evict-gbps", options->evict_gbps, "eviction speed of large pieces (default 16)");
+    cmd->add_option("--link-fault-gbps", options->fault_gbps, "demand-fault migration speed (default 9)");
+    cmd->add_option("--link-concurrent-gbps", options->concurrent_gbps, "fetch plus evict when both run (default 23)");
+    cmd->add_option("--kernel-us", options->kernel_us, "duration of launches recorded without one (default 20)");
+    cmd->add_option("--lookahead", options->lookahead, "launches ahead that prefetching may reach")->capture_default_str();
+    cmd->add_flag("--json", options->json, "print JSON");
+    cmd->add_flag("--sweep", options->sweep, "step time against budget for every policy, with a plot");
+    cmd->add_option("--sweep-from", options->sweep_from, "smallest budget of the sweep")->capture_default_str();
+    cmd->add_option("--sweep-to", options->sweep_to, "largest budget of the sweep")->capture_default_str();
+    cmd->add_option("--sweep-steps", options->sweep_steps, "budgets in the sweep")->capture_default_str();
+    cmd->add_option("--plot", options->plot, "where the sweep's SVG goes")->capture_default_str();
+    cmd->callback([options] { run(*options); });
+}
+
+} // namespace uvmp::tools

@@ -1,0 +1,43 @@
+// `uvmtrace synth -o FILE`: writes a synthetic training-loop trace, for tests
+// and demonstrations where no GPU recording is at hand.
+#include "commands.h"
+
+#include "../../tests/unit/trace_fixtures.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+
+namespace uvmp::tools {
+namespace {
+
+struct SynthArguments {
+    std::string output;
+    trace::fixtures::TrainingLoopShape shape;
+};
+
+} // namespace
+
+void register_synth(CLI::App& app) {
+    auto arguments = std::make_shared<SynthArguments>();
+    CLI::App* command = app.add_subcommand("synth", "writes a synthetic training-loop trace");
+    command->group("Testing");
+    command->add_option("-o,--output", arguments->output, "trace file to write")->required();
+    command->add_option("--steps", arguments->shape.steps, "training steps")
+        ->capture_default_str()
+        ->check(CLI::Range(uint64_t{1}, uint64_t{1'000'000}));
+    command->add_option("--layers", arguments->shape.layers, "layers of the model")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 10'000u));
+    command->add_option("--seed", arguments->shape.seed, "seed of the sizes and durations")->capture_default_str();
+    command->add_flag("--marks", arguments->shape.mark_iterations, "record an iteration mark at each step");
+    command->callback([arguments] {
+        trace::Trace trace = trace::fixtures::make_training_loop(arguments->shape);
+        uint64_t dropped = trace::fixtures::write_trace(trace, arguments->output);
+        fmt::print("wrote {}: {} launches, {} allocations, {} dropped\n", arguments->output, trace.launches.size(),
+                   trace.allocs.size(), dropped);
+    });
+}
+
+} // namespace uvmp::tools
