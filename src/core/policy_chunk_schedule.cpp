@@ -73,8 +73,18 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
             first_use_[c] = i;
         }
     }
-    for (ChunkId c = 0; c < first_use_.size(); ++c)
-        if (first_use_[c] != kNever) footprint_bytes_ += chunk_size_[c];
+    // The footprint is the peak of live bytes that are ever touched: memory that
+    // is freed and allocated again each step counts once per step, not per cycle.
+    uint64_t live_touched = 0;
+    for (const AllocEvent& e : events_) {
+        const ChunkId first = layout.first_chunk(e.alloc_id);
+        uint64_t touched = 0;
+        for (ChunkId c = first; c < first + layout.chunk_count(e.alloc_id); ++c)
+            if (first_use_[c] != kNever) touched += chunk_size_[c];
+        if (e.is_free) live_touched -= std::min(live_touched, touched);
+        else live_touched += touched;
+        footprint_bytes_ = std::max(footprint_bytes_, live_touched);
+    }
 }
 
 uint64_t ChunkSchedule::touched_bytes(uint64_t first_launch, uint64_t last_launch) const {

@@ -45,7 +45,7 @@ public:
     // `launches_before`, hands out the chunk ids used here.
     std::span<const AllocEvent> events() const { return events_; }
 
-    // Bytes of all chunks touched at least once.
+    // The most bytes live at once among chunks that are touched at all.
     uint64_t footprint_bytes() const { return footprint_bytes_; }
     // Bytes of the distinct chunks touched by launches [first, last).
     uint64_t touched_bytes(uint64_t first_launch, uint64_t last_launch) const;

@@ -97,6 +97,8 @@ void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out
         if (!future) return;
         for (; horizon_index_ < future->size(); ++horizon_index_) {
             const ChunkId c = (*future)[horizon_index_];
+            // Memory allocated later (or freed by then) has nothing to fetch yet.
+            if (c >= residency.chunk_slots() || !residency.is_chunk_live(c)) continue;
             bool fetched = false;
             if (!residency.is_resident(c)) {
                 const uint64_t size = residency.chunk_size(c);

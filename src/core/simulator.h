@@ -31,7 +31,7 @@ struct SimResult {
     std::string policy;
     uint64_t budget_bytes = 0;
     uint64_t chunk_bytes = 0;
-    uint64_t footprint_bytes = 0; // every chunk the trace touches
+    uint64_t footprint_bytes = 0; // peak live bytes among chunks the trace touches
     uint64_t launches = 0;
 
     uint64_t prefetched_bytes = 0;

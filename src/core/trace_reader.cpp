@@ -4,6 +4,8 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <array>
+#include <memory>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -39,15 +41,19 @@ const char* record_name(RecordType type) {
 // corrupt length can never make the reader look past it.
 class Decoder {
 public:
-    Decoder(const uint8_t* begin, const uint8_t* end, uint64_t base, std::string context)
-        : begin_(begin), cursor_(begin), end_(end), base_(base), context_(std::move(context)) {}
+    // context names what is being decoded in error messages; it is called only
+    // on failure, so that decoding pays nothing for it.
+    using Context = std::string (*)(const void* subject);
+
+    Decoder(const uint8_t* begin, const uint8_t* end, uint64_t base, Context context, const void* subject)
+        : begin_(begin), cursor_(begin), end_(end), base_(base), context_(context), subject_(subject) {}
 
     uint64_t offset() const { return base_ + static_cast<uint64_t>(cursor_ - begin_); }
     size_t remaining() const { return static_cast<size_t>(end_ - cursor_); }
     bool at_end() const { return cursor_ == end_; }
 
     [[noreturn]] void fail(const std::string& what) const {
-        throw TraceFormatError(offset(), context_ + what + " at byte " + std::to_string(offset()));
+        throw TraceFormatError(offset(), context_(subject_) + what + " at byte " + std::to_string(offset()));
     }
 
     uint8_t u8() {
@@ -120,8 +126,23 @@ private:
     const uint8_t* cursor_;
     const uint8_t* end_;
     uint64_t base_;
-    std::string context_;
+    Context context_;
+    const void* subject_;
 };
+
+// What a record decoder names in its messages.
+struct RecordSubject {
+    RecordType type;
+    uint64_t offset;
+};
+
+std::string describe_record(const void* subject) {
+    const auto* record = static_cast<const RecordSubject*>(subject);
+    return std::string("the ") + record_name(record->type) + " record at byte " + std::to_string(record->offset) + " ";
+}
+
+std::string describe_file(const void*) { return "the trace "; }
+std::string describe_version(const void*) { return "the version "; }
 
 class TraceParser {
 public:
@@ -130,7 +151,8 @@ public:
 
     Trace parse() {
         read_preamble();
-        Decoder file(begin_ + format::kPreambleBytes, end_, format::kPreambleBytes, "the trace ");
+        reserve_for_records();
+        Decoder file(begin_ + format::kPreambleBytes, end_, format::kPreambleBytes, describe_file, nullptr);
         bool seen_header = false;
         bool seen_end = false;
         while (!file.at_end()) {
@@ -149,9 +171,8 @@ public:
                                            " remain: the file is truncated or corrupt");
             }
             auto type = static_cast<RecordType>(type_byte);
-            std::string context = std::string("the ") + record_name(type) + " record at byte " +
-                                  std::to_string(record_offset) + " ";
-            Decoder payload(file.cursor(), file.cursor() + length, file.offset(), std::move(context));
+            RecordSubject subject{type, record_offset};
+            Decoder payload(file.cursor(), file.cursor() + length, file.offset(), describe_record, &subject);
             file.skip(length);
             if (!seen_header && type != RecordType::Header) {
                 throw TraceFormatError(record_offset, "the trace does not start with a header record (byte " +
@@ -200,7 +221,7 @@ private:
             throw TraceFormatError(size, "the trace is truncated at byte " + std::to_string(size) +
                                              ", inside its version number");
         }
-        Decoder version(begin_ + format::kMagicBytes, end_, format::kMagicBytes, "the version ");
+        Decoder version(begin_ + format::kMagicBytes, end_, format::kMagicBytes, describe_version, nullptr);
         uint16_t major = version.u16();
         uint16_t minor = version.u16();
         if (major > kFormatMajor) {
@@ -215,6 +236,33 @@ private:
         }
         trace_.header.format_major = major;
         trace_.header.format_minor = minor;
+    }
+
+    // Growing the record vectors one push at a time costs more than decoding
+    // (copies and fresh pages), so a quick pass over the record frames counts
+    // them first. A framing error stops the count; the real pass reports it.
+    void reserve_for_records() {
+        std::array<size_t, 256> records_of_type{};
+        Decoder frames(begin_ + format::kPreambleBytes, end_, format::kPreambleBytes, describe_file, nullptr);
+        try {
+            while (!frames.at_end()) {
+                uint8_t type = frames.u8();
+                uint64_t length = frames.varint();
+                if (length > frames.remaining()) break;
+                frames.skip(length);
+                ++records_of_type[type];
+            }
+        } catch (const TraceFormatError&) {
+        }
+        auto count = [&](RecordType type) { return records_of_type[static_cast<uint8_t>(type)]; };
+        trace_.launches.reserve(count(RecordType::Launch));
+        trace_.allocs.reserve(count(RecordType::Alloc));
+        trace_.frees.reserve(count(RecordType::Free));
+        trace_.moves.reserve(count(RecordType::Move));
+        trace_.iterations.reserve(count(RecordType::Iteration));
+        durations_.reserve(count(RecordType::KernelDuration));
+        // Most launches name a few allocations; the vector grows past this if needed.
+        trace_.accesses.reserve(2 * count(RecordType::Launch));
     }
 
     void read_header(Decoder& in) {
@@ -377,13 +425,14 @@ Trace read_trace_file(const std::string& path) {
     if (!file) throw std::runtime_error("cannot open trace file '" + path + "': " + std::strerror(errno));
     std::streamoff size = file.tellg();
     if (size < 0) throw std::runtime_error("cannot read trace file '" + path + "'");
-    std::vector<std::byte> bytes(static_cast<size_t>(size));
+    // Left uninitialised: the read fills it, and zeroing a large trace first costs time.
+    std::unique_ptr<std::byte[]> bytes(new std::byte[static_cast<size_t>(size)]);
     file.seekg(0);
-    if (size > 0 && !file.read(reinterpret_cast<char*>(bytes.data()), size)) {
+    if (size > 0 && !file.read(reinterpret_cast<char*>(bytes.get()), size)) {
         throw std::runtime_error("cannot read trace file '" + path + "': " + std::strerror(errno));
     }
     try {
-        return read_trace_bytes(bytes);
+        return read_trace_bytes(std::span(bytes.get(), static_cast<size_t>(size)));
     } catch (const TraceFormatError& error) {
         throw TraceFormatError(error.offset(), path + ": " + error.what());
     }

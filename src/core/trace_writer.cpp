@@ -299,8 +299,7 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const Options& options, const Hea
         error = "cannot open trace file '" + options.path + "' for writing: " + std::strerror(errno);
         return nullptr;
     }
-    std::vector<uint8_t> start;
-    start.insert(start.end(), format::kMagic, format::kMagic + format::kMagicBytes);
+    std::vector<uint8_t> start(format::kMagic, format::kMagic + format::kMagicBytes);
     Encoder out(start);
     out.u16(kFormatMajor);
     out.u16(kFormatMinor);

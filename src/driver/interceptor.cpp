@@ -2,6 +2,7 @@
 
 #include "core/log.h"
 #include "core/size_parse.h"
+#include "driver/kernel_timing.h"
 
 #include <unistd.h>
 
@@ -287,7 +288,7 @@ void Interceptor::describe_kernel(const void* handle, KernelInfo& info) const {
     log::debug("kernel {}: {} parameters", info.name, info.params.size());
 }
 
-void Interceptor::observe_launch(const LaunchSite& site) {
+uint64_t Interceptor::observe_launch(const LaunchSite& site) {
     const uint64_t seq = launch_seq_.fetch_add(1, std::memory_order_relaxed);
     stats_.add(stats_.launches_seen);
     bool first_sight = false;
@@ -325,6 +326,7 @@ void Interceptor::observe_launch(const LaunchSite& site) {
         for (const AccessHit& h : t_hits) accesses.push_back({h.alloc_id, h.offset, 0});
         trace_->launch(record, accesses);
     }
+    return seq;
 }
 
 void Interceptor::mark_iteration() {
@@ -367,8 +369,16 @@ void Interceptor::open_trace_if_needed(const DriverTable& table) {
         options.buffer_bytes = config_.trace_buffer;
         std::string error;
         trace_ = trace::TraceWriter::open(options, header, error);
-        if (!trace_) log::warn("cannot record the trace: {}", error);
-        else log::info("recording the access trace to {}", options.path);
+        if (!trace_) {
+            log::warn("cannot record the trace: {}", error);
+            return;
+        }
+        log::info("recording the access trace to {}", options.path);
+        if (config_.trace_timing) {
+            trace::TraceWriter* writer = trace_.get();
+            auto sink = [writer](uint64_t seq, uint64_t duration) { writer->kernel_duration(seq, duration); };
+            if (!KernelTiming::start(sink, error)) log::warn("{}", error);
+        }
     });
 }
 
@@ -376,6 +386,7 @@ void Interceptor::finish() {
     if (finished_.exchange(true)) return;
     executor_.stop();
     if (trace_) {
+        KernelTiming::flush();
         trace_->close();
         stats_.trace_records_written.store(trace_->records_written(), std::memory_order_relaxed);
         stats_.trace_records_dropped.store(trace_->records_dropped(), std::memory_order_relaxed);

@@ -57,8 +57,8 @@ public:
     void adjust_pointer_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr ptr) const;
     void note_ipc_failure(CUdeviceptr ptr, CUresult result) const;
 
-    // Called before every launch is forwarded.
-    void observe_launch(const LaunchSite& site);
+    // Called before every launch is forwarded; returns the launch's sequence number.
+    uint64_t observe_launch(const LaunchSite& site);
     void mark_iteration();
 
     // Exit: summary, stats file, trace close. Idempotent.

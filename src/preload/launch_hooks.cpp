@@ -1,25 +1,43 @@
 // Launch hooks: each records what the launch touches, then forwards the launch
 // unchanged through the same variant it came in by.
 #include "driver/interceptor.h"
+#include "driver/kernel_timing.h"
 #include "preload/hooks.h"
 
 using uvmp::driver::driver_table;
 using uvmp::driver::interceptor;
+using uvmp::driver::KernelTiming;
 using uvmp::driver::LaunchSite;
 
 namespace {
 
-void observe(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-             unsigned bz, CUstream stream, void** params, void** extra) {
-    auto* icpt = interceptor();
-    if (!icpt || !icpt->active()) return;
-    icpt->observe_launch(LaunchSite{f, params, extra, stream, {gx, gy, gz}, {bx, by, bz}});
-}
+// Observes the launch, and brackets the real call so that kernel timing (when
+// on) can tie the GPU's record of it to its sequence number.
+class LaunchScope {
+public:
+    LaunchScope(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                unsigned bz, CUstream stream, void** params, void** extra) {
+        auto* icpt = interceptor();
+        if (!icpt || !icpt->active()) return;
+        const uint64_t seq =
+            icpt->observe_launch(LaunchSite{f, params, extra, stream, {gx, gy, gz}, {bx, by, bz}});
+        timed_ = KernelTiming::running();
+        if (timed_) KernelTiming::before_launch(seq);
+    }
+    ~LaunchScope() {
+        if (timed_) KernelTiming::after_launch();
+    }
+    LaunchScope(const LaunchScope&) = delete;
+    LaunchScope& operator=(const LaunchScope&) = delete;
 
-void observe_ex(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
-    if (!config) return;
-    observe(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-            config->blockDimY, config->blockDimZ, config->hStream, params, extra);
+private:
+    bool timed_ = false;
+};
+
+LaunchScope scope_ex(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
+    if (!config) return LaunchScope(f, 0, 0, 0, 0, 0, 0, nullptr, nullptr, nullptr);
+    return LaunchScope(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                       config->blockDimY, config->blockDimZ, config->hStream, params, extra);
 }
 
 } // namespace
@@ -29,7 +47,7 @@ extern "C" CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsig
                                    void** params, void** extra) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    observe(f, gx, gy, gz, bx, by, bz, stream, params, extra);
+    LaunchScope scope(f, gx, gy, gz, bx, by, bz, stream, params, extra);
     return table->cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
 }
 
@@ -38,7 +56,7 @@ extern "C" CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, 
                                         CUstream stream, void** params, void** extra) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    observe(f, gx, gy, gz, bx, by, bz, stream, params, extra);
+    LaunchScope scope(f, gx, gy, gz, bx, by, bz, stream, params, extra);
     return table->cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
 }
 
@@ -46,7 +64,7 @@ extern "C" CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f,
                                      void** extra) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    observe_ex(config, f, params, extra);
+    LaunchScope scope = scope_ex(config, f, params, extra);
     return table->cuLaunchKernelEx(config, f, params, extra);
 }
 
@@ -54,7 +72,7 @@ extern "C" CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfuncti
                                           void** extra) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    observe_ex(config, f, params, extra);
+    LaunchScope scope = scope_ex(config, f, params, extra);
     return table->cuLaunchKernelEx_ptsz(config, f, params, extra);
 }
 
@@ -63,7 +81,7 @@ extern "C" CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigne
                                               unsigned shared_bytes, CUstream stream, void** params) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    observe(f, gx, gy, gz, bx, by, bz, stream, params, nullptr);
+    LaunchScope scope(f, gx, gy, gz, bx, by, bz, stream, params, nullptr);
     return table->cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params);
 }
 
@@ -73,7 +91,7 @@ extern "C" CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, un
                                                    CUstream stream, void** params) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    observe(f, gx, gy, gz, bx, by, bz, stream, params, nullptr);
+    LaunchScope scope(f, gx, gy, gz, bx, by, bz, stream, params, nullptr);
     return table->cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx, by, bz, shared_bytes, stream,
                                                  params);
 }

@@ -138,6 +138,17 @@ struct SweepRow {
 constexpr PolicyKind kPolicies[] = {PolicyKind::DemandLru, PolicyKind::Learned, PolicyKind::Belady};
 constexpr const char* kColours[] = {"#d62728", "#1f77b4", "#2ca02c"};
 
+std::string xml_escaped(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        if (c == '&') out += "&amp;";
+        else if (c == '<') out += "&lt;";
+        else if (c == '>') out += "&gt;";
+        else out += c;
+    }
+    return out;
+}
+
 // Rounds a span up to 1, 2 or 5 times a power of ten for tick spacing.
 double nice_step(double span, int ticks) {
     const double raw = span / ticks;
@@ -167,7 +178,7 @@ std::string sweep_svg(const std::vector<SweepRow>& rows, uint64_t footprint, con
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
         "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
         width, height);
-    svg += fmt::format("<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n", left + plot_w / 2, title);
+    svg += fmt::format("<text x=\"{}\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">{}</text>\n", left + plot_w / 2, xml_escaped(title));
     // Axes, grid and ticks.
     svg += fmt::format("<path d=\"M{0} {1} V{2} H{3}\" stroke=\"black\" fill=\"none\"/>\n", left, top, top + plot_h, left + plot_w);
     for (double y = 0; y <= y_max + y_step / 2; y += y_step) {

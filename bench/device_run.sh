@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# The whole GPU session in one script: GPU tests, benchmarks and one result table.
+#
+# Usage (from the repository root): OUT=DIR bench/device_run.sh [BUILD_DIR]
+#   BUILD_DIR  a build directory that already holds the library, uvmrun, uvmtrace, the
+#              CUDA examples and the bench programs (default build-dev)
+#   OUT        where results go (default ./device-out): device.log (everything printed),
+#              overhead.json, probe.json, summary.json
+#   PROBE=1    also run the populate probe first (fresh managed memory placed three ways)
+#   TRACES=1   also record the bundled example traces (resnet50 b256, GPT-2 small b16) with
+#              kernel timing into $OUT, and run uvmtrace info on each
+#   DEADLINE_S total seconds the steps may use (default 450); every step has its own
+#              timeout as well, and a step that no longer fits is marked SKIP
+# A failing step never stops the script: it is marked FAIL and the next step runs.
+# Exit status 0 when no step failed.
+
+set -u -o pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$(cd "${1:-build-dev}" 2>/dev/null && pwd) || BUILD=${1:-build-dev}
+OUT=${OUT:-$PWD/device-out}
+PYTHON=${PYTHON:-python3}
+DEADLINE_S=${DEADLINE_S:-450}
+PROBE=${PROBE:-0}
+TRACES=${TRACES:-0}
+
+# Goals of the overhead benchmark: a job that fits its budget should barely notice the
+# library, and the launch hook should stay well below the ~3.4 us a launch costs anyway.
+OVERHEAD_RATIO_GOAL=1.05
+HOOK_NS_GOAL=1000
+
+# Budgets: well above every workload's footprint (nothing needs evicting), and one
+# below the layers model (1024 MiB) so that the policy has to move data while the
+# result must stay exact. All stay far below the card's free memory.
+FIT_BUDGET=16G
+OVERSUBSCRIBED_BUDGET=512M
+
+UVMRUN=$BUILD/tools/uvmrun/uvmrun
+LIBRARY=$(find "$BUILD" -name libuvmprefetch.so -print -quit 2>/dev/null)
+LIBRARY=${LIBRARY:-$BUILD/src/preload/libuvmprefetch.so}
+LAYERS_STATIC=$BUILD/examples/layers_static
+LAYERS_SHARED=$BUILD/examples/layers_shared
+EMPTY_LAUNCH=$BUILD/bench/empty_launch
+POPULATE_PROBE=$BUILD/bench/populate_probe
+CHECK_GPU=$REPO_ROOT/tests/gpu/check_gpu.py
+
+mkdir -p "$OUT"
+LOG=$OUT/device.log
+START_SECONDS=$SECONDS
+ROWS=()
+FAILED_STEPS=0
+STEP_STATUS=0
+STEP_OUTPUT=$(mktemp)
+trap 'rm -f "$STEP_OUTPUT"' EXIT
+
+# run_step NAME TIMEOUT_S COMMAND...: runs one step under a timeout that also respects
+# the overall deadline; leaves its exit status in STEP_STATUS (125: not run, no time left)
+# and its output in the file STEP_OUTPUT.
+run_step() {
+    local name=$1 limit=$2
+    shift 2
+    local left=$((DEADLINE_S - (SECONDS - START_SECONDS)))
+    echo
+    if ((left < 20)); then
+        echo "### $name: not run, only ${left}s of the ${DEADLINE_S}s deadline left"
+        STEP_STATUS=125
+        : >"$STEP_OUTPUT"
+        return
+    fi
+    ((limit > left)) && limit=$left
+    echo "### $name (timeout ${limit}s, $((SECONDS - START_SECONDS))s elapsed)"
+    echo "\$ $*"
+    local step_start=$SECONDS
+    timeout --kill-after=15 "$limit" "$@" 2>&1 | tee "$STEP_OUTPUT"
+    STEP_STATUS=${PIPESTATUS[0]}
+    echo "### $name: exit status $STEP_STATUS after $((SECONDS - step_start))s"
+}
+
+# add_row WHAT VALUE GOAL VERDICT: one line of the final table.
+add_row() {
+    ROWS+=("$1"$'\t'"$2"$'\t'"$3"$'\t'"$4")
+    [[ $4 == FAIL || $4 == TIMEOUT ]] && FAILED_STEPS=$((FAILED_STEPS + 1))
+    return 0
+}
+
+verdict_of_status() {
+    case $1 in
+    0) echo PASS ;;
+    77) echo SKIP ;;
+    124 | 137) echo TIMEOUT ;;
+    125) echo SKIP ;;
+    *) echo FAIL ;;
+    esac
+}
+
+# json_value FILE KEY1 KEY2 ...: one value from a JSON file, "n/a" when absent.
+json_value() {
+    "$PYTHON" - "$@" <<'EOF'
+import json, sys
+try:
+    value = json.load(open(sys.argv[1]))
+    for key in sys.argv[2:]:
+        value = value[key]
+except Exception:
+    value = None
+print("n/a" if value is None else (f"{value:.3f}" if isinstance(value, float) else value))
+EOF
+}
+
+# at_most VALUE LIMIT: PASS when VALUE <= LIMIT, FAIL otherwise or when VALUE is n/a.
+at_most() {
+    "$PYTHON" -c 'import sys
+try:
+    print("PASS" if float(sys.argv[1]) <= float(sys.argv[2]) else "FAIL")
+except ValueError:
+    print("FAIL")' "$1" "$2"
+}
+
+show_gpu() {
+    echo "### GPU"
+    nvidia-smi -L || echo "nvidia-smi -L failed"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,memory.free --format=csv ||
+        echo "nvidia-smi memory query failed"
+}
+
+check_build() {
+    echo
+    echo "### build directory $BUILD"
+    local missing=0 path
+    for path in "$UVMRUN" "$LIBRARY" "$LAYERS_STATIC" "$LAYERS_SHARED" "$EMPTY_LAUNCH" "$POPULATE_PROBE"; do
+        if [[ -f $path ]]; then
+            echo "found   $path"
+        else
+            echo "MISSING $path"
+            missing=1
+        fi
+    done
+    add_row "build directory complete" "$([[ $missing == 0 ]] && echo yes || echo no)" "all present" \
+        "$([[ $missing == 0 ]] && echo PASS || echo FAIL)"
+    echo "\$ uvmrun --dry-run -- true"
+    UVMP_LIBRARY=$LIBRARY timeout 20 "$UVMRUN" --dry-run -- true || echo "uvmrun --dry-run failed (exit $?)"
+}
+
+probe_section() {
+    run_step "populate probe" 90 "$POPULATE_PROBE" 2
+    local status=$STEP_STATUS
+    grep '^{"bytes"' "$STEP_OUTPUT" | tail -n 1 >"$OUT/probe.json" || true
+    local key
+    for key in prefetch_gbps discard_prefetch_gbps first_touch_gbps; do
+        add_row "probe: fresh 2 GiB, ${key%_gbps} GB/s" "$(json_value "$OUT/probe.json" "$key")" "(measure)" \
+            "$(verdict_of_status "$status")"
+    done
+}
+
+gpu_tests() {
+    local common=(--uvmrun "$UVMRUN" --lib "$LIBRARY")
+    run_step "test: layers_static under uvmrun" 120 \
+        "$PYTHON" "$CHECK_GPU" layers "${common[@]}" --budget "$FIT_BUDGET" --binary "$LAYERS_STATIC"
+    add_row "layers_static correct, converted" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+
+    run_step "test: layers_shared under uvmrun" 120 \
+        "$PYTHON" "$CHECK_GPU" layers "${common[@]}" --budget "$FIT_BUDGET" --binary "$LAYERS_SHARED"
+    add_row "layers_shared correct, converted" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+
+    run_step "test: layers_static, budget $OVERSUBSCRIBED_BUDGET < 1 GiB model" 150 \
+        "$PYTHON" "$CHECK_GPU" layers "${common[@]}" --budget "$OVERSUBSCRIBED_BUDGET" --binary "$LAYERS_STATIC"
+    add_row "layers_static over budget, correct" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+
+    run_step "test: resnet18 losses native vs uvmrun" 240 \
+        "$PYTHON" "$CHECK_GPU" resnet "${common[@]}" --budget "$FIT_BUDGET" \
+        --script "$REPO_ROOT/examples/train_resnet.py"
+    add_row "resnet18 same losses, converted" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+
+    run_step "test: cupy under uvmrun" 120 \
+        "$PYTHON" "$CHECK_GPU" cupy "${common[@]}" --budget "$FIT_BUDGET" --script "$REPO_ROOT/examples/cupy_demo.py"
+    add_row "cupy OK, converted" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+}
+
+# Records 3 training steps of each reference workload with kernel durations. The script
+# prints the launches of each step (from the library's counters): uvmtrace info must find
+# the same number as the iteration period without being told.
+traces_section() {
+    local uvmtrace=$BUILD/tools/uvmtrace/uvmtrace spec name args
+    for spec in "resnet50-b256:--model resnet50 --batch 256" \
+        "gpt2-small-b16:--model gpt2-small --batch 16 --seq 1024"; do
+        name=${spec%%:*}
+        args=${spec#*:}
+        # shellcheck disable=SC2086
+        run_step "trace: $name" 240 env UVMP_TRACE_TIMING=1 UVMP_LIBRARY="$LIBRARY" "$UVMRUN" \
+            --budget 100G --trace-out "$OUT/$name.uvmt" -- \
+            "$PYTHON" "$REPO_ROOT/examples/train_workload.py" $args --steps 3 --warmup 1
+        add_row "trace $name recorded" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+        run_step "trace: uvmtrace info $name" 60 "$uvmtrace" info "$OUT/$name.uvmt"
+        add_row "uvmtrace info $name" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+    done
+}
+
+benchmarks() {
+    local report=$OUT/overhead.json
+    rm -f "$report"
+    run_step "bench: overhead (resnet50 and empty launches, native vs uvmrun)" 330 \
+        "$PYTHON" "$REPO_ROOT/bench/overhead.py" --uvmrun "$UVMRUN" --lib "$LIBRARY" --empty-launch "$EMPTY_LAUNCH" \
+        --budget 32G --rounds 2 --timeout 120 --json-out "$report"
+    local status=$STEP_STATUS
+    add_row "overhead runs all succeeded" "exit $status" "exit 0" "$(verdict_of_status "$status")"
+
+    local native lib ratio hook
+    native=$(json_value "$report" resnet50 native_median_ms)
+    lib=$(json_value "$report" resnet50 lib_median_ms)
+    ratio=$(json_value "$report" resnet50 ratio_lib_over_native)
+    add_row "resnet50 b64 step ms native / uvmrun" "$native / $lib" "-" "info"
+    add_row "resnet50 step time ratio uvmrun/native" "$ratio" "<= $OVERHEAD_RATIO_GOAL" \
+        "$(at_most "$ratio" "$OVERHEAD_RATIO_GOAL")"
+    add_row "library active in resnet50 runs" "$(json_value "$report" resnet50 library_active)" "True" \
+        "$([[ $(json_value "$report" resnet50 library_active) == True ]] && echo PASS || echo FAIL)"
+
+    native=$(json_value "$report" empty_launch native_ns_per_launch)
+    lib=$(json_value "$report" empty_launch lib_ns_per_launch)
+    hook=$(json_value "$report" empty_launch hook_ns_per_launch)
+    add_row "empty launch ns native / uvmrun" "$native / $lib" "-" "info"
+    add_row "launch hook cost ns per launch" "$hook" "<= $HOOK_NS_GOAL" "$(at_most "$hook" "$HOOK_NS_GOAL")"
+}
+
+print_table() {
+    echo
+    echo "=================== RESULTS ($((SECONDS - START_SECONDS))s) ==================="
+    printf '%-44s %-24s %-12s %s\n' "what" "value" "goal" "pass"
+    local row what value goal verdict
+    for row in "${ROWS[@]}"; do
+        IFS=$'\t' read -r what value goal verdict <<<"$row"
+        printf '%-44s %-24s %-12s %s\n' "$what" "$value" "$goal" "$verdict"
+    done
+    echo "failed: $FAILED_STEPS"
+    printf '%s\n' "${ROWS[@]}" | "$PYTHON" -c '
+import json, sys
+rows = [dict(zip(("what", "value", "goal", "pass"), line.rstrip("\n").split("\t"))) for line in sys.stdin if line.strip()]
+json.dump(rows, open(sys.argv[1], "w"), indent=1)' "$OUT/summary.json"
+}
+
+main() {
+    echo "uvmprefetch device run, $(date -u +%Y-%m-%dT%H:%M:%SZ), repository $REPO_ROOT, build $BUILD"
+    show_gpu
+    check_build
+    if [[ $PROBE == 1 ]]; then probe_section; fi
+    gpu_tests
+    if [[ $TRACES == 1 ]]; then traces_section; fi
+    benchmarks
+    echo
+    echo "### GPU memory after the run"
+    nvidia-smi --query-gpu=memory.used,memory.free --format=csv || true
+    print_table
+    ((FAILED_STEPS == 0))
+}
+
+# Everything, the table included, goes to the screen and to device.log.
+: >"$LOG"
+main 2>&1 | tee -a "$LOG"
+exit "${PIPESTATUS[0]}"

@@ -1,0 +1,70 @@
+// Host time of a kernel launch: an empty kernel launched N times in a loop.
+//
+// Run natively and under the library, the difference is what the launch hook costs
+// per launch. Usage: empty_launch [N] (default 1000000).
+// Prints "ns per launch: X", "total: Y ms" and one JSON line for scripts.
+
+#include <cuda_runtime.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+void check_cuda(cudaError_t status, const char* call, int line) {
+    if (status != cudaSuccess) {
+        std::fprintf(stderr, "empty_launch: %s failed at line %d: %s (%s)\n", call, line,
+                     cudaGetErrorString(status), cudaGetErrorName(status));
+        std::exit(3);
+    }
+}
+#define CUDA_CHECK(call) check_cuda((call), #call, __LINE__)
+
+// One pointer parameter so that the hook has a parameter word to look up, as it would
+// for any real kernel; the pointer is never dereferenced.
+__global__ void empty_kernel(float* unused) {}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    long launches = 1000000;
+    if (argc > 2) {
+        std::fprintf(stderr, "usage: empty_launch [N]   (N launches, default 1000000)\n");
+        return 2;
+    }
+    if (argc == 2) {
+        char* end = nullptr;
+        errno = 0;
+        launches = std::strtol(argv[1], &end, 10);
+        if (errno != 0 || end == argv[1] || *end != '\0' || launches < 1 || launches > 1000000000L) {
+            std::fprintf(stderr, "empty_launch: invalid N '%s': expected a whole number from 1 to 1000000000\n",
+                         argv[1]);
+            return 2;
+        }
+    }
+
+    // The first launch loads the module and creates the context's launch state; it is
+    // kept out of the measurement.
+    empty_kernel<<<1, 1>>>(nullptr);
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaDeviceSynchronize());
+
+    const auto start = std::chrono::steady_clock::now();
+    for (long i = 0; i < launches; ++i) empty_kernel<<<1, 1>>>(nullptr);
+    const auto issued = std::chrono::steady_clock::now();
+    // Launch errors are sticky, so one check after the loop catches a failure in any launch
+    // without adding a call to every iteration of the measured loop.
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaDeviceSynchronize());
+
+    const double total_ms = std::chrono::duration<double, std::milli>(issued - start).count();
+    const double ns_per_launch = total_ms * 1e6 / static_cast<double>(launches);
+    std::printf("launches: %ld\n", launches);
+    std::printf("ns per launch: %.1f\n", ns_per_launch);
+    std::printf("total: %.1f ms\n", total_ms);
+    std::printf("{\"launches\": %ld, \"ns_per_launch\": %.1f, \"total_ms\": %.1f}\n", launches, ns_per_launch,
+                total_ms);
+    return 0;
+}

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""What the library costs a job that fits in its budget.
+
+1. resnet50 training step time (bench/overhead_resnet50.py), natively and under uvmrun
+   with a budget above the footprint, in alternating order (native, lib, native, lib, ...)
+   so that drift of a shared machine hits both modes alike. Reports the median step time
+   of each mode and the ratio lib/native.
+2. Host time per kernel launch (bench/empty_launch), natively and under uvmrun; the
+   difference is what the launch hook costs per launch.
+
+Usage: overhead.py --uvmrun PATH --empty-launch PATH [--lib PATH] [--budget 32G]
+                   [--rounds 2] [--json-out FILE]
+Exit status 0 when every run succeeded, 1 otherwise (the report is printed either way).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+RESNET_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "overhead_resnet50.py")
+
+
+def last_json_line(output):
+    for line in reversed(output.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+    return None
+
+
+class Runner:
+    """Runs one workload natively or under uvmrun and collects its JSON result and counters."""
+
+    def __init__(self, args, workdir):
+        self.args = args
+        self.workdir = workdir
+        self.run_count = 0
+        self.failures = []
+        # Native and library runs share one environment, so they differ only by the library;
+        # uvmrun would turn PyTorch's expandable segments off for its runs alone otherwise.
+        self.env = dict(os.environ)
+        self.env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False")
+        if args.lib:
+            self.env["UVMP_LIBRARY"] = os.path.abspath(args.lib)
+
+    def run(self, label, command, under_library, timeout):
+        self.run_count += 1
+        stats_path = os.path.join(self.workdir, f"stats.{self.run_count}.json")
+        if under_library:
+            command = [self.args.uvmrun, "--budget", self.args.budget, "--stats-file", stats_path, "--"] + command
+        print(f"--- {label} ({'uvmrun' if under_library else 'native'})\n$ {' '.join(command)}", flush=True)
+        try:
+            completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                       timeout=timeout, env=self.env)
+            status, output = completed.returncode, completed.stdout
+        except subprocess.TimeoutExpired as expired:
+            output = expired.stdout.decode(errors="replace") if isinstance(expired.stdout, bytes) else (expired.stdout or "")
+            status = 124
+        except OSError as error:
+            status, output = 127, f"cannot start {command[0]}: {error}\n"
+        # Step lines are long and many; the tail holds the summary and any error.
+        print("\n".join(output.splitlines()[-15:]), flush=True)
+        result = last_json_line(output)
+        if status != 0 or result is None:
+            self.failures.append(f"{label} ({'uvmrun' if under_library else 'native'}): exit {status}")
+            return None
+        if under_library:
+            result["library_counters"] = read_counters(stats_path)
+        return result
+
+
+def read_counters(path):
+    try:
+        with open(path, encoding="utf-8") as stats_file:
+            return json.load(stats_file)
+    except (OSError, json.JSONDecodeError) as error:
+        print(f"no library counters from {path}: {error}", flush=True)
+        return None
+
+
+def library_was_active(results):
+    counters = [r.get("library_counters") for r in results]
+    return bool(counters) and all(c is not None and c.get("active") == 1 for c in counters)
+
+
+def measure_resnet(runner, args):
+    command = [sys.executable, RESNET_SCRIPT, "--batch", str(args.batch), "--warmup", str(args.warmup),
+               "--steps", str(args.steps)]
+    results = {"native": [], "lib": []}
+    for round_index in range(args.rounds):
+        for mode in ("native", "lib"):
+            result = runner.run(f"resnet50 round {round_index + 1}", command, mode == "lib", args.timeout)
+            if result is not None:
+                results[mode].append(result)
+    report = {"rounds": args.rounds, "batch": args.batch, "runs": results}
+    for mode in ("native", "lib"):
+        steps = [ms for result in results[mode] for ms in result["step_ms"]]
+        report[f"{mode}_median_ms"] = statistics.median(steps) if steps else None
+        report[f"{mode}_run_medians_ms"] = [result["median_ms"] for result in results[mode]]
+    if report["native_median_ms"] and report["lib_median_ms"]:
+        report["ratio_lib_over_native"] = report["lib_median_ms"] / report["native_median_ms"]
+    else:
+        report["ratio_lib_over_native"] = None
+    report["library_active"] = library_was_active(results["lib"])
+    return report
+
+
+def measure_launch(runner, args):
+    command = [args.empty_launch, str(args.launches)]
+    results = {"native": [], "lib": []}
+    for round_index in range(args.rounds):
+        for mode in ("native", "lib"):
+            result = runner.run(f"empty_launch round {round_index + 1}", command, mode == "lib",
+                                args.launch_timeout)
+            if result is not None:
+                results[mode].append(result)
+    report = {"launches": args.launches, "runs": results}
+    for mode in ("native", "lib"):
+        values = [result["ns_per_launch"] for result in results[mode]]
+        report[f"{mode}_ns_per_launch"] = statistics.median(values) if values else None
+    if report["native_ns_per_launch"] is not None and report["lib_ns_per_launch"] is not None:
+        report["hook_ns_per_launch"] = report["lib_ns_per_launch"] - report["native_ns_per_launch"]
+    else:
+        report["hook_ns_per_launch"] = None
+    report["library_active"] = library_was_active(results["lib"])
+    return report
+
+
+def write_report(report, path):
+    if path:
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(report, out, indent=1)
+
+
+def show(value, unit, digits=1):
+    return "n/a" if value is None else f"{value:.{digits}f}{unit}"
+
+
+def parse_arguments():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--uvmrun", required=True, help="path of the uvmrun program")
+    parser.add_argument("--empty-launch", required=True, help="path of the bench empty_launch program")
+    parser.add_argument("--lib", help="libuvmprefetch.so for uvmrun to preload (default: the one it finds)")
+    parser.add_argument("--budget", default="32G", help="uvmrun --budget, above the footprint (default 32G)")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per mode (default 2)")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=30, help="timed resnet50 steps per run (at least 20)")
+    parser.add_argument("--launches", type=int, default=1_000_000, help="empty kernel launches per run")
+    parser.add_argument("--timeout", type=int, default=180, help="seconds per resnet50 run (default 180)")
+    parser.add_argument("--launch-timeout", type=int, default=60,
+                        help="seconds per empty_launch run (default 60; a slow hook shows as a timeout)")
+    parser.add_argument("--json-out", help="write the full report here as JSON")
+    args = parser.parse_args()
+    for label, path in (("--uvmrun", args.uvmrun), ("--empty-launch", args.empty_launch)):
+        if not os.path.isfile(path):
+            parser.error(f"{label} {path}: no such file")
+    if args.rounds < 1 or args.steps < 20 or args.launches < 1:
+        parser.error("--rounds and --launches must be at least 1, --steps at least 20")
+    return args
+
+
+def main():
+    args = parse_arguments()
+    with tempfile.TemporaryDirectory(prefix="uvmp-overhead-") as workdir:
+        runner = Runner(args, workdir)
+        report = {"budget": args.budget, "failures": runner.failures}
+        # Written after each part, so a run stopped by an outer timeout keeps what it measured.
+        report["resnet50"] = measure_resnet(runner, args)
+        write_report(report, args.json_out)
+        report["empty_launch"] = measure_launch(runner, args)
+        write_report(report, args.json_out)
+
+    resnet, launch = report["resnet50"], report["empty_launch"]
+    print("\n=== overhead (median over all timed steps / runs of each mode)")
+    print(f"resnet50 batch {args.batch} step: native {show(resnet['native_median_ms'], ' ms', 2)}, "
+          f"uvmrun {show(resnet['lib_median_ms'], ' ms', 2)}, ratio {show(resnet['ratio_lib_over_native'], '', 3)}")
+    print(f"empty launch: native {show(launch['native_ns_per_launch'], ' ns')}, "
+          f"uvmrun {show(launch['lib_ns_per_launch'], ' ns')}, hook {show(launch['hook_ns_per_launch'], ' ns')}")
+    for name, part in (("resnet50", resnet), ("empty_launch", launch)):
+        if not part["library_active"]:
+            print(f"WARNING: the library was not active in every {name} run under uvmrun; "
+                  "those numbers do not measure it")
+    for failure in runner.failures:
+        print(f"FAILED: {failure}")
+    if args.json_out:
+        print(f"report written to {args.json_out}")
+    return 1 if runner.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

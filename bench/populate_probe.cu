@@ -1,0 +1,149 @@
+// How fast fresh (never touched) managed memory can be placed on the GPU, three ways:
+//   prefetch        cudaMemPrefetchAsync of the whole buffer to device 0
+//   discard+prefetch cudaMemDiscardAndPrefetchBatchAsync (contents may be dropped)
+//   first touch     a kernel writing every element, so pages are populated by faults
+// Each uses its own fresh buffer, so no path benefits from pages another path populated.
+// These rates decide how the library places new allocations (the "populate" option).
+//
+// Usage: populate_probe [GiB per buffer] (default 2, at most 2; three buffers in all).
+// Prints one line per path and one JSON line; exit 77 when the GPU lacks the free memory.
+
+#include <cuda_runtime.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+void check_cuda(cudaError_t status, const char* call, int line) {
+    if (status != cudaSuccess) {
+        std::fprintf(stderr, "populate_probe: %s failed at line %d: %s (%s)\n", call, line,
+                     cudaGetErrorString(status), cudaGetErrorName(status));
+        std::exit(3);
+    }
+}
+#define CUDA_CHECK(call) check_cuda((call), #call, __LINE__)
+
+constexpr size_t kGiB = size_t{1} << 30;
+// Room left for other users of the shared GPU beyond the three buffers.
+constexpr size_t kFreeMemoryMargin = 2 * kGiB;
+
+__global__ void first_touch(unsigned int* data, size_t count) {
+    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count; i += stride)
+        data[i] = static_cast<unsigned int>(i);
+}
+
+struct Timing {
+    double host_call_ms;  // how long the call blocked the issuing thread
+    double gpu_ms;        // from the event before the call to the event after the work
+};
+
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+template <typename Issue>
+Timing time_on_stream(cudaStream_t stream, Issue issue) {
+    cudaEvent_t before, after;
+    CUDA_CHECK(cudaEventCreate(&before));
+    CUDA_CHECK(cudaEventCreate(&after));
+    CUDA_CHECK(cudaEventRecord(before, stream));
+    const auto host_start = std::chrono::steady_clock::now();
+    issue();
+    const double host_call_ms = milliseconds_since(host_start);
+    CUDA_CHECK(cudaEventRecord(after, stream));
+    CUDA_CHECK(cudaEventSynchronize(after));
+    float gpu_ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&gpu_ms, before, after));
+    CUDA_CHECK(cudaEventDestroy(before));
+    CUDA_CHECK(cudaEventDestroy(after));
+    return {host_call_ms, gpu_ms};
+}
+
+double gigabytes_per_second(size_t bytes, double ms) { return ms > 0.0 ? bytes / (ms * 1e6) : 0.0; }
+
+void report(const char* path, size_t bytes, const Timing& timing) {
+    std::printf("%-17s %6.1f GB/s  (%.2f ms on the stream, host call %.2f ms)\n", path,
+                gigabytes_per_second(bytes, timing.gpu_ms), timing.gpu_ms, timing.host_call_ms);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    size_t gib_per_buffer = 2;
+    if (argc > 2) {
+        std::fprintf(stderr, "usage: populate_probe [GiB per buffer, 1 or 2]\n");
+        return 2;
+    }
+    if (argc == 2) {
+        char* end = nullptr;
+        errno = 0;
+        const long value = std::strtol(argv[1], &end, 10);
+        if (errno != 0 || end == argv[1] || *end != '\0' || value < 1 || value > 2) {
+            std::fprintf(stderr, "populate_probe: invalid size '%s': expected 1 or 2 (GiB per buffer)\n", argv[1]);
+            return 2;
+        }
+        gib_per_buffer = static_cast<size_t>(value);
+    }
+    const size_t bytes = gib_per_buffer * kGiB;
+
+    int device = 0;
+    CUDA_CHECK(cudaSetDevice(device));
+    size_t free_bytes = 0, total_bytes = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (free_bytes < 3 * bytes + kFreeMemoryMargin) {
+        std::printf("populate_probe: skipped, %.1f GiB free on the GPU, %.1f GiB needed\n",
+                    static_cast<double>(free_bytes) / kGiB, static_cast<double>(3 * bytes + kFreeMemoryMargin) / kGiB);
+        return 77;
+    }
+
+    // Batch and discard calls refuse the legacy default stream.
+    cudaStream_t stream;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaMemLocation gpu{};
+    gpu.type = cudaMemLocationTypeDevice;
+    gpu.id = device;
+
+    void* prefetched = nullptr;
+    CUDA_CHECK(cudaMallocManaged(&prefetched, bytes));
+    const Timing prefetch = time_on_stream(stream, [&] {
+        CUDA_CHECK(cudaMemPrefetchAsync(prefetched, bytes, gpu, 0, stream));
+    });
+
+    void* discarded = nullptr;
+    CUDA_CHECK(cudaMallocManaged(&discarded, bytes));
+    const Timing discard_prefetch = time_on_stream(stream, [&] {
+        void* pointers[1] = {discarded};
+        size_t sizes[1] = {bytes};
+        size_t location_starts[1] = {0};
+        CUDA_CHECK(cudaMemDiscardAndPrefetchBatchAsync(pointers, sizes, 1, &gpu, location_starts, 1, 0, stream));
+    });
+
+    void* touched = nullptr;
+    CUDA_CHECK(cudaMallocManaged(&touched, bytes));
+    const Timing touch = time_on_stream(stream, [&] {
+        first_touch<<<1024, 256, 0, stream>>>(static_cast<unsigned int*>(touched), bytes / sizeof(unsigned int));
+        CUDA_CHECK(cudaGetLastError());
+    });
+
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    CUDA_CHECK(cudaFree(prefetched));
+    CUDA_CHECK(cudaFree(discarded));
+    CUDA_CHECK(cudaFree(touched));
+    CUDA_CHECK(cudaStreamDestroy(stream));
+
+    std::printf("fresh managed buffers of %zu GiB each, moved to device %d:\n", gib_per_buffer, device);
+    report("prefetch", bytes, prefetch);
+    report("discard+prefetch", bytes, discard_prefetch);
+    report("first touch", bytes, touch);
+    std::printf("{\"bytes\": %zu, \"prefetch_gbps\": %.2f, \"discard_prefetch_gbps\": %.2f, "
+                "\"first_touch_gbps\": %.2f, \"prefetch_host_call_ms\": %.2f, "
+                "\"discard_prefetch_host_call_ms\": %.2f}\n",
+                bytes, gigabytes_per_second(bytes, prefetch.gpu_ms),
+                gigabytes_per_second(bytes, discard_prefetch.gpu_ms), gigabytes_per_second(bytes, touch.gpu_ms),
+                prefetch.host_call_ms, discard_prefetch.host_call_ms);
+    return 0;
+}

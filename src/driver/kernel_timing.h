@@ -1,0 +1,30 @@
+// Kernel durations from CUPTI's activity records, for traces recorded with
+// UVMP_TRACE_TIMING=1. CUPTI is opened with dlopen only when asked for; each
+// launch is tagged with its sequence number through an external correlation id,
+// and finished records are matched back to it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace uvmp::driver {
+
+class KernelTiming {
+public:
+    using Sink = std::function<void(uint64_t launch_seq, uint64_t duration_ns)>;
+
+    // Opens CUPTI and starts collecting. Once per process; false with a reason
+    // when CUPTI is missing or refuses.
+    static bool start(Sink sink, std::string& error);
+    static bool running();
+
+    // Around the real launch call of launch number seq.
+    static void before_launch(uint64_t seq);
+    static void after_launch();
+
+    // Delivers every record CUPTI still holds. At exit, before the trace closes.
+    static void flush();
+};
+
+} // namespace uvmp::driver

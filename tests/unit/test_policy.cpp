@@ -1,0 +1,184 @@
+#include "core/policy.h"
+#include "core/policy_chunk_schedule.h"
+
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <set>
+#include <vector>
+
+using namespace uvmp;
+
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+// `allocations` buffers of `alloc_mib` MiB; launch k of each iteration reads
+// buffer k (kernel k).
+trace::Trace loop_trace(uint32_t allocations, uint64_t alloc_mib, uint32_t iterations) {
+    trace::Trace t;
+    for (uint32_t a = 0; a < allocations; ++a) t.allocs.push_back({a, 0x1000000ull * (a + 1), alloc_mib * kMiB});
+    for (uint32_t it = 0; it < iterations; ++it) {
+        t.iterations.push_back({it, t.launches.size(), 0});
+        for (uint32_t a = 0; a < allocations; ++a) {
+            trace::Launch l;
+            l.seq = t.launches.size();
+            l.kernel_id = a;
+            l.first_access = static_cast<uint32_t>(t.accesses.size());
+            l.access_count = 1;
+            t.accesses.push_back({a, 0, 0});
+            t.launches.push_back(l);
+        }
+    }
+    return t;
+}
+
+// Random launches over a few buffers of different sizes, partial ranges included.
+trace::Trace random_trace(uint32_t launches, unsigned seed) {
+    std::mt19937 rng(seed);
+    trace::Trace t;
+    const uint64_t sizes_mib[] = {6, 3, 10, 1, 8, 4};
+    for (uint32_t a = 0; a < 6; ++a) t.allocs.push_back({a, 0, sizes_mib[a] * kMiB});
+    for (uint32_t i = 0; i < launches; ++i) {
+        trace::Launch l;
+        l.seq = i;
+        l.kernel_id = rng() % 4;
+        l.first_access = static_cast<uint32_t>(t.accesses.size());
+        l.access_count = 1 + rng() % 2;
+        for (uint32_t k = 0; k < l.access_count; ++k) {
+            const uint32_t a = rng() % 6;
+            const uint64_t offset = (rng() % 2) ? 0 : (rng() % sizes_mib[a]) * kMiB;
+            t.accesses.push_back({a, offset, (rng() % 2) ? 0 : kMiB});
+        }
+        t.launches.push_back(l);
+    }
+    return t;
+}
+
+struct Run {
+    uint64_t demand_bytes = 0;
+    uint64_t prefetch_bytes = 0;
+    uint64_t max_resident = 0;
+    bool evicted_needed_chunk = false;
+    bool launch_not_resident = false;
+};
+
+// Drives a policy as the simulator does and checks the invariants at each launch.
+Run drive(Policy& policy, const trace::Trace& t, const ChunkSchedule& schedule, uint64_t budget) {
+    Residency r(budget, schedule.chunk_bytes());
+    for (const auto& e : schedule.events()) r.add_allocation(e.alloc_id, e.size);
+    Run run;
+    Plan plan;
+    for (uint64_t i = 0; i < schedule.launch_count(); ++i) {
+        const auto chunks = schedule.chunks(i);
+        for (ChunkId c : chunks) r.pin(c);
+        LaunchView view{i, t.launches[i].kernel_id,
+                        {t.accesses.data() + t.launches[i].first_access, t.launches[i].access_count}, chunks};
+        plan.clear();
+        policy.plan(view, r, plan);
+        const std::set<ChunkId> needed(chunks.begin(), chunks.end());
+        for (const ChunkSpan& s : plan.evict)
+            for (ChunkId c = s.first; c < s.first + s.count; ++c) run.evicted_needed_chunk |= needed.count(c) > 0;
+        for (ChunkId c : chunks) {
+            run.launch_not_resident |= !r.is_resident(c);
+            r.unpin(c);
+        }
+        run.demand_bytes += Plan::bytes(plan.demand, r);
+        run.prefetch_bytes += Plan::bytes(plan.prefetch, r);
+        run.max_resident = std::max(run.max_resident, r.resident_bytes());
+    }
+    return run;
+}
+
+} // namespace
+
+TEST_CASE("policy: names parse both ways", "[policy]") {
+    for (const char* name : {"demand-lru", "belady", "learned"}) {
+        const auto kind = parse_policy_kind(name);
+        REQUIRE(kind);
+        CHECK(policy_kind_name(*kind) == name);
+    }
+    CHECK_FALSE(parse_policy_kind("lru"));
+}
+
+TEST_CASE("policy: plans coalesce adjacent chunks of one allocation only", "[policy]") {
+    Residency r(0);
+    r.add_allocation(1, 4 * kMiB);
+    r.add_allocation(2, 4 * kMiB);
+    std::vector<ChunkSpan> spans;
+    for (ChunkId c : {0u, 1u, 2u, 3u, 1u}) Plan::add(spans, c, r);
+    REQUIRE(spans.size() == 3);
+    CHECK(spans[0].first == 0);
+    CHECK(spans[0].count == 2);
+    CHECK(spans[1].first == 2);
+    CHECK(spans[1].count == 2);
+    CHECK(Plan::bytes(spans, r) == 10 * kMiB);
+}
+
+TEST_CASE("policy: demand-lru on a loop larger than the budget faults every launch", "[policy]") {
+    const auto t = loop_trace(3, 8, 10);
+    const ChunkSchedule schedule(t, 2 * kMiB);
+    const auto policy = make_demand_lru_policy();
+    const Run run = drive(*policy, t, schedule, 16 * kMiB);
+    // LRU always evicts the buffer needed next: all 30 launches fault 8 MiB.
+    CHECK(run.demand_bytes == 30 * 8 * kMiB);
+    CHECK(run.prefetch_bytes == 0);
+    CHECK(run.max_resident <= 16 * kMiB);
+}
+
+TEST_CASE("policy: belady keeps what is needed soonest and fetches the rest ahead", "[policy]") {
+    const auto t = loop_trace(3, 8, 10);
+    const ChunkSchedule schedule(t, 2 * kMiB);
+    const auto policy = make_belady_policy(schedule);
+    const Run run = drive(*policy, t, schedule, 16 * kMiB);
+    // Only the very first launch faults; every later buffer arrives ahead.
+    CHECK(run.demand_bytes == 8 * kMiB);
+    CHECK(run.prefetch_bytes == 29 * 8 * kMiB);
+    CHECK(run.max_resident <= 16 * kMiB);
+}
+
+TEST_CASE("policy: learned fetches ahead once it has seen an iteration", "[policy]") {
+    const auto t = loop_trace(3, 8, 10);
+    const ChunkSchedule schedule(t, 2 * kMiB);
+    const auto policy = make_learned_policy();
+    const Run run = drive(*policy, t, schedule, 16 * kMiB);
+    // The first iteration and the launch that locates the loop fault at most.
+    CHECK(run.demand_bytes <= 5 * 8 * kMiB);
+    CHECK(run.demand_bytes + run.prefetch_bytes >= 30 * 8 * kMiB);
+    CHECK(run.max_resident <= 16 * kMiB);
+    REQUIRE(policy->prediction_hit_rate());
+    CHECK(*policy->prediction_hit_rate() > 0.9);
+}
+
+TEST_CASE("policy: invariants hold for every policy on random launches", "[policy]") {
+    const auto t = random_trace(3000, 42);
+    const ChunkSchedule schedule(t, 1 * kMiB);
+    // Every launch here fits: at most two buffers of at most 10 MiB each.
+    for (uint64_t budget_mib : {20, 24, 28}) {
+        std::vector<std::unique_ptr<Policy>> policies;
+        policies.push_back(make_demand_lru_policy());
+        policies.push_back(make_belady_policy(schedule));
+        policies.push_back(make_learned_policy());
+        for (auto& policy : policies) {
+            INFO(policy->name() << " at " << budget_mib << " MiB");
+            const Run run = drive(*policy, t, schedule, budget_mib * kMiB);
+            CHECK(run.max_resident <= budget_mib * kMiB);
+            CHECK_FALSE(run.evicted_needed_chunk);
+            CHECK_FALSE(run.launch_not_resident);
+        }
+    }
+}
+
+TEST_CASE("policy: belady faults no more than demand-lru on random launches", "[policy]") {
+    const auto t = random_trace(3000, 7);
+    const ChunkSchedule schedule(t, 1 * kMiB);
+    for (uint64_t budget_mib : {20, 24, 28, 32}) {
+        const auto lru = make_demand_lru_policy();
+        const auto belady = make_belady_policy(schedule);
+        const Run lru_run = drive(*lru, t, schedule, budget_mib * kMiB);
+        const Run belady_run = drive(*belady, t, schedule, budget_mib * kMiB);
+        INFO(budget_mib << " MiB");
+        CHECK(belady_run.demand_bytes <= lru_run.demand_bytes);
+        CHECK(belady_run.demand_bytes + belady_run.prefetch_bytes <= lru_run.demand_bytes);
+    }
+}

@@ -1,0 +1,111 @@
+#include "core/predictor.h"
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace uvmp;
+
+namespace {
+
+// Launch k of a loop body: kernel k, reading allocation k.
+std::vector<trace::Access> access_of(uint32_t k) { return {{k, 0, 0}}; }
+
+void feed(Predictor& p, uint32_t kernel) {
+    const auto a = access_of(kernel);
+    p.observe(kernel, a);
+}
+
+} // namespace
+
+TEST_CASE("predictor: learns a loop and predicts ahead", "[predictor]") {
+    Predictor p;
+    const uint32_t period = 5;
+    for (int iteration = 0; iteration < 6; ++iteration)
+        for (uint32_t k = 0; k < period; ++k) feed(p, k);
+    REQUIRE(p.located());
+    CHECK(p.frozen());
+    CHECK(p.period() == period);
+    // Last seen: kernel 4; next come 0, 1, ... and wrap around.
+    for (uint64_t ahead = 1; ahead <= 12; ++ahead) {
+        const Predictor::Step* step = p.predict(ahead);
+        REQUIRE(step != nullptr);
+        CHECK(step->kernel_id == (ahead - 1) % period);
+        CHECK(p.accesses(*step)[0].alloc_id == step->kernel_id);
+    }
+    // Every launch after the first iteration, except the one that located the
+    // loop, was predicted.
+    CHECK(p.predictions() == 6 * period - period - 1);
+    CHECK(p.hits() == p.predictions());
+    CHECK(p.hit_rate() == Approx(1.0));
+}
+
+TEST_CASE("predictor: the same kernel with other buffers is another launch", "[predictor]") {
+    Predictor p;
+    const std::vector<trace::Access> a{{1, 0, 0}}, b{{2, 0, 0}};
+    for (int i = 0; i < 20; ++i) {
+        p.observe(9, a);
+        p.observe(9, b);
+    }
+    CHECK(p.period() == 2);
+    REQUIRE(p.predict(1));
+    CHECK(p.accesses(*p.predict(1))[0].alloc_id == 1);
+}
+
+TEST_CASE("predictor: re-synchronises after a divergence", "[predictor]") {
+    Predictor p;
+    const uint32_t period = 6;
+    for (int iteration = 0; iteration < 4; ++iteration)
+        for (uint32_t k = 0; k < period; ++k) feed(p, k);
+    REQUIRE(p.frozen());
+    const uint64_t hits_before = p.hits();
+
+    // The program skips ahead: 0 1 then 4 5 (2 and 3 left out).
+    feed(p, 0);
+    feed(p, 1);
+    CHECK(p.continued());
+    feed(p, 4); // predicted 2: a miss, found again at 4
+    CHECK_FALSE(p.continued());
+    CHECK(p.located());
+    CHECK(p.resyncs() >= 1);
+    REQUIRE(p.predict(1));
+    CHECK(p.predict(1)->kernel_id == 5);
+    feed(p, 5);
+    CHECK(p.continued());
+    for (uint32_t k = 0; k < period; ++k) feed(p, k);
+    CHECK(p.hits() == hits_before + 2 + 1 + period);
+    CHECK(p.predictions() == p.hits() + 1);
+}
+
+TEST_CASE("predictor: a launch never seen means no prediction, then it learns again", "[predictor]") {
+    Predictor p;
+    for (int iteration = 0; iteration < 5; ++iteration)
+        for (uint32_t k = 0; k < 4; ++k) feed(p, k);
+    REQUIRE(p.frozen());
+    feed(p, 100);
+    CHECK_FALSE(p.located());
+    CHECK(p.predict(1) == nullptr);
+    CHECK_FALSE(p.frozen());
+    // A new loop 100, 101, 102 is learned after enough repeats.
+    for (int iteration = 0; iteration < 6; ++iteration)
+        for (uint32_t k = 100; k < 103; ++k) feed(p, k);
+    CHECK(p.frozen());
+    CHECK(p.period() == 3);
+    CHECK(p.continued());
+}
+
+TEST_CASE("predictor: context picks the right occurrence of a repeated launch", "[predictor]") {
+    // Kernel 7 on buffer 7 appears twice per iteration: after 1 and after 3.
+    Predictor p;
+    const std::vector<uint32_t> body{1, 7, 2, 3, 7, 4};
+    for (int iteration = 0; iteration < 4; ++iteration)
+        for (uint32_t k : body) feed(p, k);
+    REQUIRE(p.frozen());
+    // Jump: 3 then 7 out of order, the predictor must place us at the second 7.
+    feed(p, 1);
+    feed(p, 3); // miss
+    feed(p, 7); // predicted 7 after 3: a hit thanks to the re-sync at 3
+    CHECK(p.continued());
+    REQUIRE(p.predict(1));
+    CHECK(p.predict(1)->kernel_id == 4);
+}

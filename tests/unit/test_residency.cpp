@@ -1,0 +1,108 @@
+#include "core/residency.h"
+
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+#include <vector>
+
+using namespace uvmp;
+
+namespace {
+constexpr uint64_t kMiB = 1ull << 20;
+}
+
+TEST_CASE("residency: allocations get contiguous chunk ids, the last chunk may be short", "[residency]") {
+    Residency r(100 * kMiB);
+    r.add_allocation(7, 5 * kMiB);
+    r.add_allocation(3, 2 * kMiB);
+    CHECK(r.chunk_count(7) == 3);
+    CHECK(r.first_chunk(7) == 0);
+    CHECK(r.first_chunk(3) == 3);
+    CHECK(r.chunk_slots() == 4);
+    CHECK(r.chunk_size(0) == 2 * kMiB);
+    CHECK(r.chunk_size(2) == 1 * kMiB);
+    CHECK(r.chunk_offset(2) == 4 * kMiB);
+    CHECK(r.alloc_id_of(3) == 3);
+    CHECK_THROWS_AS(r.add_allocation(7, kMiB), std::invalid_argument);
+    CHECK(r.first_chunk(99) == kNoChunk);
+}
+
+TEST_CASE("residency: chunk size must be a power of two", "[residency]") {
+    CHECK_THROWS_AS(Residency(kMiB, 3 * kMiB), std::invalid_argument);
+    CHECK_THROWS_AS(Residency(kMiB, 0), std::invalid_argument);
+    CHECK_NOTHROW(Residency(kMiB, 64 * 1024));
+}
+
+TEST_CASE("residency: accesses map to the chunks they overlap", "[residency]") {
+    Residency r(100 * kMiB);
+    r.add_allocation(1, 10 * kMiB);
+    std::vector<ChunkId> out;
+    r.append_chunks({1, 3 * kMiB, 2 * kMiB}, out); // bytes 3..5 MiB: chunks 1 and 2
+    CHECK(out == std::vector<ChunkId>{1, 2});
+    out.clear();
+    r.append_chunks({1, 9 * kMiB, 0}, out); // length 0: to the end
+    CHECK(out == std::vector<ChunkId>{4});
+    out.clear();
+    r.append_chunks({1, 4 * kMiB, 100 * kMiB}, out); // clamped to the allocation
+    CHECK(out == std::vector<ChunkId>{2, 3, 4});
+    out.clear();
+    r.append_chunks({1, 11 * kMiB, 0}, out); // past the end
+    r.append_chunks({2, 0, 0}, out);          // unknown allocation
+    CHECK(out.empty());
+}
+
+TEST_CASE("residency: resident bytes follow fetches, evictions and frees", "[residency]") {
+    Residency r(6 * kMiB);
+    r.add_allocation(1, 5 * kMiB);
+    r.make_resident(0, 0);
+    r.make_resident(2, 0);
+    r.make_resident(2, 1); // already resident: no double count
+    CHECK(r.resident_bytes() == 3 * kMiB);
+    CHECK(r.free_bytes() == 3 * kMiB);
+    r.make_resident(1, 1);
+    r.add_allocation(2, 4 * kMiB);
+    r.make_resident(r.first_chunk(2), 2);
+    CHECK(r.resident_bytes() == 7 * kMiB);
+    CHECK(r.free_bytes() == 0);
+    CHECK(r.peak_resident_bytes() == 7 * kMiB);
+    r.evict(0);
+    CHECK_FALSE(r.is_resident(0));
+    CHECK(r.resident_bytes() == 5 * kMiB);
+    CHECK(r.remove_allocation(1));
+    CHECK_FALSE(r.remove_allocation(1));
+    CHECK_FALSE(r.is_live(1));
+    CHECK(r.resident_bytes() == 2 * kMiB);
+    CHECK(r.resident_chunk_count() == 1);
+    std::vector<ChunkId> out;
+    r.append_chunks({1, 0, 0}, out);
+    CHECK(out.empty());
+}
+
+TEST_CASE("residency: the LRU order follows touches", "[residency]") {
+    Residency r(100 * kMiB);
+    r.add_allocation(1, 8 * kMiB);
+    for (ChunkId c = 0; c < 4; ++c) r.make_resident(c, c);
+    r.touch(0, 10);
+    r.touch(2, 11);
+    std::vector<ChunkId> order;
+    for (ChunkId c = r.lru_front(); c != kNoChunk; c = r.lru_next(c)) order.push_back(c);
+    CHECK(order == std::vector<ChunkId>{1, 3, 0, 2});
+    CHECK(r.last_use(2) == 11);
+    r.evict(3);
+    order.clear();
+    for (ChunkId c = r.lru_front(); c != kNoChunk; c = r.lru_next(c)) order.push_back(c);
+    CHECK(order == std::vector<ChunkId>{1, 0, 2});
+}
+
+TEST_CASE("residency: pins nest", "[residency]") {
+    Residency r(100 * kMiB);
+    r.add_allocation(1, 2 * kMiB);
+    r.pin(0);
+    r.pin(0);
+    r.unpin(0);
+    CHECK(r.is_pinned(0));
+    r.unpin(0);
+    CHECK_FALSE(r.is_pinned(0));
+    r.unpin(0); // an extra unpin does not wrap around
+    CHECK_FALSE(r.is_pinned(0));
+}

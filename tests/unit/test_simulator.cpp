@@ -1,0 +1,175 @@
+#include "core/simulator.h"
+
+#include <catch2/catch.hpp>
+
+#include <iostream>
+
+using namespace uvmp;
+
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+// A training-like loop: `allocations` buffers of `alloc_mib` MiB, one kernel of
+// `kernel_us` per buffer and iteration, iteration marks at each start.
+trace::Trace loop_trace(uint32_t allocations, uint64_t alloc_mib, uint32_t iterations, uint64_t kernel_us) {
+    trace::Trace t;
+    for (uint32_t a = 0; a < allocations; ++a) t.allocs.push_back({a, 0x1000000ull * (a + 1), alloc_mib * kMiB});
+    for (uint32_t it = 0; it < iterations; ++it) {
+        t.iterations.push_back({it, t.launches.size(), 0});
+        for (uint32_t a = 0; a < allocations; ++a) {
+            trace::Launch l;
+            l.seq = t.launches.size();
+            l.kernel_id = a;
+            l.duration_ns = kernel_us * 1000;
+            l.first_access = static_cast<uint32_t>(t.accesses.size());
+            l.access_count = 1;
+            t.accesses.push_back({a, 0, 0});
+            t.launches.push_back(l);
+        }
+    }
+    return t;
+}
+
+SimResult run(const trace::Trace& t, PolicyKind policy, uint64_t budget) {
+    SimConfig config;
+    config.budget_bytes = budget;
+    config.policy = policy;
+    return simulate(t, config);
+}
+
+} // namespace
+
+TEST_CASE("simulator: everything fits, steady steps cost compute only", "[simulator]") {
+    const auto t = loop_trace(3, 64, 5, 1000);
+    for (PolicyKind kind : {PolicyKind::DemandLru, PolicyKind::Belady, PolicyKind::Learned}) {
+        const SimResult r = run(t, kind, 1024 * kMiB);
+        INFO(r.policy);
+        CHECK(r.footprint_bytes == 192 * kMiB);
+        CHECK(r.evicted_bytes == 0);
+        CHECK(r.demand_bytes + r.prefetched_bytes == 192 * kMiB);
+        CHECK(r.steady_steps == 4);
+        CHECK(r.step_seconds == Approx(3e-3));
+        CHECK(r.transfer_bound_step_seconds == Approx(3e-3));
+    }
+}
+
+TEST_CASE("simulator: demand-lru pays fault time for every byte of a loop over budget", "[simulator]") {
+    const auto t = loop_trace(3, 64, 6, 1000);
+    const SimResult r = run(t, PolicyKind::DemandLru, 128 * kMiB);
+    CHECK(r.demand_bytes == 18 * 64 * kMiB);
+    CHECK(r.prefetched_bytes == 0);
+    CHECK(r.peak_resident_bytes <= 128 * kMiB);
+    // Per step: 3 kernels, 3 x 64 MiB faulted at 9 GB/s, room made for them in
+    // the fault path, a 2 MiB chunk at a time (11.5 GB/s).
+    const double fault = 3 * 64.0 * kMiB / 9e9;
+    const double evict = 3 * 64.0 * kMiB / 11.5e9;
+    CHECK(r.step_seconds == Approx(3e-3 + fault + evict).epsilon(0.01));
+}
+
+TEST_CASE("simulator: belady never does worse than demand-lru below the footprint", "[simulator]") {
+    const auto t = loop_trace(5, 32, 8, 2000);
+    const uint64_t footprint = 5 * 32 * kMiB;
+    for (uint64_t budget = footprint * 3 / 10; budget < footprint; budget += footprint / 10) {
+        const SimResult lru = run(t, PolicyKind::DemandLru, budget);
+        const SimResult belady = run(t, PolicyKind::Belady, budget);
+        INFO("budget " << budget / kMiB << " MiB");
+        CHECK(belady.demand_bytes <= lru.demand_bytes);
+        CHECK(belady.step_seconds <= lru.step_seconds);
+        CHECK(belady.total_seconds <= lru.total_seconds);
+        CHECK(belady.peak_resident_bytes <= budget);
+        CHECK(lru.peak_resident_bytes <= budget);
+        CHECK(belady.step_seconds >= belady.transfer_bound_step_seconds * 0.999);
+    }
+}
+
+TEST_CASE("simulator: learned comes close to belady after the first iteration", "[simulator]") {
+    const auto t = loop_trace(4, 64, 12, 3000);
+    const uint64_t footprint = 4 * 64 * kMiB;
+    for (uint64_t budget : {footprint / 2, footprint * 3 / 4}) {
+        const SimResult belady = run(t, PolicyKind::Belady, budget);
+        const SimResult learned = run(t, PolicyKind::Learned, budget);
+        const SimResult lru = run(t, PolicyKind::DemandLru, budget);
+        INFO("budget " << budget / kMiB << " MiB");
+        CHECK(learned.step_seconds <= belady.step_seconds * 1.05);
+        CHECK(learned.step_seconds < lru.step_seconds);
+        CHECK(learned.peak_resident_bytes <= budget);
+        REQUIRE(learned.prediction_hit_rate);
+        CHECK(*learned.prediction_hit_rate > 0.95);
+        CHECK_FALSE(belady.prediction_hit_rate);
+    }
+}
+
+TEST_CASE("simulator: frees release budget and accesses to freed memory are ignored", "[simulator]") {
+    auto t = loop_trace(2, 16, 3, 100);
+    t.frees.push_back({0, 0, 4}); // buffer 0 freed before launch 4 (it is used again at 4)
+    const SimResult r = run(t, PolicyKind::Learned, 64 * kMiB);
+    CHECK(r.launches == 6);
+    CHECK(r.demand_bytes + r.prefetched_bytes == 32 * kMiB);
+}
+
+TEST_CASE("simulator: replays at least a million launch records per second", "[simulator][speed]") {
+    // 40 buffers of 8 MiB, 200 launches per step each reading two of them.
+    trace::Trace t;
+    for (uint32_t a = 0; a < 40; ++a) t.allocs.push_back({a, 0, 8 * kMiB});
+    for (uint32_t it = 0; it < 1000; ++it) {
+        t.iterations.push_back({it, t.launches.size(), 0});
+        for (uint32_t k = 0; k < 200; ++k) {
+            trace::Launch l;
+            l.seq = t.launches.size();
+            l.kernel_id = k;
+            l.first_access = static_cast<uint32_t>(t.accesses.size());
+            l.access_count = 2;
+            t.accesses.push_back({k % 40, 0, 0});
+            t.accesses.push_back({(k * 7 + 3) % 40, 0, 0});
+            t.launches.push_back(l);
+        }
+    }
+    const ChunkSchedule schedule(t, 2 * kMiB);
+    const auto bounds = iteration_bounds(t);
+    for (PolicyKind kind : {PolicyKind::DemandLru, PolicyKind::Belady, PolicyKind::Learned}) {
+        SimConfig config;
+        config.budget_bytes = 200 * kMiB;
+        config.policy = kind;
+        const SimResult r = simulate(t, schedule, bounds, config);
+        const double rate = static_cast<double>(r.launches) / r.simulation_wall_seconds;
+        std::cout << "simulate " << r.policy << ": " << r.launches << " launches in " << r.simulation_wall_seconds
+                  << " s = " << rate / 1e6 << " M launches/s\n";
+        CHECK(r.peak_resident_bytes <= config.budget_bytes);
+        // Kept loose so that a loaded or debug build does not fail; the number is printed.
+        CHECK(rate > 2e5);
+    }
+}
+
+TEST_CASE("simulator: memory allocated and freed every step is not fetched ahead", "[simulator]") {
+    // Each step allocates a fresh 8 MiB buffer, uses it twice and frees it; the
+    // 16 MiB weights buffer lives throughout.
+    trace::Trace t;
+    t.allocs.push_back({0, 0, 16 * kMiB});
+    const uint32_t steps = 6;
+    for (uint32_t s = 0; s < steps; ++s) {
+        const uint32_t id = 1 + s;
+        t.iterations.push_back({s, t.launches.size(), 0});
+        t.allocs.push_back({id, 0, 8 * kMiB, trace::AllocKind::Converted, 0, 10 * s + 1, t.launches.size()});
+        for (uint32_t k = 0; k < 2; ++k) {
+            trace::Launch l;
+            l.seq = t.launches.size();
+            l.kernel_id = k;
+            l.first_access = static_cast<uint32_t>(t.accesses.size());
+            l.access_count = 2;
+            t.accesses.push_back({0, 0, 0});
+            t.accesses.push_back({id, 0, 0});
+            t.launches.push_back(l);
+        }
+        t.frees.push_back({id, 10 * s + 5, t.launches.size()});
+    }
+    for (PolicyKind kind : {PolicyKind::DemandLru, PolicyKind::Belady, PolicyKind::Learned}) {
+        const SimResult r = run(t, kind, 24 * kMiB);
+        INFO(r.policy);
+        CHECK(r.footprint_bytes == 24 * kMiB);
+        CHECK(r.peak_resident_bytes <= 24 * kMiB);
+        CHECK(r.evicted_bytes == 0);
+        // The weights once, every fresh buffer on its first touch.
+        CHECK(r.demand_bytes + r.prefetched_bytes == (16 + steps * 8) * kMiB);
+    }
+}

@@ -1,0 +1,283 @@
+#include "trace_fixtures.h"
+
+#include "core/trace_format.h"
+#include "core/trace_reader.h"
+#include "core/trace_writer.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <thread>
+
+using namespace uvmp::trace;
+
+namespace {
+
+std::vector<std::byte> synthetic_trace_bytes(const std::string& name) {
+    fixtures::TrainingLoopShape shape;
+    shape.steps = 5;
+    shape.mark_iterations = true;
+    std::string path = fixtures::scratch_path(name);
+    fixtures::write_trace(fixtures::make_training_loop(shape), path);
+    return fixtures::read_file(path);
+}
+
+std::vector<std::byte> bytes_of(std::initializer_list<int> values) {
+    std::vector<std::byte> bytes;
+    for (int value : values) bytes.push_back(static_cast<std::byte>(value));
+    return bytes;
+}
+
+std::vector<std::byte> preamble(uint16_t major, uint16_t minor) {
+    std::vector<std::byte> bytes(format::kMagicBytes);
+    std::memcpy(bytes.data(), format::kMagic, format::kMagicBytes);
+    for (int value : {major & 0xff, major >> 8, minor & 0xff, minor >> 8}) bytes.push_back(static_cast<std::byte>(value));
+    return bytes;
+}
+
+// Offset just past the header record.
+size_t end_of_header(const std::vector<std::byte>& bytes) {
+    size_t at = format::kPreambleBytes + 1;
+    uint64_t length = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        auto byte = static_cast<uint8_t>(bytes.at(at++));
+        length |= uint64_t{byte & 0x7fu} << shift;
+        if (byte < 0x80) break;
+    }
+    return at + length;
+}
+
+std::string format_error_of(std::span<const std::byte> bytes) {
+    try {
+        read_trace_bytes(bytes);
+    } catch (const TraceFormatError& error) {
+        return error.what();
+    }
+    return "no error";
+}
+
+} // namespace
+
+TEST_CASE("a written trace reads back field by field", "[trace_io]") {
+    fixtures::TrainingLoopShape shape;
+    shape.steps = 6;
+    shape.mark_iterations = true;
+    Trace original = fixtures::make_training_loop(shape);
+    original.launches[3].grid[2] = 7; // a 3-D launch among the flat ones
+    std::string path = fixtures::scratch_path("round_trip.uvmt");
+    REQUIRE(fixtures::write_trace(original, path) == 0);
+
+    Trace read = read_trace_file(path);
+    CHECK(read.header.format_major == kFormatMajor);
+    CHECK(read.header.format_minor == kFormatMinor);
+    CHECK(read.header.library_version == original.header.library_version);
+    CHECK(read.header.device_name == original.header.device_name);
+    CHECK(read.header.device_total_bytes == original.header.device_total_bytes);
+    CHECK(read.header.driver_version == original.header.driver_version);
+    CHECK(read.header.budget_bytes == original.header.budget_bytes);
+    CHECK(read.header.start_time_ns == original.header.start_time_ns);
+    CHECK(read.header.pid == original.header.pid);
+    CHECK(read.header.rank == original.header.rank);
+    CHECK(read.header.options == original.header.options);
+    CHECK(read.kernel_names == original.kernel_names);
+    CHECK(read.dropped_records == 0);
+
+    REQUIRE(read.allocs.size() == original.allocs.size());
+    for (size_t i = 0; i < read.allocs.size(); ++i) {
+        const Alloc& a = read.allocs[i];
+        const Alloc& b = original.allocs[i];
+        CHECK((a.id == b.id && a.address == b.address && a.size == b.size && a.kind == b.kind &&
+               a.device == b.device && a.time_ns == b.time_ns && a.launches_before == b.launches_before));
+    }
+    REQUIRE(read.frees.size() == original.frees.size());
+    for (size_t i = 0; i < read.frees.size(); ++i) {
+        CHECK(read.frees[i].id == original.frees[i].id);
+        CHECK(read.frees[i].launches_before == original.frees[i].launches_before);
+    }
+    REQUIRE(read.launches.size() == original.launches.size());
+    for (size_t i = 0; i < read.launches.size(); ++i) {
+        const Launch& a = read.launches[i];
+        const Launch& b = original.launches[i];
+        CHECK((a.seq == b.seq && a.kernel_id == b.kernel_id && a.stream == b.stream && a.time_ns == b.time_ns &&
+               a.duration_ns == b.duration_ns && a.access_count == b.access_count));
+        CHECK(std::equal(std::begin(a.grid), std::end(a.grid), std::begin(b.grid)));
+        CHECK(std::equal(std::begin(a.block), std::end(a.block), std::begin(b.block)));
+        for (uint32_t k = 0; k < a.access_count; ++k) {
+            const Access& x = read.accesses[a.first_access + k];
+            const Access& y = original.accesses[b.first_access + k];
+            CHECK((x.alloc_id == y.alloc_id && x.offset == y.offset && x.length == y.length));
+        }
+    }
+    REQUIRE(read.moves.size() == original.moves.size());
+    for (size_t i = 0; i < read.moves.size(); ++i) {
+        CHECK(read.moves[i].kind == original.moves[i].kind);
+        CHECK(read.moves[i].length == original.moves[i].length);
+        CHECK(read.moves[i].duration_ns == original.moves[i].duration_ns);
+    }
+    REQUIRE(read.iterations.size() == original.iterations.size());
+    CHECK(read.iterations.back().launches_before == original.iterations.back().launches_before);
+}
+
+TEST_CASE("appends from several threads all arrive, each thread's in order", "[trace_io]") {
+    std::string path = fixtures::scratch_path("concurrent.uvmt");
+    std::string error;
+    auto writer = TraceWriter::open({path, 64ull << 20}, Header{}, error);
+    REQUIRE(writer);
+    constexpr uint64_t kThreads = 4;
+    constexpr uint64_t kPerThread = 20000;
+    std::vector<std::thread> threads;
+    for (uint64_t t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+            writer->kernel(static_cast<uint32_t>(t), "kernel_" + std::to_string(t));
+            for (uint64_t i = 0; i < kPerThread; ++i) {
+                Launch launch;
+                launch.seq = t * 1'000'000 + i;
+                launch.kernel_id = static_cast<uint32_t>(t);
+                launch.stream = 0x1000 * (t + 1);
+                launch.time_ns = i * 100;
+                Access access{static_cast<uint32_t>(i % 97), i * 8, 64};
+                writer->launch(launch, std::span(&access, 1));
+            }
+        });
+    }
+    for (auto& thread : threads) thread.join();
+    writer->close();
+    writer->close(); // a second close does nothing
+    CHECK(writer->records_dropped() == 0);
+
+    Trace read = read_trace_file(path);
+    REQUIRE(read.launches.size() == kThreads * kPerThread);
+    REQUIRE(read.kernel_names.size() == kThreads);
+    std::vector<uint64_t> next(kThreads, 0);
+    for (const Launch& launch : read.launches) {
+        uint64_t t = launch.seq / 1'000'000;
+        REQUIRE(t < kThreads);
+        uint64_t i = launch.seq % 1'000'000;
+        CHECK(i == next[t]);
+        next[t] = i + 1;
+        CHECK(launch.kernel_id == t);
+        CHECK(launch.stream == 0x1000 * (t + 1));
+        CHECK(launch.time_ns == i * 100);
+        REQUIRE(launch.access_count == 1);
+        CHECK(read.accesses[launch.first_access].alloc_id == i % 97);
+        CHECK(read.accesses[launch.first_access].offset == i * 8);
+    }
+    CHECK(read.kernel_names[2] == "kernel_2");
+}
+
+TEST_CASE("a full buffer drops records and the trace says how many", "[trace_io]") {
+    constexpr uint64_t kLaunches = 20000;
+    SECTION("a buffer smaller than any record keeps nothing but the end record") {
+        std::string path = fixtures::scratch_path("dropped_all.uvmt");
+        std::string error;
+        auto writer = TraceWriter::open({path, 8}, Header{}, error);
+        REQUIRE(writer);
+        for (uint64_t i = 0; i < kLaunches; ++i) writer->launch(Launch{.seq = i}, {});
+        writer->close();
+        CHECK(writer->records_dropped() == kLaunches);
+        Trace read = read_trace_file(path);
+        CHECK(read.launches.empty());
+        CHECK(read.dropped_records == kLaunches);
+    }
+    SECTION("a small buffer keeps some, and kept plus dropped is all") {
+        std::string path = fixtures::scratch_path("dropped_some.uvmt");
+        std::string error;
+        auto writer = TraceWriter::open({path, 256}, Header{}, error);
+        REQUIRE(writer);
+        for (uint64_t i = 0; i < kLaunches; ++i) writer->launch(Launch{.seq = i, .time_ns = i * 1000}, {});
+        writer->close();
+        Trace read = read_trace_file(path);
+        CHECK(read.dropped_records > 0);
+        CHECK(read.dropped_records == writer->records_dropped());
+        CHECK(read.launches.size() + read.dropped_records == kLaunches);
+        // Launches after a dropped one still decode to their own numbers.
+        for (const Launch& launch : read.launches) CHECK(launch.time_ns == launch.seq * 1000);
+    }
+}
+
+TEST_CASE("the writer reports a path it cannot open", "[trace_io]") {
+    std::string error;
+    auto writer = TraceWriter::open({"/nonexistent-dir/trace.uvmt"}, Header{}, error);
+    CHECK_FALSE(writer);
+    CHECK_THAT(error, Catch::Contains("/nonexistent-dir/trace.uvmt"));
+}
+
+TEST_CASE("bad files are refused with a reason and an offset", "[trace_io]") {
+    SECTION("empty") {
+        CHECK_THAT(format_error_of({}), Catch::Contains("empty"));
+    }
+    SECTION("wrong magic") {
+        auto bytes = bytes_of({'P', 'K', 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+        CHECK_THAT(format_error_of(bytes), Catch::Contains("not a uvmprefetch trace"));
+    }
+    SECTION("a newer major version") {
+        auto bytes = preamble(2, 3);
+        CHECK_THAT(format_error_of(bytes), Catch::Contains("trace format 2.3 is newer than this reader (1.x)"));
+    }
+    SECTION("truncated anywhere") {
+        auto bytes = synthetic_trace_bytes("truncated.uvmt");
+        for (size_t size : {size_t{1}, size_t{7}, size_t{9}, format::kPreambleBytes, format::kPreambleBytes + 1,
+                            end_of_header(bytes) - 1, end_of_header(bytes), bytes.size() / 3, bytes.size() / 2,
+                            bytes.size() - 2, bytes.size() - 1}) {
+            INFO("truncated to " << size << " bytes");
+            try {
+                read_trace_bytes(std::span(bytes).first(size));
+                FAIL("a truncated trace was accepted");
+            } catch (const TraceFormatError& error) {
+                CHECK(error.offset() <= size);
+                CHECK_THAT(std::string(error.what()), Catch::Contains("byte"));
+            }
+        }
+    }
+    SECTION("a record length beyond the end of the file") {
+        auto bytes = synthetic_trace_bytes("corrupt_length.uvmt");
+        size_t record = end_of_header(bytes);
+        // A ten-byte varint claiming an enormous payload.
+        std::vector<std::byte> corrupt(bytes.begin(), bytes.begin() + static_cast<long>(record) + 1);
+        for (int i = 0; i < 9; ++i) corrupt.push_back(std::byte{0xff});
+        corrupt.push_back(std::byte{0x01});
+        corrupt.insert(corrupt.end(), bytes.begin() + static_cast<long>(record) + 1, bytes.end());
+        std::string message = format_error_of(corrupt);
+        CHECK_THAT(message, Catch::Contains("byte " + std::to_string(record)));
+        CHECK_THAT(message, Catch::Contains("truncated or corrupt"));
+    }
+    SECTION("bytes after the end record") {
+        auto bytes = synthetic_trace_bytes("trailing.uvmt");
+        bytes.push_back(std::byte{4});
+        CHECK_THAT(format_error_of(bytes), Catch::Contains("after its end record"));
+    }
+}
+
+TEST_CASE("flipped bytes give a format error or a trace, never anything else", "[trace_io]") {
+    auto bytes = synthetic_trace_bytes("flipped.uvmt");
+    std::mt19937 random(7);
+    for (int round = 0; round < 3000; ++round) {
+        auto damaged = bytes;
+        for (int flips = 0; flips < 1 + round % 4; ++flips) {
+            damaged[random() % damaged.size()] ^= static_cast<std::byte>(1 + random() % 255);
+        }
+        try {
+            read_trace_bytes(damaged);
+        } catch (const TraceFormatError&) {
+        }
+    }
+    SUCCEED("no crash, no other exception");
+}
+
+TEST_CASE("unknown record types of the same major version are skipped", "[trace_io]") {
+    auto bytes = synthetic_trace_bytes("unknown_record.uvmt");
+    size_t at = end_of_header(bytes);
+    auto unknown = bytes_of({200, 3, 1, 2, 3});
+    bytes.insert(bytes.begin() + static_cast<long>(at), unknown.begin(), unknown.end());
+    Trace read = read_trace_bytes(bytes);
+    CHECK(read.launches.size() == fixtures::make_training_loop({.steps = 5, .mark_iterations = true}).launches.size());
+}
+
+TEST_CASE("a newer minor version is read", "[trace_io]") {
+    auto bytes = synthetic_trace_bytes("newer_minor.uvmt");
+    bytes[format::kMagicBytes + 2] = std::byte{9};
+    Trace read = read_trace_bytes(bytes);
+    CHECK(read.header.format_minor == 9);
+}
