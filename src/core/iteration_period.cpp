@@ -8,105 +8,154 @@
 namespace uvmp::trace {
 namespace {
 
-// Share of compared launches that may differ from the launch one period later
-// and still count as periodic: tolerates an occasional extra or replaced kernel
-// (a logging step, a checkpoint) without accepting an unrelated sequence.
+// A launch that differs from the one a period later costs this many matching
+// launches: a stretch counts as periodic while at most about a third of it
+// differs locally, so an inserted kernel (which misaligns one period's worth
+// of comparisons) is bridged when steady stretches surround it.
+constexpr long long kMismatchCost = 2;
+
+// Share of compared launches in the chosen stretch that may differ from the
+// launch one period later: tolerates an occasional extra or replaced kernel (a
+// logging step, a checkpoint) without accepting an unrelated sequence.
 constexpr double kMismatchTolerance = 0.15;
 
-// Kernels in the last launches that serve as anchors: the true period is the
-// distance between the last occurrence of an anchor and an earlier one.
+// Kernels that propose candidate periods: the rarest ones of the whole trace
+// (a kernel that runs once per step proposes the step directly), and the
+// rarest of the last launches, in case the trace is all steady state.
+constexpr size_t kRareAnchors = 24;
 constexpr size_t kTailWindow = 64;
-constexpr size_t kMaxAnchors = 8;
+constexpr size_t kTailAnchors = 8;
 
-// Each anchor proposes the distances back to its most recent occurrences; the
-// period and a few of its multiples are among them unless the anchor runs very
-// often per iteration, and then a rarer anchor proposes it.
-constexpr size_t kDistancesPerAnchor = 64;
+// Each anchor proposes the distances from an occurrence to its next few, for
+// at most this many occurrences (the latest, where the steady state is).
+constexpr size_t kOccurrencesPerAnchor = 256;
+constexpr size_t kNextOccurrences = 4;
 
-// A fitting period must explain nearly as much of the sequence as the best
-// one: a short run of one kernel (an optimizer looping over layers) repeats
-// with period 1 but explains only itself.
-constexpr double kCoverageSlack = 0.9;
+// Fitting a period costs one pass over the sequence; fit only the
+// best-supported candidates when there are many, so that long traces stay fast.
+constexpr uint64_t kComparisonBudget = 64'000'000;
+constexpr size_t kMinCandidates = 64;
+
+// Periods whose coverage is within this share of the best count as equally
+// good; the smallest of them wins (a multiple of the step covers a little less
+// than the step itself, never more).
+constexpr double kCoverageSlack = 0.03;
 
 struct Fit {
     size_t period = 0;
     uint64_t first_launch = 0;
     uint64_t repeats = 0;
-    uint64_t coverage = 0; // launches from first_launch to the end
+    uint64_t covered = 0; // launches in the full periods found: repeats * period
 };
 
-// Does the sequence repeat with period p after some warm-up? The warm-up end
-// is the start that maximises (matches - mismatches) over the rest, so a
-// differing first iteration is cut off while a single noisy spot inside the
-// steady state is not.
+// The stretch of the sequence that repeats with period p best: the run of
+// comparisons ids[i] == ids[i + p] with the highest score (a match +1, a
+// mismatch -kMismatchCost). A differing first step and a tail that does not
+// repeat fall outside it; a noisy spot inside the steady state does not.
 std::optional<Fit> fit_period(std::span<const uint32_t> ids, size_t p) {
-    size_t n = ids.size();
+    const size_t n = ids.size();
     if (p == 0 || 2 * p > n) return std::nullopt;
-    size_t compared = n - p;
+    const size_t compared = n - p;
 
-    // Cheap rejection first: the most recent launches must mostly match.
-    size_t probe = std::min(compared, 4 * p);
-    size_t probe_mismatches = 0;
-    for (size_t i = n - p - probe; i < n - p; ++i) probe_mismatches += ids[i] != ids[i + p];
-    if (2 * probe_mismatches > probe) return std::nullopt;
-
-    long long suffix_score = 0;
-    long long best_score = 0;
-    size_t best_start = compared;
+    long long score = 0;
+    size_t start = 0;
     size_t mismatches = 0;
-    size_t best_mismatches = 0;
-    for (size_t i = compared; i-- > 0;) {
-        bool match = ids[i] == ids[i + p];
-        suffix_score += match ? 1 : -1;
-        mismatches += !match;
-        if (suffix_score > best_score) {
-            best_score = suffix_score;
-            best_start = i;
+    long long best_score = 0;
+    size_t best_start = 0, best_end = 0, best_mismatches = 0;
+    for (size_t i = 0; i < compared; ++i) {
+        if (score <= 0) {
+            score = 0;
+            start = i;
+            mismatches = 0;
+        }
+        if (ids[i] == ids[i + p]) {
+            ++score;
+        } else {
+            score -= kMismatchCost;
+            ++mismatches;
+        }
+        if (score > best_score) {
+            best_score = score;
+            best_start = start;
+            best_end = i + 1;
             best_mismatches = mismatches;
         }
     }
-    size_t steady_compared = compared - best_start;
-    size_t steady_length = n - best_start;
-    if (steady_length < 2 * p) return std::nullopt;
-    if (static_cast<double>(best_mismatches) > kMismatchTolerance * static_cast<double>(steady_compared)) {
-        return std::nullopt;
-    }
-    return Fit{p, best_start, steady_length / p, steady_length};
+    if (best_score == 0) return std::nullopt;
+    // Comparisons [best_start, best_end) explain launches [best_start, best_end + p).
+    const uint64_t explained = best_end - best_start + p;
+    const uint64_t repeats = explained / p;
+    if (repeats < 2) return std::nullopt;
+    const double compared_in_stretch = static_cast<double>(best_end - best_start);
+    if (static_cast<double>(best_mismatches) > kMismatchTolerance * compared_in_stretch) return std::nullopt;
+    return Fit{p, best_start, repeats, repeats * p};
 }
 
-std::vector<size_t> candidate_periods(std::span<const uint32_t> ids) {
-    size_t n = ids.size();
-    // Anchors: distinct kernels near the end, the rarest first, since a kernel
-    // that runs once per iteration yields the period directly.
-    std::unordered_map<uint32_t, size_t> last_position;
-    std::vector<uint32_t> anchors;
-    for (size_t i = n; i-- > n - std::min(n, kTailWindow);) {
-        if (last_position.emplace(ids[i], i).second) anchors.push_back(ids[i]);
-    }
+// Candidate periods with the number of anchor distances that proposed each.
+std::vector<std::pair<size_t, size_t>> candidate_periods(std::span<const uint32_t> ids) {
+    const size_t n = ids.size();
     std::unordered_map<uint32_t, std::vector<size_t>> positions;
-    for (uint32_t anchor : anchors) positions[anchor];
-    for (size_t i = 0; i < n; ++i) {
-        auto found = positions.find(ids[i]);
-        if (found != positions.end()) found->second.push_back(i);
-    }
-    std::sort(anchors.begin(), anchors.end(),
-              [&](uint32_t a, uint32_t b) { return positions[a].size() < positions[b].size(); });
-    if (anchors.size() > kMaxAnchors) anchors.resize(kMaxAnchors);
+    for (size_t i = 0; i < n; ++i) positions[ids[i]].push_back(i);
 
-    std::vector<size_t> candidates;
+    std::vector<uint32_t> kernels;
+    kernels.reserve(positions.size());
+    for (const auto& [kernel, at] : positions)
+        if (at.size() >= 2) kernels.push_back(kernel);
+    // Rarest first; among equally rare ones the latest, as the steady state is
+    // usually at the end; the kernel id settles ties so the choice is deterministic.
+    auto rarer = [&](uint32_t a, uint32_t b) {
+        const std::vector<size_t>& pa = positions[a];
+        const std::vector<size_t>& pb = positions[b];
+        if (pa.size() != pb.size()) return pa.size() < pb.size();
+        if (pa.back() != pb.back()) return pa.back() > pb.back();
+        return a < b;
+    };
+    std::sort(kernels.begin(), kernels.end(), rarer);
+    std::vector<uint32_t> anchors(kernels.begin(), kernels.begin() + std::min(kernels.size(), kRareAnchors));
+
+    std::vector<uint32_t> tail;
+    for (size_t i = n; i-- > n - std::min(n, kTailWindow);)
+        if (positions[ids[i]].size() >= 2) tail.push_back(ids[i]);
+    std::sort(tail.begin(), tail.end(), rarer);
+    tail.erase(std::unique(tail.begin(), tail.end()), tail.end());
+    for (size_t t = 0; t < std::min(tail.size(), kTailAnchors); ++t)
+        if (std::find(anchors.begin(), anchors.end(), tail[t]) == anchors.end()) anchors.push_back(tail[t]);
+
+    std::unordered_map<size_t, size_t> votes;
     for (uint32_t anchor : anchors) {
         const std::vector<size_t>& at = positions[anchor];
-        size_t last = at.back();
-        size_t taken = 0;
-        for (size_t j = at.size() - 1; j-- > 0 && taken++ < kDistancesPerAnchor;) {
-            size_t distance = last - at[j];
-            if (2 * distance > n) break;
-            candidates.push_back(distance);
+        const size_t first = at.size() > kOccurrencesPerAnchor ? at.size() - kOccurrencesPerAnchor : 0;
+        for (size_t i = first; i + 1 < at.size(); ++i) {
+            for (size_t j = i + 1; j < at.size() && j <= i + kNextOccurrences; ++j) {
+                const size_t distance = at[j] - at[i];
+                if (2 * distance > n) break;
+                ++votes[distance];
+            }
         }
     }
-    std::sort(candidates.begin(), candidates.end());
-    candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+    std::vector<std::pair<size_t, size_t>> candidates(votes.begin(), votes.end());
+    std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+        if (a.second != b.second) return a.second > b.second;
+        return a.first < b.first;
+    });
+    const size_t affordable = std::max<size_t>(kMinCandidates, kComparisonBudget / std::max<size_t>(n, 1));
+    if (candidates.size() > affordable) candidates.resize(affordable);
     return candidates;
+}
+
+// Does period d explain the launches that `fit` explains? Stops at the first
+// sign that it does not, so trying the divisors of a period stays cheap.
+bool explains_as_well(std::span<const uint32_t> ids, size_t d, const Fit& fit) {
+    const uint64_t end = fit.first_launch + fit.covered;
+    if (end < d + fit.first_launch) return false;
+    const uint64_t compared = end - d - fit.first_launch;
+    const auto allowed = static_cast<uint64_t>(kMismatchTolerance * static_cast<double>(compared));
+    uint64_t mismatches = 0;
+    for (uint64_t i = fit.first_launch; i + d < end; ++i) {
+        mismatches += ids[i] != ids[i + d];
+        if (mismatches > allowed) return false;
+    }
+    return true;
 }
 
 std::optional<IterationPeriod> from_marks(const Trace& trace) {
@@ -137,31 +186,28 @@ std::optional<IterationPeriod> from_marks(const Trace& trace) {
 std::optional<IterationPeriod> detect_iteration_period(std::span<const uint32_t> kernel_ids) {
     if (kernel_ids.size() < 2) return std::nullopt;
     std::vector<Fit> fits;
-    for (size_t p : candidate_periods(kernel_ids)) {
-        if (std::optional<Fit> fit = fit_period(kernel_ids, p)) fits.push_back(*fit);
+    for (const auto& [period, votes] : candidate_periods(kernel_ids)) {
+        if (std::optional<Fit> fit = fit_period(kernel_ids, period)) fits.push_back(*fit);
     }
     if (fits.empty()) return std::nullopt;
-    uint64_t best_coverage = 0;
-    for (const Fit& fit : fits) best_coverage = std::max(best_coverage, fit.coverage);
-    auto good_enough = [&](const Fit& fit) {
-        return static_cast<double>(fit.coverage) >= kCoverageSlack * static_cast<double>(best_coverage);
-    };
-    // Candidates are in increasing order: the first good one is the smallest.
+
+    uint64_t best_covered = 0;
+    for (const Fit& fit : fits) best_covered = std::max(best_covered, fit.covered);
+    const auto near_best = static_cast<uint64_t>((1.0 - kCoverageSlack) * static_cast<double>(best_covered));
     const Fit* chosen = nullptr;
     for (const Fit& fit : fits) {
-        if (good_enough(fit)) {
+        if (fit.covered < near_best) continue;
+        if (!chosen || fit.period < chosen->period || (fit.period == chosen->period && fit.covered > chosen->covered))
             chosen = &fit;
-            break;
-        }
     }
-    // A period proposed only by a noisy anchor can be a multiple of the true
-    // one: keep the smallest divisor that fits as well.
+
+    // The anchors may only have proposed a multiple of the true period (every
+    // anchor runs several times per step): keep the smallest divisor that
+    // explains the same launches.
     for (size_t d = 1; d < chosen->period; ++d) {
-        if (chosen->period % d != 0) continue;
-        std::optional<Fit> smaller = fit_period(kernel_ids, d);
-        if (smaller && good_enough(*smaller)) {
+        if (chosen->period % d != 0 || !explains_as_well(kernel_ids, d, *chosen)) continue;
+        if (std::optional<Fit> smaller = fit_period(kernel_ids, d))
             return IterationPeriod{smaller->first_launch, d, smaller->repeats, false};
-        }
     }
     return IterationPeriod{chosen->first_launch, chosen->period, chosen->repeats, false};
 }

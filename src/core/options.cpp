@@ -105,8 +105,8 @@ void store(Config& config, const OptionSpec& spec, std::string_view value) {
     else if (key == "allow_physical_oversubscription")
         config.allow_physical_oversubscription = *parse_bool(value);
     else if (key == "policy")
-        config.policy = value == "learned" ? Policy::Learned
-                        : value == "demand-lru" ? Policy::DemandLru : Policy::None;
+        config.policy = value == "learned" ? ResidencyPolicy::Learned
+                        : value == "demand-lru" ? ResidencyPolicy::DemandLru : ResidencyPolicy::None;
     else if (key == "populate") config.populate = value == "off" ? Populate::Off : Populate::Prefetch;
     else if (key == "chunk_size") config.chunk_size = *parse_size(value);
     else if (key == "hide_managed") config.hide_managed = *parse_bool(value);
@@ -235,11 +235,11 @@ std::string expand_path_pattern(std::string_view pattern, int pid, GetEnv getenv
     return out;
 }
 
-std::string_view to_string(Policy p) {
+std::string_view to_string(ResidencyPolicy p) {
     switch (p) {
-    case Policy::None: return "none";
-    case Policy::DemandLru: return "demand-lru";
-    case Policy::Learned: return "learned";
+    case ResidencyPolicy::None: return "none";
+    case ResidencyPolicy::DemandLru: return "demand-lru";
+    case ResidencyPolicy::Learned: return "learned";
     }
     return "none";
 }

@@ -16,7 +16,7 @@ namespace uvmp {
 
 enum class OptionType { Bool, Size, SizeOrPercent, Choice, Path };
 
-enum class Policy { None, DemandLru, Learned };
+enum class ResidencyPolicy { None, DemandLru, Learned };
 enum class Populate { Off, Prefetch };
 enum class LogLevel { Trace, Debug, Info, Warn, Error, Off };
 
@@ -39,7 +39,7 @@ struct Config {
     std::optional<SizeOrPercent> budget; // unset: the physical guard's limit
     uint64_t reserve = 1ull << 30;
     bool allow_physical_oversubscription = false;
-    Policy policy = Policy::None;
+    ResidencyPolicy policy = ResidencyPolicy::None;
     Populate populate = Populate::Prefetch;
     LogLevel log_level = LogLevel::Warn;
     std::string log_file;
@@ -75,7 +75,7 @@ std::optional<ConfigError> load_config(Config& out, GetEnv getenv_fn);
 // Expands %p (pid) and %r (rank, from RANK or LOCAL_RANK, else 0) in a path.
 std::string expand_path_pattern(std::string_view pattern, int pid, GetEnv getenv_fn);
 
-std::string_view to_string(Policy p);
+std::string_view to_string(ResidencyPolicy p);
 std::string_view to_string(LogLevel l);
 
 } // namespace uvmp

@@ -5,29 +5,37 @@
 namespace uvmp {
 
 void LookaheadPolicy::push_key(ChunkId chunk, const Residency& residency) {
-    heap_.emplace_back(eviction_key(chunk, residency), chunk);
-    std::push_heap(heap_.begin(), heap_.end());
+    queue_.set(chunk, eviction_key(chunk, residency));
 }
 
 ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) {
     bool rebuilt = false;
     while (true) {
-        if (heap_.empty()) {
-            // Keys can change without a push (an expired prediction): a resident
-            // chunk may have lost its entry, so look at them all once more.
+        if (queue_.empty()) {
+            // A chunk made resident outside the policy (placed at allocation)
+            // has no entry yet: look at all resident chunks once more.
             if (rebuilt || residency.resident_chunk_count() == 0) return kNoChunk;
-            rebuild_heap(residency);
+            rebuild_queue(residency);
             rebuilt = true;
-            if (heap_.empty()) return kNoChunk;
+            if (queue_.empty()) return kNoChunk;
         }
-        const KeyedChunk top = heap_.front();
-        if (top.first <= above) return kNoChunk;
-        std::pop_heap(heap_.begin(), heap_.end());
-        heap_.pop_back();
-        const ChunkId c = top.second;
-        if (!residency.is_resident(c) || eviction_key(c, residency) != top.first) continue; // stale
+        const EvictionQueue::Entry top = queue_.top();
+        const ChunkId c = top.chunk;
+        if (c >= residency.chunk_slots() || !residency.is_resident(c)) { // dropped by a free
+            queue_.erase(c);
+            continue;
+        }
+        if (top.key <= above) return kNoChunk;
+        // A key can change without a touch (a predicted use that passed): the
+        // entry is out of date, and the chunk competes again at its real key.
+        const uint64_t key = eviction_key(c, residency);
+        if (key != top.key) {
+            queue_.set(c, key);
+            continue;
+        }
+        queue_.erase(c);
         if (residency.is_pinned(c)) {
-            pinned_aside_.push_back(top);
+            pinned_aside_.push_back(c);
             continue;
         }
         return c;
@@ -39,18 +47,18 @@ void LookaheadPolicy::evict(ChunkId chunk, Residency& residency, Plan& out) {
     Plan::add(out.evict, chunk, residency);
 }
 
-void LookaheadPolicy::rebuild_heap(const Residency& residency) {
-    heap_.clear();
+void LookaheadPolicy::rebuild_queue(const Residency& residency) {
+    rebuild_entries_.clear();
     for (ChunkId c = residency.lru_front(); c != kNoChunk; c = residency.lru_next(c))
-        heap_.emplace_back(eviction_key(c, residency), c);
-    std::make_heap(heap_.begin(), heap_.end());
+        rebuild_entries_.push_back({eviction_key(c, residency), c});
+    queue_.assign(rebuild_entries_);
 }
 
 void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan& out) {
     if (!begin_launch(launch, residency)) {
         forget_future();
         horizon_valid_ = false;
-        rebuild_heap(residency); // every key that came from the forgotten future changed
+        rebuild_queue(residency); // every key that came from the forgotten future changed
     }
 
     // The launch's own chunks first: whatever is missing faults in on demand,
@@ -76,13 +84,12 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
 
     fetch_ahead(launch.step, residency, out);
 
-    for (const KeyedChunk& entry : pinned_aside_) {
-        heap_.push_back(entry);
-        std::push_heap(heap_.begin(), heap_.end());
-    }
+    for (ChunkId c : pinned_aside_)
+        if (residency.is_resident(c)) push_key(c, residency);
     pinned_aside_.clear();
-    // Stale entries pile up with every touch; start afresh when they dominate.
-    if (heap_.size() > 4 * residency.resident_chunk_count() + 1024) rebuild_heap(residency);
+    // Entries of freed chunks leave the queue only when they reach its top;
+    // start afresh when they dominate.
+    if (queue_.size() > 2 * residency.resident_chunk_count() + 1024) rebuild_queue(residency);
 }
 
 void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out) {

@@ -4,11 +4,11 @@
 // chunk needed farthest in the future. Subclasses say what the future is.
 #pragma once
 
+#include "core/eviction_queue.h"
 #include "core/policy.h"
 
 #include <optional>
 #include <span>
-#include <utility>
 #include <vector>
 
 namespace uvmp {
@@ -35,19 +35,20 @@ protected:
     virtual void forget_future() {}
 
 private:
-    using KeyedChunk = std::pair<uint64_t, ChunkId>;
-
     void push_key(ChunkId chunk, const Residency& residency);
     // The unpinned resident chunk with the largest key above `above`, or kNoChunk.
     ChunkId pop_victim(const Residency& residency, uint64_t above);
     void evict(ChunkId chunk, Residency& residency, Plan& out);
     void fetch_ahead(uint64_t step, Residency& residency, Plan& out);
-    void rebuild_heap(const Residency& residency);
+    void rebuild_queue(const Residency& residency);
 
     LookaheadConfig config_;
-    // Max-heap of (key, chunk) with stale entries skipped when popped.
-    std::vector<KeyedChunk> heap_;
-    std::vector<KeyedChunk> pinned_aside_;
+    // Every resident chunk the policy knows of, by its current key.
+    EvictionQueue queue_;
+    // Pinned chunks taken out of the queue while looking for a victim; they go
+    // back at the end of the launch.
+    std::vector<ChunkId> pinned_aside_;
+    std::vector<EvictionQueue::Entry> rebuild_entries_;
     uint64_t horizon_step_ = 0; // next launch to fetch for
     size_t horizon_index_ = 0;  // next chunk of that launch
     bool horizon_valid_ = false;

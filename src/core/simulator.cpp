@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <stdexcept>
 
 namespace uvmp {
@@ -16,6 +17,12 @@ std::unique_ptr<Policy> make_policy(const SimConfig& config, const ChunkSchedule
     case PolicyKind::Learned: return make_learned_policy(config.predictor, config.lookahead);
     }
     throw std::invalid_argument("unknown policy");
+}
+
+double thread_cpu_seconds() {
+    timespec now{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return 0.0;
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
 double seconds_for(uint64_t bytes, double gbps) { return gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e9) : 0.0; }
@@ -70,6 +77,7 @@ SimResult simulate(const trace::Trace& trace, const SimConfig& config) {
 SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, const std::vector<uint64_t>& bounds,
                    const SimConfig& config) {
     const auto wall_start = std::chrono::steady_clock::now();
+    const double cpu_start = thread_cpu_seconds();
     if (schedule.chunk_bytes() != config.chunk_bytes || schedule.launch_count() != trace.launches.size())
         throw std::invalid_argument("simulate: the chunk schedule was built for another trace or chunk size");
 
@@ -218,6 +226,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
 
     result.simulation_wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    result.simulation_cpu_seconds = thread_cpu_seconds() - cpu_start;
     return result;
 }
 

@@ -60,6 +60,9 @@ struct SimResult {
 
     std::optional<double> prediction_hit_rate;
     double simulation_wall_seconds = 0;
+    // CPU time of the calling thread spent in simulate(): the speed of the
+    // simulator itself, unaffected by other work on a loaded machine.
+    double simulation_cpu_seconds = 0;
 };
 
 // Iteration k spans launches [bounds[k], bounds[k + 1]). From the iteration

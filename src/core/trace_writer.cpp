@@ -10,6 +10,7 @@
 #include <deque>
 #include <fcntl.h>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <unistd.h>
 #include <unordered_set>
@@ -314,6 +315,35 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const Options& options, const Hea
         return nullptr;
     }
     return std::make_unique<BufferedTraceWriter>(fd, options.buffer_bytes);
+}
+
+uint64_t write_trace_file(const Trace& trace, const std::string& path, uint64_t buffer_bytes) {
+    std::string error;
+    auto writer = TraceWriter::open({path, buffer_bytes}, trace.header, error);
+    if (!writer) throw std::runtime_error(error);
+    size_t next_alloc = 0, next_free = 0, next_move = 0, next_mark = 0;
+    for (size_t i = 0; i <= trace.launches.size(); ++i) {
+        // Everything placed before launch i, then launch i itself.
+        while (next_mark < trace.iterations.size() && trace.iterations[next_mark].launches_before <= i) {
+            writer->iteration(trace.iterations[next_mark++]);
+        }
+        while (next_alloc < trace.allocs.size() && trace.allocs[next_alloc].launches_before <= i) {
+            writer->alloc(trace.allocs[next_alloc++]);
+        }
+        while (next_move < trace.moves.size() && trace.moves[next_move].launches_before <= i) {
+            writer->move(trace.moves[next_move++]);
+        }
+        while (next_free < trace.frees.size() && trace.frees[next_free].launches_before <= i) {
+            writer->free(trace.frees[next_free++]);
+        }
+        if (i == trace.launches.size()) break;
+        const Launch& launch = trace.launches[i];
+        if (launch.kernel_id < trace.kernel_names.size()) writer->kernel(launch.kernel_id, trace.kernel_names[launch.kernel_id]);
+        writer->launch(launch, std::span(trace.accesses).subspan(launch.first_access, launch.access_count));
+        if (launch.duration_ns != 0) writer->kernel_duration(launch.seq, launch.duration_ns);
+    }
+    writer->close();
+    return writer->records_dropped();
 }
 
 } // namespace uvmp::trace

@@ -44,4 +44,10 @@ public:
     virtual uint64_t records_dropped() const = 0;
 };
 
+// Writes a whole in-memory trace, in the order a recorder would have produced
+// it (everything placed before a launch, then the launch). Returns the records
+// dropped for want of buffer space; throws std::runtime_error when the file
+// cannot be written.
+uint64_t write_trace_file(const Trace& trace, const std::string& path, uint64_t buffer_bytes = 64ull << 20);
+
 } // namespace uvmp::trace

@@ -34,7 +34,10 @@ void set_interceptor(Interceptor* instance) { g_interceptor.store(instance, std:
 Interceptor::Interceptor(Config config, bool active)
     : config_(std::move(config)), active_(active),
       kernels_([this](const void* handle, KernelInfo& info) { describe_kernel(handle, info); }),
-      start_ns_(monotonic_ns()) {}
+      start_ns_(monotonic_ns()) {
+    if (active_ && config_.policy != ResidencyPolicy::None)
+        planner_ = std::make_unique<Planner>(config_.policy, config_.chunk_size, stats_, registry_, fences_);
+}
 
 uint64_t Interceptor::now_ns() const { return monotonic_ns() - start_ns_; }
 
@@ -99,8 +102,15 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
         record.launches_before = launch_seq_.load(std::memory_order_relaxed);
         trace_->alloc(record);
     }
-    if (config_.populate == Populate::Prefetch && budget->converted_live() <= budget->budget())
+    if (planner_) {
+        const PlannedAllocation planned{id, *dptr, bytes, device, context};
+        const uint64_t limit = budget->budget();
+        executor_.post([this, planned, limit](Executor& executor) {
+            planner_->allocation_added(planned, limit, executor);
+        });
+    } else if (config_.populate == Populate::Prefetch && budget->converted_live() <= budget->budget()) {
         populate(id, *dptr, bytes, device, context);
+    }
     return ConvertOutcome::Converted;
 }
 
@@ -154,6 +164,10 @@ void Interceptor::note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int d
 }
 
 void Interceptor::release_converted(const Allocation& allocation) {
+    if (planner_) {
+        const uint32_t id = allocation.id;
+        executor_.post([this, id](Executor&) { planner_->allocation_removed(id); });
+    }
     budgets_[static_cast<size_t>(allocation.device) % budgets_.size()].release(allocation.size);
     stats_.converted_freed(allocation.size);
     if (trace_) {
@@ -309,6 +323,14 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
     if (!t_hits.empty()) {
         stats_.add(stats_.launches_with_access);
         stats_.add(stats_.access_entries, t_hits.size());
+        if (planner_) {
+            PlannedLaunch planned{seq, info.id, {}, record_fence(site)};
+            planned.accesses.reserve(t_hits.size());
+            for (const AccessHit& h : t_hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
+            executor_.post([this, planned = std::move(planned)](Executor& executor) {
+                planner_->launch(planned, executor);
+            });
+        }
     }
     if (trace_) {
         if (first_sight) trace_->kernel(info.id, info.name);
@@ -327,6 +349,24 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
         trace_->launch(record, accesses);
     }
     return seq;
+}
+
+CUevent Interceptor::record_fence(const LaunchSite& site) {
+    // One event every few launches is enough to follow the GPU, at a fraction of a
+    // microsecond each. It is recorded before the launch is forwarded, so it
+    // completes when the work queued before this launch has.
+    constexpr uint64_t kFenceEvery = 8;
+    if (planned_launches_.fetch_add(1, std::memory_order_relaxed) % kFenceEvery != 0) return nullptr;
+    const DriverTable* table = driver_table_if_ready();
+    if (!table) return nullptr;
+    CUevent event = fences_.acquire(*table);
+    if (!event) return nullptr;
+    auto record = site.flavor == StreamFlavor::PerThread ? table->cuEventRecord_ptsz : table->cuEventRecord;
+    if (record(event, site.stream) != CUDA_SUCCESS) {
+        fences_.release(event);
+        return nullptr;
+    }
+    return event;
 }
 
 void Interceptor::mark_iteration() {
@@ -374,6 +414,10 @@ void Interceptor::open_trace_if_needed(const DriverTable& table) {
             return;
         }
         log::info("recording the access trace to {}", options.path);
+        if (planner_) {
+            trace::TraceWriter* writer = trace_.get();
+            executor_.post([this, writer](Executor&) { planner_->set_trace(writer); });
+        }
         if (config_.trace_timing) {
             trace::TraceWriter* writer = trace_.get();
             auto sink = [writer](uint64_t seq, uint64_t duration) { writer->kernel_duration(seq, duration); };
@@ -395,6 +439,10 @@ void Interceptor::finish() {
                               stats_.allocs_passed_through.load();
     if (config_.summary && did_anything) {
         for (const std::string& line : stats_.summary_lines()) log::raw_stderr_line("uvmprefetch: " + line);
+        if (planner_)
+            log::raw_stderr_line("uvmprefetch: policy " + std::string(to_string(config_.policy)) +
+                                 ", prediction hit rate " +
+                                 std::to_string(planner_->prediction_hit_rate()));
     }
     if (!config_.stats_file.empty() && did_anything) {
         const std::string path = expand_path_pattern(config_.stats_file, getpid(), &uvmp::process_getenv);

@@ -11,6 +11,7 @@
 #include "core/trace_writer.h"
 #include "driver/driver_table.h"
 #include "driver/executor.h"
+#include "driver/planner.h"
 
 #include <array>
 #include <atomic>
@@ -25,6 +26,7 @@ namespace uvmp::driver {
 enum class StreamFlavor { Legacy, PerThread };
 
 struct LaunchSite {
+    StreamFlavor flavor;
     CUfunction function;
     void** params;
     void** extra;
@@ -81,6 +83,7 @@ private:
                                  std::atomic<uint64_t>& reason);
     void open_trace_if_needed(const DriverTable& table);
     void describe_kernel(const void* handle, KernelInfo& info) const;
+    CUevent record_fence(const LaunchSite& site);
     uint64_t now_ns() const;
 
     Config config_;
@@ -96,6 +99,9 @@ private:
     std::unordered_map<CUdeviceptr, PassthroughAllocation> passthrough_;
     std::array<std::atomic<uint64_t>, 64> passthrough_live_{};
 
+    std::unique_ptr<Planner> planner_; // worker thread only, once made
+    FencePool fences_;
+    std::atomic<uint64_t> planned_launches_{0};
     std::once_flag trace_once_;
     std::unique_ptr<trace::TraceWriter> trace_;
     std::atomic<uint64_t> launch_seq_{0};

@@ -115,6 +115,10 @@ bool KernelTiming::start(Sink sink, std::string& error) {
             return;
         }
         g_running.store(true, std::memory_order_release);
+        // CUPTI holds records until a buffer fills or a flush. Flush from an exit
+        // handler registered now, after the driver's own: it runs before the driver
+        // tears down, which a library destructor would not.
+        std::atexit(&KernelTiming::flush);
         ok = true;
     });
     return ok;

@@ -8,6 +8,7 @@ using uvmp::driver::driver_table;
 using uvmp::driver::interceptor;
 using uvmp::driver::KernelTiming;
 using uvmp::driver::LaunchSite;
+using uvmp::driver::StreamFlavor;
 
 namespace {
 
@@ -15,12 +16,12 @@ namespace {
 // on) can tie the GPU's record of it to its sequence number.
 class LaunchScope {
 public:
-    LaunchScope(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                unsigned bz, CUstream stream, void** params, void** extra) {
+    LaunchScope(StreamFlavor flavor, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                unsigned bx, unsigned by, unsigned bz, CUstream stream, void** params, void** extra) {
         auto* icpt = interceptor();
         if (!icpt || !icpt->active()) return;
         const uint64_t seq =
-            icpt->observe_launch(LaunchSite{f, params, extra, stream, {gx, gy, gz}, {bx, by, bz}});
+            icpt->observe_launch(LaunchSite{flavor, f, params, extra, stream, {gx, gy, gz}, {bx, by, bz}});
         timed_ = KernelTiming::running();
         if (timed_) KernelTiming::before_launch(seq);
     }
@@ -34,9 +35,10 @@ private:
     bool timed_ = false;
 };
 
-LaunchScope scope_ex(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) {
-    if (!config) return LaunchScope(f, 0, 0, 0, 0, 0, 0, nullptr, nullptr, nullptr);
-    return LaunchScope(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+LaunchScope scope_ex(StreamFlavor flavor, const CUlaunchConfig* config, CUfunction f, void** params,
+                     void** extra) {
+    if (!config) return LaunchScope(flavor, f, 0, 0, 0, 0, 0, 0, nullptr, nullptr, nullptr);
+    return LaunchScope(flavor, f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
                        config->blockDimY, config->blockDimZ, config->hStream, params, extra);
 }
 
@@ -47,7 +49,7 @@ extern "C" CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsig
                                    void** params, void** extra) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    LaunchScope scope(f, gx, gy, gz, bx, by, bz, stream, params, extra);
+    LaunchScope scope(StreamFlavor::Legacy, f, gx, gy, gz, bx, by, bz, stream, params, extra);
     return table->cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
 }
 
@@ -56,7 +58,7 @@ extern "C" CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, 
                                         CUstream stream, void** params, void** extra) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    LaunchScope scope(f, gx, gy, gz, bx, by, bz, stream, params, extra);
+    LaunchScope scope(StreamFlavor::PerThread, f, gx, gy, gz, bx, by, bz, stream, params, extra);
     return table->cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params, extra);
 }
 
@@ -64,7 +66,7 @@ extern "C" CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f,
                                      void** extra) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    LaunchScope scope = scope_ex(config, f, params, extra);
+    LaunchScope scope = scope_ex(StreamFlavor::Legacy, config, f, params, extra);
     return table->cuLaunchKernelEx(config, f, params, extra);
 }
 
@@ -72,7 +74,7 @@ extern "C" CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfuncti
                                           void** extra) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    LaunchScope scope = scope_ex(config, f, params, extra);
+    LaunchScope scope = scope_ex(StreamFlavor::PerThread, config, f, params, extra);
     return table->cuLaunchKernelEx_ptsz(config, f, params, extra);
 }
 
@@ -81,7 +83,7 @@ extern "C" CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigne
                                               unsigned shared_bytes, CUstream stream, void** params) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    LaunchScope scope(f, gx, gy, gz, bx, by, bz, stream, params, nullptr);
+    LaunchScope scope(StreamFlavor::Legacy, f, gx, gy, gz, bx, by, bz, stream, params, nullptr);
     return table->cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shared_bytes, stream, params);
 }
 
@@ -91,7 +93,7 @@ extern "C" CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, un
                                                    CUstream stream, void** params) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    LaunchScope scope(f, gx, gy, gz, bx, by, bz, stream, params, nullptr);
+    LaunchScope scope(StreamFlavor::PerThread, f, gx, gy, gz, bx, by, bz, stream, params, nullptr);
     return table->cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx, by, bz, shared_bytes, stream,
                                                  params);
 }

@@ -3,6 +3,7 @@
 #include "library_api.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 #include <string>
@@ -176,6 +177,10 @@ void allocate_all(const DriverEntryPoints& d, Allocations& m, CheckList& checks)
 }
 
 void free_all(const DriverEntryPoints& d, Allocations& m, CheckList& checks) {
+    // A test of the library's worker (which plans moves off the application
+    // thread) holds the memory long enough for the worker to act on it.
+    if (const char* pause = std::getenv("INTERCEPT_TEST_PAUSE_MS"))
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(pause)));
     auto expect_ok = [&](CUresult result, const std::string& what) {
         checks.expect(result == CUDA_SUCCESS, what + " returned " + result_text(result));
     };

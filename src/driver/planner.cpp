@@ -1,0 +1,184 @@
+#include "driver/planner.h"
+
+#include "core/log.h"
+#include "core/size_parse.h"
+
+#include <algorithm>
+
+namespace uvmp::driver {
+
+namespace {
+// Pins are released by the oldest completed fence; without fences (a stream that
+// could not take an event) the window is bounded all the same.
+constexpr size_t kMaxInFlight = 8192;
+} // namespace
+
+CUevent FencePool::acquire(const DriverTable& table) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!free_.empty()) {
+            CUevent e = free_.back();
+            free_.pop_back();
+            return e;
+        }
+    }
+    CUevent e = nullptr;
+    if (table.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return nullptr;
+    return e;
+}
+
+void FencePool::release(CUevent event) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(event);
+}
+
+Planner::Planner(ResidencyPolicy policy, uint64_t chunk_bytes, Stats& stats, const Registry& registry,
+                 FencePool& fences)
+    : kind_(policy), chunk_bytes_(chunk_bytes), stats_(stats), registry_(registry), fences_(fences) {}
+
+void Planner::retire_front() {
+    InFlight& f = in_flight_.front();
+    for (ChunkId c : f.chunks) f.model->residency->unpin(c);
+    if (f.fence) fences_.release(f.fence);
+    in_flight_.pop_front();
+}
+
+void Planner::retire_finished_launches() {
+    const DriverTable* table = driver_table_if_ready();
+    // A fence is recorded just before its launch: once complete, every launch
+    // before that one has run.
+    size_t done = 0;
+    for (size_t i = 0; i < in_flight_.size(); ++i) {
+        CUevent& fence = in_flight_[i].fence;
+        if (!fence) continue;
+        if (!table || table->cuEventQuery(fence) != CUDA_SUCCESS) break;
+        fences_.release(fence);
+        fence = nullptr;
+        done = i;
+    }
+    while (done-- > 0) retire_front();
+    while (in_flight_.size() > kMaxInFlight) retire_front();
+}
+
+Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
+    DeviceModel& model = models_[device];
+    if (!model.residency) {
+        model.residency = std::make_unique<Residency>(budget, chunk_bytes_);
+        model.policy = kind_ == ResidencyPolicy::Learned ? make_learned_policy() : make_demand_lru_policy();
+    }
+    return model;
+}
+
+void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t budget, Executor& executor) {
+    DeviceModel& model = model_for(allocation.device, budget);
+    allocations_[allocation.id] = allocation;
+    model.residency->add_allocation(allocation.id, allocation.size);
+    // Fresh memory that fits is placed on the GPU now: a prefetch of untouched
+    // managed memory only populates pages, far cheaper than faulting them in.
+    if (model.residency->free_bytes() < allocation.size) return;
+    const ChunkId first = model.residency->first_chunk(allocation.id);
+    const uint32_t count = model.residency->chunk_count(allocation.id);
+    for (uint32_t i = 0; i < count; ++i) model.residency->make_resident(first + i, launches_);
+    move(ChunkSpan{first, count}, trace::MoveKind::Populate, model, executor);
+}
+
+void Planner::allocation_removed(uint32_t id) {
+    auto it = allocations_.find(id);
+    if (it == allocations_.end()) return;
+    if (auto model = models_.find(it->second.device); model != models_.end())
+        model->second.residency->remove_allocation(id);
+    allocations_.erase(it);
+}
+
+void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
+    auto owner = allocations_.find(launch.accesses.front().alloc_id);
+    if (owner == allocations_.end()) return;
+    auto found = models_.find(owner->second.device);
+    if (found == models_.end()) return;
+    DeviceModel& model = found->second;
+    Residency& residency = *model.residency;
+    launches_ = launch.seq;
+
+    chunk_scratch_.clear();
+    for (const trace::Access& access : launch.accesses) residency.append_chunks(access, chunk_scratch_);
+    std::sort(chunk_scratch_.begin(), chunk_scratch_.end());
+    chunk_scratch_.erase(std::unique(chunk_scratch_.begin(), chunk_scratch_.end()), chunk_scratch_.end());
+
+    retire_finished_launches();
+    LaunchView view;
+    view.step = launch.seq;
+    view.kernel_id = launch.kernel_id;
+    view.accesses = launch.accesses;
+    view.chunks = chunk_scratch_;
+    for (ChunkId c : chunk_scratch_) residency.pin(c);
+    plan_.clear();
+    model.policy->plan(view, residency, plan_);
+    in_flight_.push_back(InFlight{&model, chunk_scratch_, launch.fence});
+    execute(plan_, model, executor);
+}
+
+void Planner::execute(const Plan& plan, DeviceModel& model, Executor& executor) {
+    for (const ChunkSpan& span : plan.evict) move(span, trace::MoveKind::Evict, model, executor);
+    // Chunks the launch needs now: fetched too, since the application usually runs
+    // ahead of the GPU and a prefetch beats a fault by a wide margin.
+    for (const ChunkSpan& span : plan.demand) move(span, trace::MoveKind::Prefetch, model, executor);
+    for (const ChunkSpan& span : plan.prefetch) move(span, trace::MoveKind::Prefetch, model, executor);
+}
+
+void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, Executor& executor) {
+    const bool to_gpu = kind != trace::MoveKind::Evict;
+    if (span.count == 0) return;
+    const Residency& residency = *model.residency;
+    const uint32_t alloc_id = residency.alloc_id_of(span.first);
+    auto it = allocations_.find(alloc_id);
+    if (it == allocations_.end()) return;
+    const PlannedAllocation& allocation = it->second;
+    if (auto live = registry_.find_base(allocation.base); !live || live->id != alloc_id) return;
+    const uint64_t offset = residency.chunk_offset(span.first);
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < span.count; ++i) bytes += residency.chunk_size(span.first + i);
+
+    const DriverTable* table = driver_table_if_ready();
+    if (!table || !table->cuMemPrefetchAsync_v2) return;
+    CUstream stream = executor.stream_for(*table, allocation.context);
+    if (!stream) return;
+    CUmemLocation location{};
+    if (to_gpu) {
+        location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        location.id = allocation.device;
+    } else {
+        location.type = CU_MEM_LOCATION_TYPE_HOST;
+        location.id = 0;
+    }
+    const CUresult r = table->cuMemPrefetchAsync_v2(allocation.base + offset, bytes, location, 0, stream);
+    if (r != CUDA_SUCCESS) {
+        UVMP_WARN_ONCE("a {} of {} failed ({}); the driver will fault the data in instead",
+                       to_gpu ? "prefetch" : "eviction", format_size(bytes), error_name(r));
+        return;
+    }
+    switch (kind) {
+    case trace::MoveKind::Populate:
+        stats_.add(stats_.populate_calls);
+        stats_.add(stats_.bytes_populated, bytes);
+        break;
+    case trace::MoveKind::Evict: stats_.add(stats_.bytes_evicted, bytes); break;
+    default: stats_.add(stats_.bytes_prefetched, bytes); break;
+    }
+    if (trace_) {
+        trace::Move record;
+        record.kind = kind;
+        record.alloc_id = alloc_id;
+        record.offset = offset;
+        record.length = bytes;
+        record.launches_before = launches_;
+        trace_->move(record);
+    }
+}
+
+double Planner::prediction_hit_rate() const {
+    for (const auto& [device, model] : models_)
+        if (auto rate = model.policy->prediction_hit_rate()) return *rate;
+    return 0.0;
+}
+
+} // namespace uvmp::driver
