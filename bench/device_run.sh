@@ -9,8 +9,13 @@
 #   PROBE=1    also run the populate probe first (fresh managed memory placed three ways)
 #   TRACES=1   also record the bundled example traces (resnet50 b256, GPT-2 small b16) with
 #              kernel timing into $OUT, and run uvmtrace info on each
-#   DEADLINE_S total seconds the steps may use (default 450); every step has its own
-#              timeout as well, and a step that no longer fits is marked SKIP
+#   OVERSUB=1  also run the oversubscription benchmark (bench/oversubscription.py) last:
+#              $OUT/oversub.json and $OUT/oversub.md; OVERSUB_WORKLOADS picks its workloads
+#              (default layers,resnet50,gpt2-small)
+#   ONLY=oversub  run only the oversubscription benchmark: no GPU tests, no overhead
+#              benchmark (the GPU and build checks still come first)
+#   DEADLINE_S total seconds the steps may use (default 450, 540 with ONLY=oversub); every
+#              step has its own timeout as well, and a step that no longer fits is marked SKIP
 # A failing step never stops the script: it is marked FAIL and the next step runs.
 # Exit status 0 when no step failed.
 
@@ -20,14 +25,24 @@ REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=$(cd "${1:-build-dev}" 2>/dev/null && pwd) || BUILD=${1:-build-dev}
 OUT=${OUT:-$PWD/device-out}
 PYTHON=${PYTHON:-python3}
-DEADLINE_S=${DEADLINE_S:-450}
+ONLY=${ONLY:-}
 PROBE=${PROBE:-0}
 TRACES=${TRACES:-0}
+OVERSUB=${OVERSUB:-0}
+OVERSUB_WORKLOADS=${OVERSUB_WORKLOADS:-layers,resnet50,gpt2-small}
+if [[ -n $ONLY && $ONLY != oversub ]]; then
+    echo "device_run.sh: ONLY=$ONLY is not known; the one choice is ONLY=oversub" >&2
+    exit 2
+fi
+# Alone, the oversubscription benchmark may use nearly all of a 600 s device call.
+if [[ $ONLY == oversub ]]; then DEADLINE_S=${DEADLINE_S:-540}; else DEADLINE_S=${DEADLINE_S:-450}; fi
 
 # Goals of the overhead benchmark: a job that fits its budget should barely notice the
 # library, and the launch hook should stay well below the ~3.4 us a launch costs anyway.
 OVERHEAD_RATIO_GOAL=1.05
 HOOK_NS_GOAL=1000
+# Recording a trace must not slow the job by more than this either.
+TRACE_RATIO_GOAL=1.05
 
 # Budgets: well above every workload's footprint (nothing needs evicting), and one
 # below the layers model (1024 MiB) so that the policy has to move data while the
@@ -36,6 +51,7 @@ FIT_BUDGET=16G
 OVERSUBSCRIBED_BUDGET=512M
 
 UVMRUN=$BUILD/tools/uvmrun/uvmrun
+UVMTRACE=$BUILD/tools/uvmtrace/uvmtrace
 LIBRARY=$(find "$BUILD" -name libuvmprefetch.so -print -quit 2>/dev/null)
 LIBRARY=${LIBRARY:-$BUILD/src/preload/libuvmprefetch.so}
 LAYERS_STATIC=$BUILD/examples/layers_static
@@ -127,7 +143,7 @@ check_build() {
     echo
     echo "### build directory $BUILD"
     local missing=0 path
-    for path in "$UVMRUN" "$LIBRARY" "$LAYERS_STATIC" "$LAYERS_SHARED" "$EMPTY_LAUNCH" "$POPULATE_PROBE"; do
+    for path in "$UVMRUN" "$UVMTRACE" "$LIBRARY" "$LAYERS_STATIC" "$LAYERS_SHARED" "$EMPTY_LAUNCH" "$POPULATE_PROBE"; do
         if [[ -f $path ]]; then
             echo "found   $path"
         else
@@ -180,7 +196,7 @@ gpu_tests() {
 # prints the launches of each step (from the library's counters): uvmtrace info must find
 # the same number as the iteration period without being told.
 traces_section() {
-    local uvmtrace=$BUILD/tools/uvmtrace/uvmtrace spec name args
+    local uvmtrace=$UVMTRACE spec name args
     for spec in "resnet50-b256:--model resnet50 --batch 256" \
         "gpt2-small-b16:--model gpt2-small --batch 16 --seq 1024"; do
         name=${spec%%:*}
@@ -198,7 +214,7 @@ traces_section() {
 benchmarks() {
     local report=$OUT/overhead.json
     rm -f "$report"
-    run_step "bench: overhead (resnet50 and empty launches, native vs uvmrun)" 330 \
+    run_step "bench: overhead (resnet50 native, uvmrun, uvmrun recording; empty launches)" 330 \
         "$PYTHON" "$REPO_ROOT/bench/overhead.py" --uvmrun "$UVMRUN" --lib "$LIBRARY" --empty-launch "$EMPTY_LAUNCH" \
         --budget 32G --rounds 2 --timeout 120 --json-out "$report"
     local status=$STEP_STATUS
@@ -214,11 +230,77 @@ benchmarks() {
     add_row "library active in resnet50 runs" "$(json_value "$report" resnet50 library_active)" "True" \
         "$([[ $(json_value "$report" resnet50 library_active) == True ]] && echo PASS || echo FAIL)"
 
+    lib=$(json_value "$report" resnet50 trace_median_ms)
+    ratio=$(json_value "$report" resnet50 ratio_trace_over_native)
+    add_row "resnet50 b64 step ms recording a trace" "$lib" "-" "info"
+    add_row "resnet50 ratio recording trace/native" "$ratio" "<= $TRACE_RATIO_GOAL" \
+        "$(at_most "$ratio" "$TRACE_RATIO_GOAL")"
+    add_row "trace recorded whole in every run" "$(json_value "$report" resnet50 trace_recorded)" "True" \
+        "$([[ $(json_value "$report" resnet50 trace_recorded) == True ]] && echo PASS || echo FAIL)"
+
     native=$(json_value "$report" empty_launch native_ns_per_launch)
     lib=$(json_value "$report" empty_launch lib_ns_per_launch)
     hook=$(json_value "$report" empty_launch hook_ns_per_launch)
     add_row "empty launch ns native / uvmrun" "$native / $lib" "-" "info"
     add_row "launch hook cost ns per launch" "$hook" "<= $HOOK_NS_GOAL" "$(at_most "$hook" "$HOOK_NS_GOAL")"
+}
+
+# Budgets at F/1.5 and F/2 of each workload's footprint, policies demand-lru and learned,
+# against native and against the link's transfer bound. The benchmark gets what is left of
+# the deadline less a margin, so that it stops its last run and writes its report itself.
+oversub_section() {
+    local report=$OUT/oversub.json markdown=$OUT/oversub.md
+    local left=$((DEADLINE_S - (SECONDS - START_SECONDS)))
+    local own_deadline=$((left - 20))
+    ((own_deadline < 1)) && own_deadline=1
+    rm -f "$report" "$markdown"
+    run_step "bench: oversubscription ($OVERSUB_WORKLOADS)" "$left" \
+        "$PYTHON" "$REPO_ROOT/bench/oversubscription.py" --uvmrun "$UVMRUN" --uvmtrace "$UVMTRACE" \
+        --lib "$LIBRARY" --layers-binary "$LAYERS_STATIC" --workloads "$OVERSUB_WORKLOADS" \
+        --timeout-s 150 --deadline-s "$own_deadline" --json-out "$report" --markdown-out "$markdown"
+    add_row "oversub runs succeeded, losses equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+    local what value goal verdict
+    while IFS=$'\t' read -r what value goal verdict; do
+        add_row "$what" "$value" "$goal" "$verdict"
+    done < <(oversub_rows "$report")
+}
+
+# oversub_rows REPORT: the oversubscription report as rows of the final table, one per
+# line: what<TAB>value<TAB>goal<TAB>verdict.
+oversub_rows() {
+    "$PYTHON" - "$1" <<'EOF'
+import json, sys
+
+
+def show(value, digits=3):
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+try:
+    report = json.load(open(sys.argv[1]))
+except (OSError, json.JSONDecodeError):
+    print("oversub report\tmissing\tpresent\tFAIL")
+    sys.exit()
+# Learned prefetching at a budget far above the footprint must stay close to native.
+goal = report["far_learned_ratio_goal"]
+for name, check in report["checks"].items():
+    footprint = check["footprint_bytes"]
+    print(f"oversub {name} footprint GiB\t{show(footprint / 2**30 if footprint else None, 2)}\t-\tinfo")
+    print(f"oversub {name} learned far/native\t{show(check['learned_far_ratio'])}\t<= {goal}\t"
+          f"{'PASS' if check['learned_far_within_goal'] else 'FAIL'}")
+    equal = check["losses_all_equal"]
+    print(f"oversub {name} losses = native\t{equal} ({check['losses_compared']} runs)\tTrue\t"
+          f"{'SKIP' if equal is None else 'PASS' if equal else 'FAIL'}")
+for row in report["rows"]:
+    if row["budget"] in ("-", "far"):
+        continue
+    if row["status"] == "ok":
+        value = f"{show(row['median_ms'], 1)}ms {show(row['ratio_native'], 2)}xN {show(row['ratio_bound'], 2)}xB"
+    else:
+        value = row["status"]
+    verdict = {"ok": "info", "timeout": "TIMEOUT", "failed": "FAIL"}.get(row["status"], "SKIP")
+    print(f"oversub {row['workload']} {row['budget']} {row['mode']}\t{value}\t-\t{verdict}")
+EOF
 }
 
 print_table() {
@@ -241,10 +323,15 @@ main() {
     echo "uvmprefetch device run, $(date -u +%Y-%m-%dT%H:%M:%SZ), repository $REPO_ROOT, build $BUILD"
     show_gpu
     check_build
-    if [[ $PROBE == 1 ]]; then probe_section; fi
-    gpu_tests
-    if [[ $TRACES == 1 ]]; then traces_section; fi
-    benchmarks
+    if [[ $ONLY == oversub ]]; then
+        oversub_section
+    else
+        if [[ $PROBE == 1 ]]; then probe_section; fi
+        gpu_tests
+        if [[ $TRACES == 1 ]]; then traces_section; fi
+        benchmarks
+        if [[ $OVERSUB == 1 ]]; then oversub_section; fi
+    fi
     echo
     echo "### GPU memory after the run"
     nvidia-smi --query-gpu=memory.used,memory.free --format=csv || true

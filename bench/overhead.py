@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """What the library costs a job that fits in its budget.
 
-1. resnet50 training step time (bench/overhead_resnet50.py), natively and under uvmrun
-   with a budget above the footprint, in alternating order (native, lib, native, lib, ...)
-   so that drift of a shared machine hits both modes alike. Reports the median step time
-   of each mode and the ratio lib/native.
+1. resnet50 training step time (bench/overhead_resnet50.py), natively, under uvmrun with
+   a budget above the footprint, and under uvmrun recording an access trace (--trace-out),
+   in alternating order (native, lib, trace, native, lib, trace, ...) so that drift of a
+   shared machine hits every mode alike. Reports the median step time of each mode and the
+   ratios lib/native and trace/native.
 2. Host time per kernel launch (bench/empty_launch), natively and under uvmrun; the
    difference is what the launch hook costs per launch.
 
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 
+MODE_NAMES = {"native": "native", "lib": "uvmrun", "trace": "uvmrun --trace-out"}
 RESNET_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "overhead_resnet50.py")
 
 
@@ -50,12 +52,18 @@ class Runner:
         if args.lib:
             self.env["UVMP_LIBRARY"] = os.path.abspath(args.lib)
 
-    def run(self, label, command, under_library, timeout):
+    def run(self, label, command, mode, timeout):
+        """mode: native, lib (under uvmrun) or trace (under uvmrun, recording a trace)."""
         self.run_count += 1
         stats_path = os.path.join(self.workdir, f"stats.{self.run_count}.json")
+        under_library = mode != "native"
         if under_library:
-            command = [self.args.uvmrun, "--budget", self.args.budget, "--stats-file", stats_path, "--"] + command
-        print(f"--- {label} ({'uvmrun' if under_library else 'native'})\n$ {' '.join(command)}", flush=True)
+            wrapper = [self.args.uvmrun, "--budget", self.args.budget, "--stats-file", stats_path]
+            if mode == "trace":
+                # One file per run: the recording cost includes writing it.
+                wrapper += ["--trace-out", os.path.join(self.workdir, f"trace.{self.run_count}.uvmt")]
+            command = wrapper + ["--"] + command
+        print(f"--- {label} ({MODE_NAMES[mode]})\n$ {' '.join(command)}", flush=True)
         try:
             completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                        timeout=timeout, env=self.env)
@@ -69,10 +77,16 @@ class Runner:
         print("\n".join(output.splitlines()[-15:]), flush=True)
         result = last_json_line(output)
         if status != 0 or result is None:
-            self.failures.append(f"{label} ({'uvmrun' if under_library else 'native'}): exit {status}")
+            self.failures.append(f"{label} ({MODE_NAMES[mode]}): exit {status}")
             return None
         if under_library:
             result["library_counters"] = read_counters(stats_path)
+        if mode == "trace":
+            # Traces of finished runs are not needed any more and can be large.
+            trace_path = os.path.join(self.workdir, f"trace.{self.run_count}.uvmt")
+            result["trace_bytes"] = os.path.getsize(trace_path) if os.path.exists(trace_path) else 0
+            if os.path.exists(trace_path):
+                os.remove(trace_path)
         return result
 
 
@@ -93,23 +107,39 @@ def library_was_active(results):
 def measure_resnet(runner, args):
     command = [sys.executable, RESNET_SCRIPT, "--batch", str(args.batch), "--warmup", str(args.warmup),
                "--steps", str(args.steps)]
-    results = {"native": [], "lib": []}
+    modes = ("native", "lib", "trace")
+    results = {mode: [] for mode in modes}
     for round_index in range(args.rounds):
-        for mode in ("native", "lib"):
-            result = runner.run(f"resnet50 round {round_index + 1}", command, mode == "lib", args.timeout)
+        for mode in modes:
+            result = runner.run(f"resnet50 round {round_index + 1}", command, mode, args.timeout)
             if result is not None:
                 results[mode].append(result)
     report = {"rounds": args.rounds, "batch": args.batch, "runs": results}
-    for mode in ("native", "lib"):
+    for mode in modes:
         steps = [ms for result in results[mode] for ms in result["step_ms"]]
         report[f"{mode}_median_ms"] = statistics.median(steps) if steps else None
         report[f"{mode}_run_medians_ms"] = [result["median_ms"] for result in results[mode]]
-    if report["native_median_ms"] and report["lib_median_ms"]:
-        report["ratio_lib_over_native"] = report["lib_median_ms"] / report["native_median_ms"]
-    else:
-        report["ratio_lib_over_native"] = None
+    for mode in ("lib", "trace"):
+        if report["native_median_ms"] and report[f"{mode}_median_ms"]:
+            report[f"ratio_{mode}_over_native"] = report[f"{mode}_median_ms"] / report["native_median_ms"]
+        else:
+            report[f"ratio_{mode}_over_native"] = None
     report["library_active"] = library_was_active(results["lib"])
+    report["library_active_tracing"] = library_was_active(results["trace"])
+    report["trace_recorded"] = trace_was_recorded(results["trace"])
     return report
+
+
+def trace_was_recorded(results):
+    """Every tracing run wrote records and dropped none: otherwise the ratio does not
+    measure the full cost of recording."""
+    if not results:
+        return False
+    for result in results:
+        counters = result.get("library_counters") or {}
+        if not counters.get("trace_records_written") or counters.get("trace_records_dropped"):
+            return False
+    return True
 
 
 def measure_launch(runner, args):
@@ -117,8 +147,7 @@ def measure_launch(runner, args):
     results = {"native": [], "lib": []}
     for round_index in range(args.rounds):
         for mode in ("native", "lib"):
-            result = runner.run(f"empty_launch round {round_index + 1}", command, mode == "lib",
-                                args.launch_timeout)
+            result = runner.run(f"empty_launch round {round_index + 1}", command, mode, args.launch_timeout)
             if result is not None:
                 results[mode].append(result)
     report = {"launches": args.launches, "runs": results}
@@ -182,12 +211,17 @@ def main():
     print("\n=== overhead (median over all timed steps / runs of each mode)")
     print(f"resnet50 batch {args.batch} step: native {show(resnet['native_median_ms'], ' ms', 2)}, "
           f"uvmrun {show(resnet['lib_median_ms'], ' ms', 2)}, ratio {show(resnet['ratio_lib_over_native'], '', 3)}")
+    print(f"resnet50 batch {args.batch} step recording a trace: {show(resnet['trace_median_ms'], ' ms', 2)}, "
+          f"ratio to native {show(resnet['ratio_trace_over_native'], '', 3)}")
     print(f"empty launch: native {show(launch['native_ns_per_launch'], ' ns')}, "
           f"uvmrun {show(launch['lib_ns_per_launch'], ' ns')}, hook {show(launch['hook_ns_per_launch'], ' ns')}")
     for name, part in (("resnet50", resnet), ("empty_launch", launch)):
         if not part["library_active"]:
             print(f"WARNING: the library was not active in every {name} run under uvmrun; "
                   "those numbers do not measure it")
+    if not resnet["trace_recorded"]:
+        print("WARNING: not every resnet50 run with --trace-out recorded its whole trace "
+              "(no records written, or some dropped); the trace ratio does not measure recording")
     for failure in runner.failures:
         print(f"FAILED: {failure}")
     if args.json_out:

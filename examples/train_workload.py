@@ -9,6 +9,7 @@ launches of each step (from uvmp_get_stats) and marks iterations when asked.
 import argparse
 import ctypes
 import json
+import os
 import statistics
 import sys
 import time
@@ -95,9 +96,16 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mark-iterations", action="store_true",
                         help="call uvmp_mark_iteration after each step")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="deterministic kernels, so that runs can be compared loss for loss")
     args = parser.parse_args()
 
+    if args.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
+
+    if args.deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=True)
 
     torch.manual_seed(args.seed)
     torch.backends.cudnn.benchmark = False
