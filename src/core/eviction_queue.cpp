@@ -1,9 +1,16 @@
 #include "core/eviction_queue.h"
 
+#include <algorithm>
+
 namespace uvmp {
 
+void EvictionQueue::grow_to(ChunkId chunk) {
+    // Chunk ids grow by whole allocations: grow geometrically, not one id at a time.
+    position_.resize(std::max<size_t>(static_cast<size_t>(chunk) + 1, 2 * position_.size()), kAbsent);
+}
+
 void EvictionQueue::set(ChunkId chunk, uint64_t key) {
-    if (chunk >= position_.size()) position_.resize(static_cast<size_t>(chunk) + 1, kAbsent);
+    if (chunk >= position_.size()) grow_to(chunk);
     const uint32_t at = position_[chunk];
     if (at == kAbsent) {
         heap_.push_back({key, chunk});
@@ -27,7 +34,7 @@ bool EvictionQueue::erase(ChunkId chunk) {
     if (at == heap_.size()) return true;
     place(at, last);
     // The moved entry may belong above or below its new place.
-    if (at > 0 && before(last, heap_[(at - 1) / 2])) sift_up(at);
+    if (at > 0 && before(last, heap_[parent_of(at)])) sift_up(at);
     else sift_down(at);
     return true;
 }
@@ -40,7 +47,7 @@ void EvictionQueue::clear() {
 void EvictionQueue::assign(const std::vector<Entry>& entries) {
     clear();
     for (const Entry& entry : entries) {
-        if (entry.chunk >= position_.size()) position_.resize(static_cast<size_t>(entry.chunk) + 1, kAbsent);
+        if (entry.chunk >= position_.size()) grow_to(entry.chunk);
         if (position_[entry.chunk] != kAbsent) {
             heap_[position_[entry.chunk]].key = entry.key;
             continue;
@@ -48,14 +55,15 @@ void EvictionQueue::assign(const std::vector<Entry>& entries) {
         position_[entry.chunk] = static_cast<uint32_t>(heap_.size());
         heap_.push_back(entry);
     }
-    // Floyd's bottom-up construction.
-    for (size_t i = heap_.size() / 2; i-- > 0;) sift_down(i);
+    // Floyd's bottom-up construction: every node that has children, last first.
+    if (heap_.size() > 1)
+        for (size_t i = parent_of(heap_.size() - 1) + 1; i-- > 0;) sift_down(i);
 }
 
 void EvictionQueue::sift_up(size_t index) {
     const Entry moving = heap_[index];
     while (index > 0) {
-        const size_t parent = (index - 1) / 2;
+        const size_t parent = parent_of(index);
         if (!before(moving, heap_[parent])) break;
         place(index, heap_[parent]);
         index = parent;
@@ -67,12 +75,15 @@ void EvictionQueue::sift_down(size_t index) {
     const Entry moving = heap_[index];
     const size_t n = heap_.size();
     while (true) {
-        size_t child = 2 * index + 1;
-        if (child >= n) break;
-        if (child + 1 < n && before(heap_[child + 1], heap_[child])) ++child;
-        if (!before(heap_[child], moving)) break;
-        place(index, heap_[child]);
-        index = child;
+        const size_t first = kArity * index + 1;
+        if (first >= n) break;
+        size_t best = first;
+        const size_t last = std::min(first + kArity, n);
+        for (size_t child = first + 1; child < last; ++child)
+            if (before(heap_[child], heap_[best])) best = child;
+        if (!before(heap_[best], moving)) break;
+        place(index, heap_[best]);
+        index = best;
     }
     place(index, moving);
 }

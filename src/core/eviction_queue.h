@@ -34,14 +34,20 @@ public:
 
 private:
     static constexpr uint32_t kAbsent = UINT32_MAX;
+    // Four children a node: half the depth of a binary heap, so fewer entries
+    // move (each move also updates the moved chunk's position).
+    static constexpr size_t kArity = 4;
 
+    static size_t parent_of(size_t index) { return (index - 1) / kArity; }
+    // Written without branches on the key order, which is unpredictable.
     static bool before(const Entry& a, const Entry& b) {
-        return a.key != b.key ? a.key > b.key : a.chunk > b.chunk;
+        return (a.key > b.key) | ((a.key == b.key) & (a.chunk > b.chunk));
     }
     void place(size_t index, const Entry& entry) {
         heap_[index] = entry;
         position_[entry.chunk] = static_cast<uint32_t>(index);
     }
+    void grow_to(ChunkId chunk);
     void sift_up(size_t index);
     void sift_down(size_t index);
 

@@ -27,9 +27,18 @@ constexpr size_t kTailWindow = 64;
 constexpr size_t kTailAnchors = 8;
 
 // Each anchor proposes the distances from an occurrence to its next few, for
-// at most this many occurrences (the latest, where the steady state is).
+// at most this many occurrences (the latest, where the steady state is), and
+// the distances from its last occurrence back to earlier ones: the step is
+// among those unless the anchor runs very often per step, and then a rarer
+// anchor proposes it.
 constexpr size_t kOccurrencesPerAnchor = 256;
 constexpr size_t kNextOccurrences = 4;
+constexpr size_t kDistancesFromLast = 64;
+
+// A stretch explained by chance (the same kernel twice in a row in unrelated
+// launches) is not a period: it needs this many launches equal to the one a
+// period later.
+constexpr size_t kMinMatches = 8;
 
 // Fitting a period costs one pass over the sequence; fit only the
 // best-supported candidates when there are many, so that long traces stay fast.
@@ -81,7 +90,7 @@ std::optional<Fit> fit_period(std::span<const uint32_t> ids, size_t p) {
             best_mismatches = mismatches;
         }
     }
-    if (best_score == 0) return std::nullopt;
+    if (best_end - best_start - best_mismatches < kMinMatches) return std::nullopt;
     // Comparisons [best_start, best_end) explain launches [best_start, best_end + p).
     const uint64_t explained = best_end - best_start + p;
     const uint64_t repeats = explained / p;
@@ -131,6 +140,12 @@ std::vector<std::pair<size_t, size_t>> candidate_periods(std::span<const uint32_
                 if (2 * distance > n) break;
                 ++votes[distance];
             }
+        }
+        const size_t last = at.back();
+        for (size_t j = at.size() - 1, taken = 0; j-- > 0 && taken++ < kDistancesFromLast;) {
+            const size_t distance = last - at[j];
+            if (2 * distance > n) break;
+            ++votes[distance];
         }
     }
     std::vector<std::pair<size_t, size_t>> candidates(votes.begin(), votes.end());

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <unordered_map>
+#include <utility>
 
 namespace uvmp {
 namespace {
@@ -36,11 +38,24 @@ protected:
     std::optional<std::span<const ChunkId>> future_chunks(uint64_t step, const Residency& residency) override {
         const Predictor::Step* predicted = predictor_.predict(step - current_step_);
         if (!predicted) return std::nullopt;
-        future_.clear();
-        for (const trace::Access& access : predictor_.accesses(*predicted)) residency.append_chunks(access, future_);
-        std::sort(future_.begin(), future_.end());
-        future_.erase(std::unique(future_.begin(), future_.end()), future_.end());
-        return std::span<const ChunkId>(future_);
+        // Looking ahead restarts after every failed prediction and visits the
+        // same launches again: keep their chunk lists until an allocation
+        // comes or goes.
+        if (cached_layout_ != residency.layout_version()) {
+            chunk_cache_.clear();
+            cached_chunks_.clear();
+            cached_layout_ = residency.layout_version();
+        }
+        auto [entry, added] = chunk_cache_.try_emplace(predicted->signature);
+        if (added) {
+            future_.clear();
+            for (const trace::Access& access : predictor_.accesses(*predicted)) residency.append_chunks(access, future_);
+            std::sort(future_.begin(), future_.end());
+            future_.erase(std::unique(future_.begin(), future_.end()), future_.end());
+            entry->second = {cached_chunks_.size(), future_.size()};
+            cached_chunks_.insert(cached_chunks_.end(), future_.begin(), future_.end());
+        }
+        return std::span<const ChunkId>(cached_chunks_.data() + entry->second.first, entry->second.second);
     }
 
     uint64_t eviction_key(ChunkId chunk, const Residency& residency) const override {
@@ -69,7 +84,10 @@ protected:
     }
 
     void forget_future() override {
-        for (const PredictedUse& use : uses_) head_[use.chunk] = tail_[use.chunk] = kNone;
+        for (const PredictedUse& use : uses_) {
+            if (head_[use.chunk] != kNone) key_changed(use.chunk);
+            head_[use.chunk] = tail_[use.chunk] = kNone;
+        }
         uses_base_ += uses_.size();
         uses_.clear();
         uses_front_ = 0;
@@ -105,6 +123,10 @@ private:
     Predictor predictor_;
     uint64_t current_step_ = 0;
     std::vector<ChunkId> future_;
+    // Chunk lists of predicted launches by signature: (start, count) in cached_chunks_.
+    std::unordered_map<uint64_t, std::pair<size_t, size_t>> chunk_cache_;
+    std::vector<ChunkId> cached_chunks_;
+    uint64_t cached_layout_ = UINT64_MAX;
     std::vector<PredictedUse> uses_;
     uint64_t uses_base_ = 0;
     size_t uses_front_ = 0;

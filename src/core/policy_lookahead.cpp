@@ -58,8 +58,16 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
     if (!begin_launch(launch, residency)) {
         forget_future();
         horizon_valid_ = false;
-        rebuild_queue(residency); // every key that came from the forgotten future changed
+        // Only the keys that came from the forgotten future changed.
+        for (ChunkId c : changed_keys_) {
+            if (c < residency.chunk_slots() && residency.is_resident(c)) push_key(c, residency);
+            else queue_.erase(c);
+        }
     }
+    changed_keys_.clear();
+    // Chunks made resident outside the policy (placed at allocation) have no
+    // entry: the queue holds fewer chunks than are resident.
+    if (queue_.size() < residency.resident_chunk_count()) rebuild_queue(residency);
 
     // The launch's own chunks first: whatever is missing faults in on demand,
     // displacing the chunks needed farthest ahead.
@@ -79,11 +87,14 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
         }
         residency.touch(c, launch.step);
         on_touch(c, launch.step, i);
-        push_key(c, residency);
     }
+    // The launch's chunks are pinned until it is planned, so their new keys
+    // (needed later now) can wait until the end: looking for victims then
+    // does not keep meeting them at the top of the queue.
 
     fetch_ahead(launch.step, residency, out);
 
+    for (ChunkId c : launch.chunks) push_key(c, residency);
     for (ChunkId c : pinned_aside_)
         if (residency.is_resident(c)) push_key(c, residency);
     pinned_aside_.clear();
@@ -119,7 +130,10 @@ void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out
                 Plan::add(out.prefetch, c, residency);
                 fetched = true;
             }
-            if (on_future_use(c, horizon_step_) || fetched) push_key(c, residency);
+            // A future use only brings a key down (needed sooner); an entry
+            // left too high is corrected when it reaches the top of the queue.
+            on_future_use(c, horizon_step_);
+            if (fetched) push_key(c, residency);
         }
     }
 }

@@ -29,10 +29,14 @@ protected:
     virtual uint64_t eviction_key(ChunkId chunk, const Residency& residency) const = 0;
     // The current launch touches `chunk`, the `index`-th of its chunks.
     virtual void on_touch(ChunkId chunk, uint64_t step, size_t index) {}
-    // Looking ahead found `chunk` used at `step`; true when that changed its key.
+    // Looking ahead found `chunk` used at `step`; true when that changed its
+    // key. The key may only go down (the chunk is needed sooner than thought).
     virtual bool on_future_use(ChunkId chunk, uint64_t step) { return false; }
-    // Forget everything learned about the future (after begin_launch returned false).
+    // Forget everything learned about the future (after begin_launch returned
+    // false), reporting every chunk whose key that changes through key_changed().
     virtual void forget_future() {}
+    // A chunk's key changed outside on_touch and on_future_use.
+    void key_changed(ChunkId chunk) { changed_keys_.push_back(chunk); }
 
 private:
     void push_key(ChunkId chunk, const Residency& residency);
@@ -49,6 +53,7 @@ private:
     // back at the end of the launch.
     std::vector<ChunkId> pinned_aside_;
     std::vector<EvictionQueue::Entry> rebuild_entries_;
+    std::vector<ChunkId> changed_keys_;
     uint64_t horizon_step_ = 0; // next launch to fetch for
     size_t horizon_index_ = 0;  // next chunk of that launch
     bool horizon_valid_ = false;

@@ -31,6 +31,7 @@ void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
     ChunkState state;
     state.alloc_slot = slot_index;
     chunks_.resize(chunks_.size() + count, state);
+    ++layout_version_;
 }
 
 bool Residency::remove_allocation(uint32_t alloc_id) {
@@ -42,6 +43,7 @@ bool Residency::remove_allocation(uint32_t alloc_id) {
         chunks_[c].pins = 0;
     }
     slot.live = false;
+    ++layout_version_;
     return true;
 }
 

@@ -37,6 +37,9 @@ public:
     // is gone). False when the id is unknown or already removed.
     bool remove_allocation(uint32_t alloc_id);
     bool is_live(uint32_t alloc_id) const;
+    // Changes whenever an allocation is added or removed: what append_chunks
+    // returns for an access may have changed since a caller last looked.
+    uint64_t layout_version() const { return layout_version_; }
     // kNoChunk / 0 for unknown ids.
     ChunkId first_chunk(uint32_t alloc_id) const;
     uint32_t chunk_count(uint32_t alloc_id) const;
@@ -44,6 +47,10 @@ public:
     // Appends the ids of the chunks an access touches (length 0: to the end of
     // the allocation). Accesses to unknown or removed allocations add nothing.
     void append_chunks(const trace::Access& access, std::vector<ChunkId>& out) const;
+
+    // Room for this many chunk ids in all, so that adding allocations up to it
+    // does not copy the per-chunk state (the simulator knows the total ahead).
+    void reserve_chunk_slots(uint32_t slots) { chunks_.reserve(slots); }
 
     // Every chunk id ever handed out is below chunk_slots().
     uint32_t chunk_slots() const { return static_cast<uint32_t>(chunks_.size()); }
@@ -104,6 +111,7 @@ private:
     uint64_t resident_bytes_ = 0;
     uint64_t peak_resident_bytes_ = 0;
     uint64_t resident_chunks_ = 0;
+    uint64_t layout_version_ = 0;
     std::vector<AllocSlot> allocs_;
     std::unordered_map<uint32_t, uint32_t> slot_of_id_;
     std::vector<ChunkState> chunks_;

@@ -83,6 +83,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
 
     const LinkModel& link = config.link;
     Residency residency(config.budget_bytes, config.chunk_bytes);
+    residency.reserve_chunk_slots(schedule.chunk_slots());
     const auto policy = make_policy(config, schedule);
     const uint64_t launches = trace.launches.size();
 

@@ -4,6 +4,15 @@
 
 namespace uvmp::driver {
 
+bool Executor::post_unless_backlogged(Task task, size_t limit) {
+    {
+        std::lock_guard lock(mutex_);
+        if (tasks_.size() >= limit) return false;
+    }
+    post(std::move(task));
+    return true;
+}
+
 void Executor::post(Task task) {
     std::unique_lock lock(mutex_);
     if (stopping_) return;

@@ -20,6 +20,9 @@ public:
 
     // Queues a task; starts the worker on first use. Never blocks on the task.
     void post(Task task);
+    // Queues a task unless limit tasks are already waiting (the worker is behind);
+    // false when dropped.
+    bool post_unless_backlogged(Task task, size_t limit);
 
     // On the worker: the context made current, and the library's own non-blocking
     // stream in it (created on first use). nullptr if the stream cannot be made.

@@ -327,9 +327,15 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
             PlannedLaunch planned{seq, info.id, {}, record_fence(site)};
             planned.accesses.reserve(t_hits.size());
             for (const AccessHit& h : t_hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
-            executor_.post([this, planned = std::move(planned)](Executor& executor) {
-                planner_->launch(planned, executor);
-            });
+            // A worker far behind (a long transfer in hand) would plan for launches the
+            // GPU has long run: past a backlog, launches are not planned at all, and
+            // the predictor re-synchronises when the worker catches up.
+            constexpr size_t kMaxBacklog = 4096;
+            const CUevent fence = planned.fence;
+            const bool queued = executor_.post_unless_backlogged(
+                [this, planned = std::move(planned)](Executor& executor) { planner_->launch(planned, executor); },
+                kMaxBacklog);
+            if (!queued && fence) fences_.release(fence);
         }
     }
     if (trace_) {

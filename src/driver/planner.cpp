@@ -119,9 +119,11 @@ void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
 
 void Planner::execute(const Plan& plan, DeviceModel& model, Executor& executor) {
     for (const ChunkSpan& span : plan.evict) move(span, trace::MoveKind::Evict, model, executor);
-    // Chunks the launch needs now: fetched too, since the application usually runs
-    // ahead of the GPU and a prefetch beats a fault by a wide margin.
-    for (const ChunkSpan& span : plan.demand) move(span, trace::MoveKind::Prefetch, model, executor);
+    // Chunks the launch needs now. demand-lru stands for what unified memory does
+    // on its own, so they fault in; otherwise they are fetched too, since the
+    // application usually runs ahead of the GPU and a prefetch beats a fault.
+    if (kind_ != ResidencyPolicy::DemandLru)
+        for (const ChunkSpan& span : plan.demand) move(span, trace::MoveKind::Prefetch, model, executor);
     for (const ChunkSpan& span : plan.prefetch) move(span, trace::MoveKind::Prefetch, model, executor);
 }
 

@@ -13,5 +13,6 @@ if(NOT differ EQUAL 0)
   execute_process(COMMAND diff -u ${EXPECTED} ${ACTUAL})
   string(REPLACE ";" " " shown "${COMMAND}")
   message(FATAL_ERROR "output differs from ${EXPECTED}\n"
-                      "if the change is intended: ${shown} > ${EXPECTED}")
+                      "if the change is intended: ${shown} > ${EXPECTED}\n"
+                      "(tests/golden/regenerate.sh rewrites every expected file)")
 endif()

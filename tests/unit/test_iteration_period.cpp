@@ -102,11 +102,44 @@ TEST_CASE("a long sequence with a long period is found", "[period]") {
     CHECK(found->repeats >= 100);
 }
 
+TEST_CASE("a long first step, two steady steps and a short tail: the shape of a recorded training run", "[period]") {
+    // A step whose last launches are one kernel over and over, as an optimizer
+    // that launches a kernel per parameter tensor does.
+    auto pattern = model_like_pattern(989, 70, 9);
+    for (size_t i = pattern.size() - 56; i < pattern.size(); ++i) pattern[i] = 200;
+    // The first step runs the same kernels with autotuning probes among them.
+    std::vector<uint32_t> first_step = {300, 301};
+    for (size_t i = 0; i < pattern.size(); ++i) {
+        if (i % 3 == 0 && i < pattern.size() - 56) first_step.push_back(500 + static_cast<uint32_t>(i % 40));
+        first_step.push_back(pattern[i]);
+    }
+    for (size_t tail : {size_t{0}, size_t{25}}) {
+        INFO("tail of " << tail << " launches");
+        auto ids = periodic(first_step, pattern, 2, tail);
+        auto found = detect_iteration_period(ids);
+        REQUIRE(found);
+        CHECK(found->period == pattern.size());
+        CHECK(found->repeats == 2);
+        // The steady state may start a little early: the first step ends like the others.
+        CHECK(found->first_launch <= first_step.size());
+        CHECK(found->first_launch + 64 >= first_step.size());
+    }
+}
+
+TEST_CASE("a million launches of a short step", "[period]") {
+    auto pattern = model_like_pattern(49, 8, 12);
+    auto ids = periodic(model_like_pattern(57, 9, 13), pattern, 20'000, 30);
+    auto found = detect_iteration_period(ids);
+    REQUIRE(found);
+    CHECK(found->period == 49);
+    CHECK(found->repeats >= 19'999);
+}
+
 TEST_CASE("iteration marks decide the period when there are at least two", "[period]") {
-    fixtures::TrainingLoopShape shape;
+    TrainingLoopShape shape;
     shape.steps = 5;
     shape.mark_iterations = true;
-    Trace trace = fixtures::make_training_loop(shape);
+    Trace trace = make_training_loop(shape);
     auto found = detect_iteration_period(trace);
     REQUIRE(found);
     CHECK(found->from_marks);
@@ -115,9 +148,9 @@ TEST_CASE("iteration marks decide the period when there are at least two", "[per
 }
 
 TEST_CASE("the synthetic training loop has its step as period", "[period]") {
-    fixtures::TrainingLoopShape shape;
+    TrainingLoopShape shape;
     shape.steps = 12;
-    Trace trace = fixtures::make_training_loop(shape);
+    Trace trace = make_training_loop(shape);
     auto found = detect_iteration_period(trace);
     REQUIRE(found);
     CHECK_FALSE(found->from_marks);

@@ -67,7 +67,7 @@ TEST_CASE("config takes defaults, then the environment") {
     REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
     REQUIRE(c.budget);
     CHECK(c.budget->is_percent);
-    CHECK(c.policy == uvmp::Policy::DemandLru);
+    CHECK(c.policy == uvmp::ResidencyPolicy::DemandLru);
     CHECK_FALSE(c.enable);
 }
 
@@ -97,7 +97,7 @@ TEST_CASE("the config file is read, and the environment wins over it") {
     REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
     REQUIRE(c.budget);
     CHECK(c.budget->bytes == 12ull << 30);
-    CHECK(c.policy == uvmp::Policy::None);
+    CHECK(c.policy == uvmp::ResidencyPolicy::None);
     CHECK(c.summary);
 
     {

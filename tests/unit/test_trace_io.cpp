@@ -16,11 +16,11 @@ using namespace uvmp::trace;
 namespace {
 
 std::vector<std::byte> synthetic_trace_bytes(const std::string& name) {
-    fixtures::TrainingLoopShape shape;
+    TrainingLoopShape shape;
     shape.steps = 5;
     shape.mark_iterations = true;
     std::string path = fixtures::scratch_path(name);
-    fixtures::write_trace(fixtures::make_training_loop(shape), path);
+    write_trace_file(make_training_loop(shape), path);
     return fixtures::read_file(path);
 }
 
@@ -61,13 +61,13 @@ std::string format_error_of(std::span<const std::byte> bytes) {
 } // namespace
 
 TEST_CASE("a written trace reads back field by field", "[trace_io]") {
-    fixtures::TrainingLoopShape shape;
+    TrainingLoopShape shape;
     shape.steps = 6;
     shape.mark_iterations = true;
-    Trace original = fixtures::make_training_loop(shape);
+    Trace original = make_training_loop(shape);
     original.launches[3].grid[2] = 7; // a 3-D launch among the flat ones
     std::string path = fixtures::scratch_path("round_trip.uvmt");
-    REQUIRE(fixtures::write_trace(original, path) == 0);
+    REQUIRE(write_trace_file(original, path) == 0);
 
     Trace read = read_trace_file(path);
     CHECK(read.header.format_major == kFormatMajor);
@@ -272,7 +272,7 @@ TEST_CASE("unknown record types of the same major version are skipped", "[trace_
     auto unknown = bytes_of({200, 3, 1, 2, 3});
     bytes.insert(bytes.begin() + static_cast<long>(at), unknown.begin(), unknown.end());
     Trace read = read_trace_bytes(bytes);
-    CHECK(read.launches.size() == fixtures::make_training_loop({.steps = 5, .mark_iterations = true}).launches.size());
+    CHECK(read.launches.size() == make_training_loop({.steps = 5, .mark_iterations = true}).launches.size());
 }
 
 TEST_CASE("a newer minor version is read", "[trace_io]") {

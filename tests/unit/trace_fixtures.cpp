@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <cstring>
+#include <stdexcept>
 #include <fstream>
 #include <iterator>
 

@@ -9,5 +9,7 @@ void register_info(CLI::App& app);
 void register_dump(CLI::App& app);
 void register_export(CLI::App& app);
 void register_simulate(CLI::App& app);
+// Testing aid: writes a synthetic trace; listed under its own group in --help.
+void register_synth(CLI::App& app);
 
 } // namespace uvmp::tools

@@ -20,6 +20,10 @@ using namespace uvmp::trace;
 
 std::string seconds(uint64_t ns) { return fmt::format("{:.3f} s", static_cast<double>(ns) / 1e9); }
 
+// Exact bytes next to the rounded size, for comparing with what a framework
+// reports (PyTorch's peak reserved memory, for one).
+std::string size_and_bytes(uint64_t bytes) { return fmt::format("{} ({} bytes)", format_size(bytes), bytes); }
+
 std::string count_and_size(uint64_t count, uint64_t bytes) {
     return fmt::format("{} ({})", count, format_size(bytes));
 }
@@ -55,7 +59,7 @@ void print_text(const Trace& trace, const TraceSummary& summary) {
     if (!by_kind.empty()) allocs += ": " + by_kind;
     line("allocations", allocs);
     line("frees", std::to_string(summary.frees));
-    line("peak live", format_size(summary.peak_live_bytes) + " of device memory");
+    line("peak live", size_and_bytes(summary.peak_live_bytes) + " of device memory");
     line("launches", fmt::format("{}, {} distinct kernels, {} accesses", summary.launches, summary.distinct_kernels,
                                  summary.accesses));
     if (summary.period) {
@@ -69,9 +73,9 @@ void print_text(const Trace& trace, const TraceSummary& summary) {
     if (summary.iteration) {
         const IterationFootprint& footprint = *summary.iteration;
         line("iteration footprint",
-             fmt::format("{} in {} allocations accessed, peak live {} (launches {}..{})",
+             fmt::format("{} in {} allocations accessed, peak live {}, launches {}..{}",
                          format_size(footprint.accessed_bytes), footprint.accessed_allocs,
-                         format_size(footprint.peak_live_bytes), footprint.first_launch,
+                         size_and_bytes(footprint.peak_live_bytes), footprint.first_launch,
                          footprint.first_launch + summary.period->period - 1));
     }
     std::string moves;

@@ -7,11 +7,6 @@
 #include <exception>
 #include <iostream>
 
-namespace uvmp::tools {
-// Testing aid, kept out of commands.h's list of user-facing commands.
-void register_synth(CLI::App& app);
-} // namespace uvmp::tools
-
 namespace {
 
 constexpr int kExitBadFile = 1;

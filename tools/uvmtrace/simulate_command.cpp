@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace uvmp::tools {
@@ -37,6 +38,7 @@ struct SimulateOptions {
     double kernel_us = 0;
     uint64_t lookahead = 4096;
     bool json = false;
+    bool timing = false;
     bool sweep = false;
     std::string sweep_from = "30%";
     std::string sweep_to = "110%";
@@ -98,6 +100,7 @@ nlohmann::json to_json(const SimResult& r) {
         {"step_working_set_bytes", r.step_working_set_bytes},
         {"transfer_bound_step_seconds", r.transfer_bound_step_seconds},
         {"simulation_wall_seconds", r.simulation_wall_seconds},
+        {"simulation_cpu_seconds", r.simulation_cpu_seconds},
     };
     j["prediction_hit_rate"] = r.prediction_hit_rate ? nlohmann::json(*r.prediction_hit_rate) : nlohmann::json(nullptr);
     return j;
@@ -126,8 +129,15 @@ void print_result(const SimResult& r) {
     line("bound per step", fmt::format("{} (working set {}: compute or link, whichever is longer)",
                                        milliseconds(r.transfer_bound_step_seconds), format_size(r.step_working_set_bytes)));
     if (r.prediction_hit_rate) line("prediction hit rate", fmt::format("{:.1f}%", *r.prediction_hit_rate * 100.0));
-    line("simulated at", fmt::format("{:.2f} M launches/s",
-                                     r.simulation_wall_seconds > 0 ? static_cast<double>(r.launches) / r.simulation_wall_seconds / 1e6 : 0.0));
+}
+
+// The simulator's own speed; kept out of the default output, which must not
+// change from run to run.
+std::string timing_line(std::string_view policy, uint64_t launches, double cpu_seconds, double wall_seconds) {
+    auto rate = [&](double seconds) { return seconds > 0 ? static_cast<double>(launches) / seconds / 1e6 : 0.0; };
+    return fmt::format("{:<22}{} launches in {:.3f} s CPU, {:.3f} s wall: {:.2f} M launches/s per core ({:.2f} M/s wall)\n",
+                       fmt::format("simulated {}", policy), launches, cpu_seconds, wall_seconds, rate(cpu_seconds),
+                       rate(wall_seconds));
 }
 
 struct SweepRow {
@@ -262,6 +272,18 @@ void run_sweep(const SimulateOptions& o, const trace::Trace& trace, const ChunkS
                        hit ? *hit * 100.0 : 0.0);
         }
     }
+    if (o.timing) {
+        for (size_t p = 0; p < std::size(kPolicies); ++p) {
+            uint64_t launches = 0;
+            double cpu = 0, wall = 0;
+            for (const SweepRow& row : rows) {
+                launches += row.results[p].launches;
+                cpu += row.results[p].simulation_cpu_seconds;
+                wall += row.results[p].simulation_wall_seconds;
+            }
+            (o.json ? std::cerr : std::cout) << timing_line(policy_kind_name(kPolicies[p]), launches, cpu, wall);
+        }
+    }
     std::ofstream svg(o.plot);
     svg << sweep_svg(rows, footprint, fmt::format("{}: step time against budget", o.file));
     if (!svg) throw std::runtime_error("cannot write the plot to " + o.plot);
@@ -297,6 +319,9 @@ void run(const SimulateOptions& o) {
     const SimResult result = simulate(trace, schedule, bounds, config);
     if (o.json) std::cout << to_json(result).dump(2) << "\n";
     else print_result(result);
+    if (o.timing)
+        (o.json ? std::cerr : std::cout)
+            << timing_line(result.policy, result.launches, result.simulation_cpu_seconds, result.simulation_wall_seconds);
 }
 
 } // namespace
@@ -315,6 +340,8 @@ void register_simulate(CLI::App& app) {
     cmd->add_option("--kernel-us", options->kernel_us, "duration of launches recorded without one (default 20)");
     cmd->add_option("--lookahead", options->lookahead, "launches ahead that prefetching may reach")->capture_default_str();
     cmd->add_flag("--json", options->json, "print JSON");
+    cmd->add_flag("--timing", options->timing,
+                  "print how fast the simulator ran, in launches per second of CPU time (to standard error with --json)");
     cmd->add_flag("--sweep", options->sweep, "step time against budget for every policy, with a plot");
     cmd->add_option("--sweep-from", options->sweep_from, "smallest budget of the sweep")->capture_default_str();
     cmd->add_option("--sweep-to", options->sweep_to, "largest budget of the sweep")->capture_default_str();

@@ -2,7 +2,8 @@
 // and demonstrations where no GPU recording is at hand.
 #include "commands.h"
 
-#include "../../tests/unit/trace_fixtures.h"
+#include "core/synthetic_trace.h"
+#include "core/trace_writer.h"
 
 #include <fmt/format.h>
 
@@ -14,7 +15,7 @@ namespace {
 
 struct SynthArguments {
     std::string output;
-    trace::fixtures::TrainingLoopShape shape;
+    trace::TrainingLoopShape shape;
 };
 
 } // namespace
@@ -33,8 +34,8 @@ void register_synth(CLI::App& app) {
     command->add_option("--seed", arguments->shape.seed, "seed of the sizes and durations")->capture_default_str();
     command->add_flag("--marks", arguments->shape.mark_iterations, "record an iteration mark at each step");
     command->callback([arguments] {
-        trace::Trace trace = trace::fixtures::make_training_loop(arguments->shape);
-        uint64_t dropped = trace::fixtures::write_trace(trace, arguments->output);
+        trace::Trace trace = trace::make_training_loop(arguments->shape);
+        uint64_t dropped = trace::write_trace_file(trace, arguments->output);
         fmt::print("wrote {}: {} launches, {} allocations, {} dropped\n", arguments->output, trace.launches.size(),
                    trace.allocs.size(), dropped);
     });
