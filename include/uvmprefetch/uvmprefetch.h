@@ -52,6 +52,8 @@ typedef struct uvmp_stats {
 
     uint64_t trace_records_written;
     uint64_t trace_records_dropped;
+
+    uint64_t launches_unplanned;    /* launches the policy skipped because its worker was behind */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

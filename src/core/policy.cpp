@@ -1,5 +1,7 @@
 #include "core/policy.h"
 
+#include <algorithm>
+
 namespace uvmp {
 
 void Plan::clear() {
@@ -27,6 +29,22 @@ uint64_t Plan::bytes(std::span<const ChunkSpan> spans, const Residency& residenc
         total += (span.count - 1) * residency.chunk_bytes() + residency.chunk_size(last);
     }
     return total;
+}
+
+void Plan::coalesce_evictions(const Residency& residency) {
+    if (evict.size() < 2) return;
+    std::sort(evict.begin(), evict.end(), [](const ChunkSpan& a, const ChunkSpan& b) { return a.first < b.first; });
+    size_t out = 0;
+    for (size_t i = 1; i < evict.size(); ++i) {
+        ChunkSpan& last = evict[out];
+        const ChunkSpan& next = evict[i];
+        if (last.first + last.count == next.first &&
+            residency.alloc_id_of(last.first) == residency.alloc_id_of(next.first))
+            last.count += next.count;
+        else
+            evict[++out] = next;
+    }
+    evict.resize(out + 1);
 }
 
 std::optional<PolicyKind> parse_policy_kind(std::string_view name) {

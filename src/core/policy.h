@@ -49,6 +49,10 @@ struct Plan {
     // same allocation, so that transfers come out as large contiguous pieces.
     static void add(std::vector<ChunkSpan>& spans, ChunkId chunk, const Residency& residency);
     static uint64_t bytes(std::span<const ChunkSpan> spans, const Residency& residency);
+    // Evictions come out in the policy's order of victims, scattered over memory;
+    // their order does not matter, so they are sorted and adjacent ones merged
+    // into as few transfer calls as possible.
+    void coalesce_evictions(const Residency& residency);
 };
 
 class Policy {

@@ -43,6 +43,13 @@ ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) 
 }
 
 void LookaheadPolicy::evict(ChunkId chunk, Residency& residency, Plan& out) {
+    // Looking ahead may already have passed this chunk's next use (it was resident
+    // then): look again from there, or it would only ever come back by faulting.
+    const uint64_t next_use = eviction_key(chunk, residency);
+    if (horizon_valid_ && next_use < horizon_step_) {
+        horizon_step_ = next_use;
+        horizon_index_ = 0;
+    }
     residency.evict(chunk);
     Plan::add(out.evict, chunk, residency);
 }

@@ -130,6 +130,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         view.chunks = chunks;
         plan.clear();
         policy->plan(view, residency, plan);
+        plan.coalesce_evictions(residency);
         for (ChunkId c : chunks) residency.unpin(c);
 
         uint64_t evict_bytes = 0, fetch_bytes = 0, demand_bytes = 0;

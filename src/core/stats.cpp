@@ -73,7 +73,8 @@ std::vector<std::string> Stats::summary_lines() const {
                     n(launches_with_access) + " (" + pct_text + ")");
     lines.push_back("bytes populated at allocation: " + sz(bytes_populated) + " in " +
                     n(populate_calls) + " calls; prefetched " + sz(bytes_prefetched) +
-                    ", evicted " + sz(bytes_evicted));
+                    ", evicted " + sz(bytes_evicted) + "; launches not planned (worker behind): " +
+                    n(launches_unplanned));
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
     if (v(trace_records_written) || v(trace_records_dropped))

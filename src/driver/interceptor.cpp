@@ -335,7 +335,10 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
             const bool queued = executor_.post_unless_backlogged(
                 [this, planned = std::move(planned)](Executor& executor) { planner_->launch(planned, executor); },
                 kMaxBacklog);
-            if (!queued && fence) fences_.release(fence);
+            if (!queued) {
+                stats_.add(stats_.launches_unplanned);
+                if (fence) fences_.release(fence);
+            }
         }
     }
     if (trace_) {

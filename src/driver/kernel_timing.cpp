@@ -1,6 +1,8 @@
 #include "driver/kernel_timing.h"
 
 #include <cupti_activity.h>
+#include <cupti_callbacks.h>
+#include <cupti_driver_cbid.h>
 #include <dlfcn.h>
 
 #include <atomic>
@@ -16,9 +18,19 @@ struct CuptiApi {
     decltype(&cuptiActivityEnable) enable = nullptr;
     decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
     decltype(&cuptiActivityFlushAll) flush_all = nullptr;
-    decltype(&cuptiActivityPushExternalCorrelationId) push_id = nullptr;
-    decltype(&cuptiActivityPopExternalCorrelationId) pop_id = nullptr;
+    decltype(&cuptiSubscribe) subscribe = nullptr;
+    decltype(&cuptiEnableCallback) enable_callback = nullptr;
 };
+
+constexpr CUpti_CallbackId kLaunchCallbacks[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+};
+
+// The sequence number of the launch this thread is forwarding, for the driver
+// callback that runs inside it.
+thread_local uint64_t t_launch_seq = UINT64_MAX;
 
 constexpr size_t kBufferBytes = 4u << 20;
 constexpr size_t kBufferAlignment = 8;
@@ -71,14 +83,19 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
             auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
             match(k->correlationId, g_duration_by_correlation, k->end - k->start,
                   g_seq_by_correlation, false);
-        } else if (record->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
-            auto* c = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
-            if (c->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
-                match(c->correlationId, g_seq_by_correlation, c->externalId,
-                      g_duration_by_correlation, true);
         }
     }
     std::free(buffer);
+}
+
+// Inside the driver's launch call: CUPTI names the call by a correlation id, the
+// same one the kernel's activity record will carry.
+void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
+    if (domain != CUPTI_CB_DOMAIN_DRIVER_API || t_launch_seq == UINT64_MAX) return;
+    const auto* info = static_cast<const CUpti_CallbackData*>(data);
+    if (info->callbackSite != CUPTI_API_ENTER) return;
+    std::lock_guard lock(g_match_mutex);
+    match(info->correlationId, g_seq_by_correlation, t_launch_seq, g_duration_by_correlation, true);
 }
 
 template <typename T>
@@ -102,16 +119,21 @@ bool KernelTiming::start(Sink sink, std::string& error) {
             !resolve(library, "cuptiActivityEnable", g_api.enable) ||
             !resolve(library, "cuptiActivityGetNextRecord", g_api.next_record) ||
             !resolve(library, "cuptiActivityFlushAll", g_api.flush_all) ||
-            !resolve(library, "cuptiActivityPushExternalCorrelationId", g_api.push_id) ||
-            !resolve(library, "cuptiActivityPopExternalCorrelationId", g_api.pop_id)) {
+            !resolve(library, "cuptiSubscribe", g_api.subscribe) ||
+            !resolve(library, "cuptiEnableCallback", g_api.enable_callback)) {
             error = "this CUPTI lacks the activity API; kernel durations are not recorded";
             return;
         }
         g_sink = std::move(sink);
-        if (g_api.register_callbacks(&buffer_requested, &buffer_completed) != CUPTI_SUCCESS ||
-            g_api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS ||
-            g_api.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != CUPTI_SUCCESS) {
-            error = "CUPTI refused kernel activity records; kernel durations are not recorded";
+        CUpti_SubscriberHandle subscriber = nullptr;
+        bool callbacks_ok = g_api.subscribe(&subscriber, &on_driver_call, nullptr) == CUPTI_SUCCESS;
+        for (CUpti_CallbackId id : kLaunchCallbacks)
+            callbacks_ok = callbacks_ok && g_api.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+                                                                 id) == CUPTI_SUCCESS;
+        if (!callbacks_ok || g_api.register_callbacks(&buffer_requested, &buffer_completed) != CUPTI_SUCCESS ||
+            g_api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
+            error = "CUPTI refused kernel activity records or launch callbacks; kernel durations are "
+                    "not recorded";
             return;
         }
         g_running.store(true, std::memory_order_release);
@@ -126,14 +148,9 @@ bool KernelTiming::start(Sink sink, std::string& error) {
 
 bool KernelTiming::running() { return g_running.load(std::memory_order_acquire); }
 
-void KernelTiming::before_launch(uint64_t seq) {
-    if (running()) g_api.push_id(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, seq);
-}
+void KernelTiming::before_launch(uint64_t seq) { t_launch_seq = seq; }
 
-void KernelTiming::after_launch() {
-    uint64_t ignored = 0;
-    if (running()) g_api.pop_id(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &ignored);
-}
+void KernelTiming::after_launch() { t_launch_seq = UINT64_MAX; }
 
 void KernelTiming::flush() {
     if (running()) g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

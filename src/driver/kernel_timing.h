@@ -1,7 +1,7 @@
 // Kernel durations from CUPTI's activity records, for traces recorded with
-// UVMP_TRACE_TIMING=1. CUPTI is opened with dlopen only when asked for; each
-// launch is tagged with its sequence number through an external correlation id,
-// and finished records are matched back to it.
+// UVMP_TRACE_TIMING=1. CUPTI is opened with dlopen only when asked for; a
+// driver callback inside each launch call ties CUPTI's correlation id to the
+// launch's sequence number, and the kernel's activity record is matched by it.
 #pragma once
 
 #include <cstdint>

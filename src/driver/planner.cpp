@@ -113,6 +113,7 @@ void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
     for (ChunkId c : chunk_scratch_) residency.pin(c);
     plan_.clear();
     model.policy->plan(view, residency, plan_);
+    plan_.coalesce_evictions(residency);
     in_flight_.push_back(InFlight{&model, chunk_scratch_, launch.fence});
     execute(plan_, model, executor);
 }
