@@ -74,6 +74,9 @@ protected:
     }
 
     bool on_future_use(ChunkId chunk, uint64_t step) override {
+        // Looking ahead again over launches it has seen (after an eviction sent it
+        // back) finds uses already recorded.
+        if (predicted_use(chunk) != kNone && uses_[tail_[chunk] - uses_base_].step >= step) return false;
         const uint64_t entry = uses_base_ + uses_.size();
         uses_.push_back({step, chunk, kNone});
         const bool had_prediction = predicted_use(chunk) != kNone;
