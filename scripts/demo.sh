@@ -4,14 +4,12 @@
 # simulator on a bundled trace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+bash scripts/build.sh
 build=${UVMP_BUILD_DIR:-build}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build "$build" -j"$(nproc)"
 if nvidia-smi -L >/dev/null 2>&1 && [ -x "$build/examples/layers_static" ]; then
   "$build/tools/uvmrun/uvmrun" --budget 1G -- "$build/examples/layers_static" --mb 1536
 else
-  trace=examples/traces/gpt2-small.uvmt
+  trace=examples/traces/gpt2-small-b16.uvmt
   [ -f "$trace" ] || trace=examples/traces/synthetic.uvmt
   "$build/tools/uvmtrace/uvmtrace" info "$trace"
   "$build/tools/uvmtrace/uvmtrace" simulate "$trace" --sweep --plot "$build/simulate-sweep.svg"

@@ -1,6 +1,8 @@
 #include "core/policy.h"
 #include "core/policy_chunk_schedule.h"
 
+#include "trace_fixtures.h"
+
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -11,27 +13,9 @@ using namespace uvmp;
 
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
+using trace::fixtures::loop_trace;
 
-// `allocations` buffers of `alloc_mib` MiB; launch k of each iteration reads
-// buffer k (kernel k).
-trace::Trace loop_trace(uint32_t allocations, uint64_t alloc_mib, uint32_t iterations) {
-    trace::Trace t;
-    for (uint32_t a = 0; a < allocations; ++a) t.allocs.push_back({a, 0x1000000ull * (a + 1), alloc_mib * kMiB});
-    for (uint32_t it = 0; it < iterations; ++it) {
-        t.iterations.push_back({it, t.launches.size(), 0});
-        for (uint32_t a = 0; a < allocations; ++a) {
-            trace::Launch l;
-            l.seq = t.launches.size();
-            l.kernel_id = a;
-            l.first_access = static_cast<uint32_t>(t.accesses.size());
-            l.access_count = 1;
-            t.accesses.push_back({a, 0, 0});
-            t.launches.push_back(l);
-        }
-    }
-    return t;
-}
+constexpr uint64_t kMiB = 1ull << 20;
 
 // Random launches over a few buffers of different sizes, partial ranges included.
 trace::Trace random_trace(uint32_t launches, unsigned seed) {

@@ -1,5 +1,7 @@
 #include "core/simulator.h"
 
+#include "trace_fixtures.h"
+
 #include <catch2/catch.hpp>
 
 #include <iostream>
@@ -8,28 +10,9 @@ using namespace uvmp;
 
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
+using trace::fixtures::loop_trace;
 
-// A training-like loop: `allocations` buffers of `alloc_mib` MiB, one kernel of
-// `kernel_us` per buffer and iteration, iteration marks at each start.
-trace::Trace loop_trace(uint32_t allocations, uint64_t alloc_mib, uint32_t iterations, uint64_t kernel_us) {
-    trace::Trace t;
-    for (uint32_t a = 0; a < allocations; ++a) t.allocs.push_back({a, 0x1000000ull * (a + 1), alloc_mib * kMiB});
-    for (uint32_t it = 0; it < iterations; ++it) {
-        t.iterations.push_back({it, t.launches.size(), 0});
-        for (uint32_t a = 0; a < allocations; ++a) {
-            trace::Launch l;
-            l.seq = t.launches.size();
-            l.kernel_id = a;
-            l.duration_ns = kernel_us * 1000;
-            l.first_access = static_cast<uint32_t>(t.accesses.size());
-            l.access_count = 1;
-            t.accesses.push_back({a, 0, 0});
-            t.launches.push_back(l);
-        }
-    }
-    return t;
-}
+constexpr uint64_t kMiB = 1ull << 20;
 
 SimResult run(const trace::Trace& t, PolicyKind policy, uint64_t budget) {
     SimConfig config;

@@ -23,4 +23,24 @@ std::vector<std::byte> read_file(const std::string& path) {
     return bytes;
 }
 
+Trace loop_trace(uint32_t allocations, uint64_t alloc_mib, uint32_t iterations, uint64_t kernel_us) {
+    constexpr uint64_t kMiB = 1ull << 20;
+    Trace t;
+    for (uint32_t a = 0; a < allocations; ++a) t.allocs.push_back({a, 0x1000000ull * (a + 1), alloc_mib * kMiB});
+    for (uint32_t it = 0; it < iterations; ++it) {
+        t.iterations.push_back({it, t.launches.size(), 0});
+        for (uint32_t a = 0; a < allocations; ++a) {
+            Launch l;
+            l.seq = t.launches.size();
+            l.kernel_id = a;
+            l.duration_ns = kernel_us * 1000;
+            l.first_access = static_cast<uint32_t>(t.accesses.size());
+            l.access_count = 1;
+            t.accesses.push_back({a, 0, 0});
+            t.launches.push_back(l);
+        }
+    }
+    return t;
+}
+
 } // namespace uvmp::trace::fixtures

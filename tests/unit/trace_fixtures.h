@@ -6,6 +6,7 @@
 #include "core/trace_writer.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,5 +15,9 @@ namespace uvmp::trace::fixtures {
 // A path in the build tree for a test's scratch file; the name should be unique per test.
 std::string scratch_path(const std::string& name);
 std::vector<std::byte> read_file(const std::string& path);
+
+// A training-like loop: `allocations` buffers of `alloc_mib` MiB; launch k of each
+// iteration reads buffer k with kernel k, lasting `kernel_us`; a mark starts each iteration.
+Trace loop_trace(uint32_t allocations, uint64_t alloc_mib, uint32_t iterations, uint64_t kernel_us = 0);
 
 } // namespace uvmp::trace::fixtures
