@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole GPU session in one script: GPU tests, benchmarks and one result table.
+# The whole GPU run in one script: GPU tests, benchmarks and one result table.
 #
 # Usage (from the repository root): OUT=DIR bench/device_run.sh [BUILD_DIR]
 #   BUILD_DIR  a build directory that already holds the library, uvmrun, uvmtrace, the
