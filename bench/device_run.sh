@@ -123,6 +123,11 @@ print("n/a" if value is None else (f"{value:.3f}" if isinstance(value, float) el
 EOF
 }
 
+# pass_if_true VALUE: PASS when VALUE is True, FAIL otherwise.
+pass_if_true() {
+    [[ $1 == True ]] && echo PASS || echo FAIL
+}
+
 # at_most VALUE LIMIT: PASS when VALUE <= LIMIT, FAIL otherwise or when VALUE is n/a.
 at_most() {
     "$PYTHON" -c 'import sys
@@ -228,7 +233,7 @@ benchmarks() {
     add_row "resnet50 step time ratio uvmrun/native" "$ratio" "<= $OVERHEAD_RATIO_GOAL" \
         "$(at_most "$ratio" "$OVERHEAD_RATIO_GOAL")"
     add_row "library active in resnet50 runs" "$(json_value "$report" resnet50 library_active)" "True" \
-        "$([[ $(json_value "$report" resnet50 library_active) == True ]] && echo PASS || echo FAIL)"
+        "$(pass_if_true "$(json_value "$report" resnet50 library_active)")"
 
     lib=$(json_value "$report" resnet50 trace_median_ms)
     ratio=$(json_value "$report" resnet50 ratio_trace_over_native)
@@ -236,7 +241,7 @@ benchmarks() {
     add_row "resnet50 ratio recording trace/native" "$ratio" "<= $TRACE_RATIO_GOAL" \
         "$(at_most "$ratio" "$TRACE_RATIO_GOAL")"
     add_row "trace recorded whole in every run" "$(json_value "$report" resnet50 trace_recorded)" "True" \
-        "$([[ $(json_value "$report" resnet50 trace_recorded) == True ]] && echo PASS || echo FAIL)"
+        "$(pass_if_true "$(json_value "$report" resnet50 trace_recorded)")"
 
     native=$(json_value "$report" empty_launch native_ns_per_launch)
     lib=$(json_value "$report" empty_launch lib_ns_per_launch)

@@ -12,8 +12,8 @@ Prints one line per step and, last, one JSON line:
 """
 
 import argparse
-import ctypes
 import json
+import os
 import statistics
 import sys
 
@@ -21,17 +21,12 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from uvmp_library import iteration_marker  # noqa: E402
+
 NUM_CLASSES = 1000
 IMAGE_SIZE = 224
 MIN_TIMED_STEPS = 20
-
-
-def iteration_marker():
-    """uvmp_mark_iteration when the library is preloaded, otherwise a no-op."""
-    try:
-        return ctypes.CDLL(None).uvmp_mark_iteration
-    except AttributeError:
-        return lambda: None
 
 
 def parse_arguments():

@@ -17,13 +17,14 @@ import os
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import argparse  # noqa: E402
-import ctypes  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 import torchvision  # noqa: E402
+
+from uvmp_library import iteration_marker  # noqa: E402
 
 NUM_CLASSES = 1000
 IMAGE_SIZE = 224
@@ -41,14 +42,6 @@ def soft_cross_entropy(logits, one_hot_targets):
     """Cross-entropy written with elementwise ops and sums: nll_loss on CUDA is refused
     in deterministic mode."""
     return -(F.log_softmax(logits, dim=1) * one_hot_targets).sum(dim=1).mean()
-
-
-def iteration_marker():
-    """uvmp_mark_iteration when the library is preloaded, otherwise a no-op."""
-    try:
-        return ctypes.CDLL(None).uvmp_mark_iteration
-    except AttributeError:
-        return lambda: None
 
 
 def parse_arguments():
