@@ -10,7 +10,8 @@
 #   TRACES=1   also record the bundled example traces (resnet50 b256, GPT-2 small b16) with
 #              kernel timing into $OUT, and run uvmtrace info on each
 #   OVERSUB=1  also run the oversubscription benchmark (bench/oversubscription.py) last:
-#              $OUT/oversub.json and $OUT/oversub.md; OVERSUB_WORKLOADS picks its workloads
+#              $OUT/oversub.json and $OUT/oversub.md; OVERSUB_WORKLOADS picks its workloads,
+#              OVERSUB_DIVISORS its budgets (footprint / divisor, default 1.5,2)
 #              (default layers,resnet50,gpt2-small)
 #   ONLY=oversub  run only the oversubscription benchmark: no GPU tests, no overhead
 #              benchmark (the GPU and build checks still come first)
@@ -30,6 +31,7 @@ PROBE=${PROBE:-0}
 TRACES=${TRACES:-0}
 OVERSUB=${OVERSUB:-0}
 OVERSUB_WORKLOADS=${OVERSUB_WORKLOADS:-layers,resnet50,gpt2-small}
+OVERSUB_DIVISORS=${OVERSUB_DIVISORS:-1.5,2}
 if [[ -n $ONLY && $ONLY != oversub ]]; then
     echo "device_run.sh: ONLY=$ONLY is not known; the one choice is ONLY=oversub" >&2
     exit 2
@@ -262,6 +264,7 @@ oversub_section() {
     run_step "bench: oversubscription ($OVERSUB_WORKLOADS)" "$left" \
         "$PYTHON" "$REPO_ROOT/bench/oversubscription.py" --uvmrun "$UVMRUN" --uvmtrace "$UVMTRACE" \
         --lib "$LIBRARY" --layers-binary "$LAYERS_STATIC" --workloads "$OVERSUB_WORKLOADS" \
+        --divisors "$OVERSUB_DIVISORS" \
         --timeout-s 150 --deadline-s "$own_deadline" --json-out "$report" --markdown-out "$markdown"
     add_row "oversub runs succeeded, losses equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
     local what value goal verdict

@@ -370,6 +370,9 @@ def table_rows(runs, workloads):
                 "gb_prefetched_per_step": per_step_gb("bytes_prefetched"),
                 "gb_evicted_per_step": per_step_gb("bytes_evicted"),
                 "gb_populated": stats["bytes_populated"] / 1e9 if "bytes_populated" in stats else None,
+                "unplanned": stats.get("launches_unplanned"),
+                "us_per_move_call": stats["move_call_ns"] / 1e3 / stats["move_calls"]
+                if stats.get("move_calls") else None,
                 "losses_equal": losses_verdict(run, native),
             })
     return rows
@@ -388,6 +391,8 @@ TABLE_COLUMNS = [
     ("x bound", "ratio_bound", lambda r: fmt(r["ratio_bound"], 3)),
     ("GB in/step", "gb_prefetched_per_step", lambda r: fmt(r["gb_prefetched_per_step"], 3)),
     ("GB out/step", "gb_evicted_per_step", lambda r: fmt(r["gb_evicted_per_step"], 3)),
+    ("unplanned", "unplanned", lambda r: "-" if r["unplanned"] is None else str(r["unplanned"])),
+    ("us/move call", "us_per_move_call", lambda r: fmt(r["us_per_move_call"], 1)),
     ("losses = native", "losses_equal",
      lambda r: "-" if r["losses_equal"] is None else ("yes" if r["losses_equal"] else "NO")),
 ]

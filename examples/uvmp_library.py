@@ -15,7 +15,8 @@ class LibraryCounters:
                 "passthrough_host passthrough_capture passthrough_managed_failed passthrough_inactive "
                 "guard_refusals launches_seen launches_with_access access_entries populate_calls "
                 "bytes_populated bytes_prefetched bytes_evicted iterations budget_bytes "
-                "guard_limit_bytes trace_records_written trace_records_dropped launches_unplanned"
+                "guard_limit_bytes trace_records_written trace_records_dropped launches_unplanned move_calls "
+                "move_call_ns"
             ).split()
         ]
 

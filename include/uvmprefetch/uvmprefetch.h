@@ -54,6 +54,8 @@ typedef struct uvmp_stats {
     uint64_t trace_records_dropped;
 
     uint64_t launches_unplanned;    /* launches the policy skipped because its worker was behind */
+    uint64_t move_calls;            /* prefetch/evict/populate calls issued by the worker */
+    uint64_t move_call_ns;          /* host time the worker spent inside those calls */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

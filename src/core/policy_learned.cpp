@@ -46,7 +46,7 @@ protected:
             cached_chunks_.clear();
             cached_layout_ = residency.layout_version();
         }
-        auto [entry, added] = chunk_cache_.try_emplace(predicted->signature);
+        auto [entry, added] = chunk_cache_.try_emplace(predicted->extent_hash);
         if (added) {
             future_.clear();
             for (const trace::Access& access : predictor_.accesses(*predicted)) residency.append_chunks(access, future_);
@@ -126,7 +126,7 @@ private:
     Predictor predictor_;
     uint64_t current_step_ = 0;
     std::vector<ChunkId> future_;
-    // Chunk lists of predicted launches by signature: (start, count) in cached_chunks_.
+    // Chunk lists of predicted launches by extent hash: (start, count) in cached_chunks_.
     std::unordered_map<uint64_t, std::pair<size_t, size_t>> chunk_cache_;
     std::vector<ChunkId> cached_chunks_;
     uint64_t cached_layout_ = UINT64_MAX;

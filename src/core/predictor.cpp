@@ -29,8 +29,13 @@ uint64_t Predictor::signature_of(uint32_t kernel_id, std::span<const trace::Acce
     for (const trace::Access& a : accesses) {
         h = mix(h, a.alloc_id);
         h = mix(h, a.offset);
-        h = mix(h, a.length);
     }
+    return h;
+}
+
+uint64_t Predictor::extent_hash_of(uint64_t signature, std::span<const trace::Access> accesses) {
+    uint64_t h = signature;
+    for (const trace::Access& a : accesses) h = mix(h, a.length);
     return h;
 }
 
@@ -42,7 +47,7 @@ bool Predictor::has_next(uint64_t position) const {
     return frozen_ ? !steps_.empty() : position + 1 < steps_.size();
 }
 
-uint64_t Predictor::recent_signature(uint64_t back) const {
+uint32_t Predictor::recent_kernel(uint64_t back) const {
     return recent_[(recent_count_ - 1 - back) % recent_.size()];
 }
 
@@ -52,14 +57,14 @@ bool Predictor::observe(uint32_t kernel_id, std::span<const trace::Access> acces
     if (located_ && has_next(position_)) {
         ++predictions_;
         const Step& expected = steps_[next_position(position_)];
-        hit = expected.signature == signature && expected.kernel_id == kernel_id;
+        hit = expected.kernel_id == kernel_id && (expected.signature == signature || resembles(expected, accesses));
     }
     if (hit) {
         ++hits_;
         position_ = next_position(position_);
         ++consecutive_hits_;
     } else {
-        resync(signature);
+        resync(kernel_id, signature);
         consecutive_hits_ = 0;
         if (located_) ++resyncs_;
         // A launch the loop has never seen: the program left the learned loop,
@@ -71,7 +76,7 @@ bool Predictor::observe(uint32_t kernel_id, std::span<const trace::Access> acces
         append(kernel_id, signature, accesses);
         if (hit) maybe_freeze();
     }
-    recent_[recent_count_ % recent_.size()] = signature;
+    recent_[recent_count_ % recent_.size()] = kernel_id;
     ++recent_count_;
     return hit;
 }
@@ -98,17 +103,34 @@ uint32_t Predictor::context_score(uint64_t candidate) const {
             if (candidate < back + 1) break;
             index = candidate - 1 - back;
         }
-        if (steps_[index].signature != recent_signature(back)) break;
+        if (steps_[index].kernel_id != recent_kernel(back)) break;
         ++score;
     }
     return score;
 }
 
-void Predictor::resync(uint64_t signature) {
+bool Predictor::resembles(const Step& expected, std::span<const trace::Access> accesses) const {
+    const auto known = this->accesses(expected);
+    if (known.empty() || accesses.empty()) return known.empty() && accesses.empty();
+    size_t shared = 0;
+    for (const trace::Access& a : accesses)
+        for (const trace::Access& k : known)
+            if (k.alloc_id == a.alloc_id) {
+                ++shared;
+                break;
+            }
+    return 2 * shared >= std::max(known.size(), accesses.size());
+}
+
+void Predictor::resync(uint32_t kernel_id, uint64_t signature) {
     located_ = false;
-    const auto it = positions_of_signature_.find(signature);
-    if (it == positions_of_signature_.end() || it->second.empty()) return;
-    const std::vector<uint32_t>& candidates = it->second;
+    const std::vector<uint32_t>* found = nullptr;
+    if (const auto it = positions_of_signature_.find(signature); it != positions_of_signature_.end())
+        found = &it->second;
+    else if (const auto k = positions_of_kernel_.find(kernel_id); k != positions_of_kernel_.end())
+        found = &k->second;
+    if (!found || found->empty()) return;
+    const std::vector<uint32_t>& candidates = *found;
     uint32_t best_score = 0;
     uint64_t best = candidates.back();
     uint32_t examined = 0;
@@ -132,10 +154,12 @@ void Predictor::append(uint32_t kernel_id, uint64_t signature, std::span<const t
     Step step;
     step.kernel_id = kernel_id;
     step.signature = signature;
+    step.extent_hash = extent_hash_of(signature, accesses);
     step.first_access = static_cast<uint32_t>(step_accesses_.size());
     step.access_count = static_cast<uint32_t>(accesses.size());
     step_accesses_.insert(step_accesses_.end(), accesses.begin(), accesses.end());
     positions_of_signature_[signature].push_back(static_cast<uint32_t>(steps_.size()));
+    positions_of_kernel_[kernel_id].push_back(static_cast<uint32_t>(steps_.size()));
     steps_.push_back(step);
 }
 
@@ -172,7 +196,11 @@ void Predictor::unfreeze() {
 
 void Predictor::rebuild_index() {
     positions_of_signature_.clear();
-    for (uint32_t i = 0; i < steps_.size(); ++i) positions_of_signature_[steps_[i].signature].push_back(i);
+    positions_of_kernel_.clear();
+    for (uint32_t i = 0; i < steps_.size(); ++i) {
+        positions_of_signature_[steps_[i].signature].push_back(i);
+        positions_of_kernel_[steps_[i].kernel_id].push_back(i);
+    }
 }
 
 } // namespace uvmp

@@ -2,12 +2,18 @@
 // come next. Only what has been seen so far is used, so the same object serves
 // the preloaded library and the simulator's `learned` policy.
 //
-// A launch is identified by its signature: the kernel id and the access set
-// (allocation, offset, length of each access). While learning, every launch is
-// appended to a history; the current launch is located in it by following the
-// previous match one step on, or, when that fails, by re-synchronising: among
-// the earlier launches with the same signature the one whose preceding launches
-// best match the live ones wins. Once a run of consecutive correct predictions
+// A launch is identified by its signature: the kernel id and where each access
+// starts. While learning, every launch is appended to a history; the current
+// launch is located in it by following the previous match one step on, or,
+// when that fails, by re-synchronising: among the earlier launches with the
+// same signature (else the same kernel) the one whose preceding kernels best
+// match the live ones wins.
+//
+// The same launch of the next iteration need not be identical: allocators hand
+// small buffers (scalars, statistics) different offsets from step to step. A
+// launch therefore also counts as the predicted one when its kernel is the
+// predicted kernel and at least half of its accesses name allocations the
+// prediction names. Once a run of consecutive correct predictions
 // covers a whole period (the distance between the live launch and its match),
 // the most recent period is frozen into a loop and the history dropped.
 #pragma once
@@ -38,6 +44,9 @@ public:
     struct Step {
         uint32_t kernel_id = 0;
         uint64_t signature = 0;
+        // Also covers the accesses' lengths, which the signature leaves out:
+        // equal extent hashes mean equal chunk lists.
+        uint64_t extent_hash = 0;
         uint32_t first_access = 0;
         uint32_t access_count = 0;
     };
@@ -66,13 +75,18 @@ public:
     // Hits over launches for which a prediction existed; 0 before any.
     double hit_rate() const { return predictions_ ? static_cast<double>(hits_) / static_cast<double>(predictions_) : 0.0; }
 
+    // Kernel and where each access starts. Lengths are left out: they are
+    // inferred (access_extents.h), and an inference from another window of
+    // launches must not make the same launch look different.
     static uint64_t signature_of(uint32_t kernel_id, std::span<const trace::Access> accesses);
+    static uint64_t extent_hash_of(uint64_t signature, std::span<const trace::Access> accesses);
 
 private:
     uint64_t next_position(uint64_t position) const;
     bool has_next(uint64_t position) const;
-    void resync(uint64_t signature);
+    void resync(uint32_t kernel_id, uint64_t signature);
     uint32_t context_score(uint64_t candidate) const;
+    bool resembles(const Step& expected, std::span<const trace::Access> accesses) const;
     void append(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses);
     void maybe_freeze();
     void unfreeze();
@@ -83,11 +97,12 @@ private:
     std::vector<Step> steps_;
     std::vector<trace::Access> step_accesses_;
     std::unordered_map<uint64_t, std::vector<uint32_t>> positions_of_signature_;
-    // Signatures of the most recent live launches: a ring of context_length
+    std::unordered_map<uint32_t, std::vector<uint32_t>> positions_of_kernel_;
+    // Kernels of the most recent live launches: a ring of context_length
     // entries; recent_count_ counts every launch ever pushed.
-    std::vector<uint64_t> recent_;
+    std::vector<uint32_t> recent_;
     uint64_t recent_count_ = 0;
-    uint64_t recent_signature(uint64_t back) const;
+    uint32_t recent_kernel(uint64_t back) const;
 
     bool frozen_ = false;
     bool learning_ = true;

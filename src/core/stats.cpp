@@ -75,6 +75,12 @@ std::vector<std::string> Stats::summary_lines() const {
                     n(populate_calls) + " calls; prefetched " + sz(bytes_prefetched) +
                     ", evicted " + sz(bytes_evicted) + "; launches not planned (worker behind): " +
                     n(launches_unplanned));
+    if (v(move_calls)) {
+        char per_call[48];
+        std::snprintf(per_call, sizeof per_call, "%.1f us",
+                      static_cast<double>(v(move_call_ns)) / 1e3 / static_cast<double>(v(move_calls)));
+        lines.push_back("move calls: " + n(move_calls) + ", worker held " + per_call + " per call on average");
+    }
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
     if (v(trace_records_written) || v(trace_records_dropped))

@@ -327,10 +327,11 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
             PlannedLaunch planned{seq, info.id, {}, record_fence(site)};
             planned.accesses.reserve(t_hits.size());
             for (const AccessHit& h : t_hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
-            // A worker far behind (a long transfer in hand) would plan for launches the
-            // GPU has long run: past a backlog, launches are not planned at all, and
-            // the predictor re-synchronises when the worker catches up.
-            constexpr size_t kMaxBacklog = 4096;
+            // The worker only queues moves behind fences, so it keeps up unless the
+            // driver holds it in a call; past this backlog (several training steps
+            // of launches) launches are not planned at all, and the predictor
+            // re-synchronises when the worker catches up.
+            constexpr size_t kMaxBacklog = 1 << 16;
             const CUevent fence = planned.fence;
             const bool queued = executor_.post_unless_backlogged(
                 [this, planned = std::move(planned)](Executor& executor) { planner_->launch(planned, executor); },
@@ -361,11 +362,9 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
 }
 
 CUevent Interceptor::record_fence(const LaunchSite& site) {
-    // One event every few launches is enough to follow the GPU, at a fraction of a
-    // microsecond each. It is recorded before the launch is forwarded, so it
-    // completes when the work queued before this launch has.
-    constexpr uint64_t kFenceEvery = 8;
-    if (planned_launches_.fetch_add(1, std::memory_order_relaxed) % kFenceEvery != 0) return nullptr;
+    // Recorded before the launch is forwarded, so it completes when the work
+    // queued before this launch has: the moves planned for the launch wait on it.
+    // A fraction of a microsecond per launch.
     const DriverTable* table = driver_table_if_ready();
     if (!table) return nullptr;
     CUevent event = fences_.acquire(*table);

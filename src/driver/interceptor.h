@@ -101,7 +101,6 @@ private:
 
     std::unique_ptr<Planner> planner_; // worker thread only, once made
     FencePool fences_;
-    std::atomic<uint64_t> planned_launches_{0};
     std::once_flag trace_once_;
     std::unique_ptr<trace::TraceWriter> trace_;
     std::atomic<uint64_t> launch_seq_{0};

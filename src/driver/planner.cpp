@@ -4,14 +4,9 @@
 #include "core/size_parse.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace uvmp::driver {
-
-namespace {
-// Pins are released by the oldest completed fence; without fences (a stream that
-// could not take an event) the window is bounded all the same.
-constexpr size_t kMaxInFlight = 8192;
-} // namespace
 
 CUevent FencePool::acquire(const DriverTable& table) {
     {
@@ -35,30 +30,6 @@ void FencePool::release(CUevent event) {
 Planner::Planner(ResidencyPolicy policy, uint64_t chunk_bytes, Stats& stats, const Registry& registry,
                  FencePool& fences)
     : kind_(policy), chunk_bytes_(chunk_bytes), stats_(stats), registry_(registry), fences_(fences) {}
-
-void Planner::retire_front() {
-    InFlight& f = in_flight_.front();
-    for (ChunkId c : f.chunks) f.model->residency->unpin(c);
-    if (f.fence) fences_.release(f.fence);
-    in_flight_.pop_front();
-}
-
-void Planner::retire_finished_launches() {
-    const DriverTable* table = driver_table_if_ready();
-    // A fence is recorded just before its launch: once complete, every launch
-    // before that one has run.
-    size_t done = 0;
-    for (size_t i = 0; i < in_flight_.size(); ++i) {
-        CUevent& fence = in_flight_[i].fence;
-        if (!fence) continue;
-        if (!table || table->cuEventQuery(fence) != CUDA_SUCCESS) break;
-        fences_.release(fence);
-        fence = nullptr;
-        done = i;
-    }
-    while (done-- > 0) retire_front();
-    while (in_flight_.size() > kMaxInFlight) retire_front();
-}
 
 Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
     DeviceModel& model = models_[device];
@@ -104,7 +75,6 @@ void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
     std::sort(chunk_scratch_.begin(), chunk_scratch_.end());
     chunk_scratch_.erase(std::unique(chunk_scratch_.begin(), chunk_scratch_.end()), chunk_scratch_.end());
 
-    retire_finished_launches();
     LaunchView view;
     view.step = launch.seq;
     view.kernel_id = launch.kernel_id;
@@ -114,11 +84,27 @@ void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
     plan_.clear();
     model.policy->plan(view, residency, plan_);
     plan_.coalesce_evictions(residency);
-    in_flight_.push_back(InFlight{&model, chunk_scratch_, launch.fence});
-    execute(plan_, model, executor);
+    for (ChunkId c : chunk_scratch_) residency.unpin(c);
+    execute(plan_, launch.fence, model, executor);
+    if (launch.fence) fences_.release(launch.fence);
 }
 
-void Planner::execute(const Plan& plan, DeviceModel& model, Executor& executor) {
+void Planner::execute(const Plan& plan, CUevent fence, DeviceModel& model, Executor& executor) {
+    const bool fetches = kind_ != ResidencyPolicy::DemandLru ? !plan.demand.empty() || !plan.prefetch.empty()
+                                                             : false;
+    if (plan.evict.empty() && !fetches) return;
+    // Everything below is queued behind the launch's fence. A wait captures the
+    // event as last recorded, so the fence can be recycled right after.
+    if (fence) {
+        const DriverTable* table = driver_table_if_ready();
+        const uint32_t alloc_id = model.residency->alloc_id_of(
+            !plan.evict.empty() ? plan.evict.front().first
+                                : (!plan.demand.empty() ? plan.demand.front().first : plan.prefetch.front().first));
+        const auto it = allocations_.find(alloc_id);
+        CUstream stream = table && it != allocations_.end() ? executor.stream_for(*table, it->second.context) : nullptr;
+        if (stream && table->cuStreamWaitEvent(stream, fence, 0) != CUDA_SUCCESS)
+            UVMP_WARN_ONCE("could not order moves after a launch; they may start early");
+    }
     for (const ChunkSpan& span : plan.evict) move(span, trace::MoveKind::Evict, model, executor);
     // Chunks the launch needs now. demand-lru stands for what unified memory does
     // on its own, so they fault in; otherwise they are fetched too, since the
@@ -153,7 +139,12 @@ void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, Exe
         location.type = CU_MEM_LOCATION_TYPE_HOST;
         location.id = 0;
     }
+    const auto call_start = std::chrono::steady_clock::now();
     const CUresult r = table->cuMemPrefetchAsync_v2(allocation.base + offset, bytes, location, 0, stream);
+    stats_.add(stats_.move_calls);
+    stats_.add(stats_.move_call_ns, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                              std::chrono::steady_clock::now() - call_start)
+                                                              .count()));
     if (r != CUDA_SUCCESS) {
         UVMP_WARN_ONCE("a {} of {} failed ({}); the driver will fault the data in instead",
                        to_gpu ? "prefetch" : "eviction", format_size(bytes), error_name(r));

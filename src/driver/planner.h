@@ -3,6 +3,13 @@
 // (core/policy.h, the same code the simulator runs) what to move, and issues the
 // moves as prefetch calls on the library's own streams. Every move is a hint to
 // the driver's unified memory: a wrong one costs time, never correctness.
+//
+// The application's thread runs ahead of the GPU, often by a whole training
+// step. The moves planned for a launch are therefore queued behind a wait on
+// the launch's fence: they run when the GPU reaches the launch, which is the
+// moment the residency model describes (as in the simulator). So a chunk is
+// evicted only once the kernels before the launch have finished with it, and
+// nothing is fetched so early that it is pushed out again before its use.
 #pragma once
 
 #include "core/options.h"
@@ -14,7 +21,6 @@
 #include "driver/driver_table.h"
 #include "driver/executor.h"
 
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -34,11 +40,13 @@ struct PlannedLaunch {
     uint64_t seq;
     uint32_t kernel_id;
     std::vector<trace::Access> accesses; // not empty
-    CUevent fence;                       // recorded after the launch on its stream, or nullptr
+    // Recorded on the launch's stream just before the launch, or nullptr: it
+    // completes when everything queued before the launch has run.
+    CUevent fence;
 };
 
-// Events the launch path records behind launches, so the worker can tell how far
-// the GPU has got; recycled once seen complete.
+// Events the launch path records in front of launches, so that the moves planned
+// for a launch start on the GPU's time, not the application thread's.
 class FencePool {
 public:
     CUevent acquire(const DriverTable& table);
@@ -70,18 +78,8 @@ private:
         std::unique_ptr<uvmp::Policy> policy;
     };
 
-    // A launch the GPU may not have run yet: its chunks stay pinned until then,
-    // since the application thread (and so this planner) runs ahead of the GPU.
-    struct InFlight {
-        DeviceModel* model;
-        std::vector<ChunkId> chunks;
-        CUevent fence;
-    };
-
     DeviceModel& model_for(CUdevice device, uint64_t budget);
-    void retire_finished_launches();
-    void retire_front();
-    void execute(const Plan& plan, DeviceModel& model, Executor& executor);
+    void execute(const Plan& plan, CUevent fence, DeviceModel& model, Executor& executor);
     void move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, Executor& executor);
 
     ResidencyPolicy kind_;
@@ -89,7 +87,6 @@ private:
     Stats& stats_;
     const Registry& registry_;
     FencePool& fences_;
-    std::deque<InFlight> in_flight_;
     trace::TraceWriter* trace_ = nullptr;
     std::unordered_map<CUdevice, DeviceModel> models_;
     std::unordered_map<uint32_t, PlannedAllocation> allocations_;

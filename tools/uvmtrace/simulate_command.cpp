@@ -3,6 +3,7 @@
 // budget for every policy, as a table and an SVG plot.
 #include "commands.h"
 
+#include "core/access_extents.h"
 #include "core/policy.h"
 #include "core/simulator.h"
 #include "core/size_parse.h"
@@ -40,6 +41,7 @@ struct SimulateOptions {
     bool json = false;
     bool timing = false;
     bool sweep = false;
+    std::string extents = "inferred";
     std::string sweep_from = "30%";
     std::string sweep_to = "110%";
     unsigned sweep_steps = 10;
@@ -306,9 +308,10 @@ void run(const SimulateOptions& o) {
     if (!o.budget.empty()) budget = size_option("--budget", o.budget);
     else if (!o.sweep) bad_usage("--budget is required (or --sweep)");
 
-    const trace::Trace trace = trace::read_trace_file(o.file);
-    const ChunkSchedule schedule(trace, config.chunk_bytes);
+    trace::Trace trace = trace::read_trace_file(o.file);
     const auto bounds = iteration_bounds(trace);
+    if (o.extents == "inferred") infer_access_extents(trace, bounds);
+    const ChunkSchedule schedule(trace, config.chunk_bytes);
     if (schedule.dangling_accesses())
         std::cerr << "uvmtrace simulate: note: " << schedule.dangling_accesses()
                   << " accesses name an allocation that was not live; they are ignored\n";
@@ -339,6 +342,11 @@ void register_simulate(CLI::App& app) {
     cmd->add_option("--link-concurrent-gbps", options->concurrent_gbps, "fetch plus evict when both run (default 23)");
     cmd->add_option("--kernel-us", options->kernel_us, "duration of launches recorded without one (default 20)");
     cmd->add_option("--lookahead", options->lookahead, "launches ahead that prefetching may reach")->capture_default_str();
+    cmd->add_option("--extents", options->extents,
+                    "lengths of accesses the trace leaves open: inferred from the pointers in use at the same time, "
+                    "or raw (to the end of the allocation)")
+        ->check(CLI::IsMember({"inferred", "raw"}))
+        ->capture_default_str();
     cmd->add_flag("--json", options->json, "print JSON");
     cmd->add_flag("--timing", options->timing,
                   "print how fast the simulator ran, in launches per second of CPU time (to standard error with --json)");
