@@ -36,6 +36,11 @@ protected:
     }
 
     std::optional<std::span<const ChunkId>> future_chunks(uint64_t step, const Residency& residency) override {
+        // Right after a miss the predictor's guess of where the program is can
+        // be wrong, and acting on it moves many times the working set (the
+        // first step's one-off set-up launches cause most misses). Demand
+        // paging until predictions have held for a while.
+        if (!predictor_.trusted()) return std::nullopt;
         const Predictor::Step* predicted = predictor_.predict(step - current_step_);
         if (!predicted) return std::nullopt;
         // Looking ahead restarts after every failed prediction and visits the

@@ -81,6 +81,14 @@ bool Predictor::observe(uint32_t kernel_id, std::span<const trace::Access> acces
     return hit;
 }
 
+bool Predictor::trusted() const {
+    if (!located_) return false;
+    // The loop's length: frozen, the loop itself; learning, how far back the
+    // live launch's match lies in the history.
+    const uint64_t period = frozen_ ? steps_.size() : steps_.size() - 1 - position_;
+    return consecutive_hits_ >= std::min<uint64_t>(config_.trust_hits, std::max<uint64_t>(period, 1));
+}
+
 const Predictor::Step* Predictor::predict(uint64_t ahead) const {
     if (!located_ || steps_.empty()) return nullptr;
     if (frozen_) return &steps_[(position_ + ahead) % steps_.size()];

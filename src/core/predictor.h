@@ -33,6 +33,9 @@ struct PredictorConfig {
     // A loop is frozen only after at least this many consecutive hits, so that a
     // kernel repeated a few times inside an iteration is not taken for the loop.
     uint32_t min_confirm_hits = 8;
+    // Predictions are trusted once this many launches in a row were predicted,
+    // or a whole period of them when the loop is shorter.
+    uint32_t trust_hits = 32;
     // Learning stops (predictions continue) once the history holds this many.
     uint64_t max_history = 1u << 20;
     // Candidates examined per re-synchronisation, most recent first.
@@ -66,6 +69,8 @@ public:
     // one before: predictions made before it still hold, shifted by one.
     bool continued() const { return continued_; }
     bool frozen() const { return frozen_; }
+    // Located, and the recent launches all came as predicted: worth acting on.
+    bool trusted() const;
     // Launches per loop once frozen, else 0.
     uint64_t period() const { return frozen_ ? steps_.size() : 0; }
 

@@ -3,6 +3,7 @@
 #include "core/iteration_period.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <ctime>
 #include <stdexcept>
@@ -99,6 +100,8 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     std::vector<double> ready_at(schedule.chunk_slots(), 0.0);
     std::vector<double> busy_until(schedule.chunk_slots(), 0.0);
     std::vector<double> kernel_end(launches, 0.0);
+    // Bytes moved in and out before each launch, to tell the steps apart.
+    std::vector<uint64_t> in_before(launches + 1, 0), out_before(launches + 1, 0);
     double copy_free = 0.0;
     double compute_free = 0.0;
     // The application issues launch i while the GPU runs launch i - 1: transfers
@@ -192,6 +195,8 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         result.demand_bytes += demand_bytes;
         result.evict_calls += plan.evict.size();
         result.prefetch_calls += plan.prefetch.size();
+        in_before[i + 1] = result.prefetched_bytes + result.demand_bytes;
+        out_before[i + 1] = result.evicted_bytes;
     }
 
     result.total_seconds = compute_free;
@@ -204,8 +209,16 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         auto end_before = [&](uint64_t launch) { return launch == 0 ? 0.0 : kernel_end[launch - 1]; };
         std::vector<double> steady;
         for (size_t k = 1; k + 1 < bounds.size(); ++k) steady.push_back(end_before(bounds[k + 1]) - end_before(bounds[k]));
+        const size_t first_steady = steady.empty() ? 0 : 1;
         if (steady.empty()) steady.push_back(end_before(bounds[1]) - end_before(bounds[0]));
         result.step_seconds = median(steady);
+        // The step whose time is closest to the median.
+        size_t typical = first_steady;
+        for (size_t k = 0; k < steady.size(); ++k)
+            if (std::abs(steady[k] - result.step_seconds) < std::abs(steady[typical - first_steady] - result.step_seconds))
+                typical = k + first_steady;
+        result.step_in_bytes = in_before[bounds[typical + 1]] - in_before[bounds[typical]];
+        result.step_out_bytes = out_before[bounds[typical + 1]] - out_before[bounds[typical]];
         result.steady_steps = bounds.size() > 2 ? bounds.size() - 2 : 1;
         // The second iteration stands for all steady ones in the bound below.
         const size_t reference = bounds.size() > 2 ? 1 : 0;

@@ -54,6 +54,10 @@ struct SimResult {
     uint64_t steady_steps = 0;
     uint64_t step_launches = 0;   // launches per iteration (0: no iterations found)
     uint64_t step_working_set_bytes = 0;
+    // Bytes into the GPU (prefetched and faulted) and out of it in the steady
+    // step whose time is the median: what the policy moves once it has learned.
+    uint64_t step_in_bytes = 0;
+    uint64_t step_out_bytes = 0;
     // No policy can beat this per iteration: compute, or the bytes that must
     // cross the link (working set beyond the budget, in and out) at full speed.
     double transfer_bound_step_seconds = 0;

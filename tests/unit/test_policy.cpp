@@ -126,8 +126,9 @@ TEST_CASE("policy: learned fetches ahead once it has seen an iteration", "[polic
     const ChunkSchedule schedule(t, 2 * kMiB);
     const auto policy = make_learned_policy();
     const Run run = drive(*policy, t, schedule, 16 * kMiB);
-    // The first iteration and the launch that locates the loop fault at most.
-    CHECK(run.demand_bytes <= 5 * 8 * kMiB);
+    // At most the first iteration, the launch that locates the loop and one
+    // iteration of predictions before they are trusted fault in.
+    CHECK(run.demand_bytes <= 7 * 8 * kMiB);
     CHECK(run.demand_bytes + run.prefetch_bytes >= 30 * 8 * kMiB);
     CHECK(run.max_resident <= 16 * kMiB);
     REQUIRE(policy->prediction_hit_rate());

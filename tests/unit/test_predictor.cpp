@@ -109,3 +109,34 @@ TEST_CASE("predictor: context picks the right occurrence of a repeated launch", 
     REQUIRE(p.predict(1));
     CHECK(p.predict(1)->kernel_id == 4);
 }
+
+TEST_CASE("predictor: a launch whose small buffers moved still counts as predicted", "[predictor]") {
+    Predictor p;
+    const uint32_t period = 10;
+    // Kernel k reads allocation k and a scalar in allocation 99 whose offset
+    // changes every iteration, as a caching allocator's small blocks do.
+    for (uint32_t iteration = 0; iteration < 6; ++iteration)
+        for (uint32_t k = 0; k < period; ++k) {
+            const std::vector<trace::Access> a{{k, 0, 0}, {99, 512 * (iteration * period + k), 0}};
+            p.observe(k, a);
+        }
+    CHECK(p.frozen());
+    CHECK(p.period() == period);
+    CHECK(p.trusted());
+    CHECK(p.hit_rate() > 0.9);
+}
+
+TEST_CASE("predictor: predictions are trusted only after a run of hits", "[predictor]") {
+    PredictorConfig config;
+    config.trust_hits = 4;
+    Predictor p(config);
+    const uint32_t period = 20;
+    for (uint32_t k = 0; k < period; ++k) feed(p, k);
+    CHECK_FALSE(p.trusted());
+    for (uint32_t k = 0; k < 4; ++k) feed(p, k);
+    CHECK_FALSE(p.trusted()); // located at the first repeat, three hits since
+    feed(p, 4);
+    CHECK(p.trusted());
+    feed(p, 77); // a kernel never seen: lost
+    CHECK_FALSE(p.trusted());
+}

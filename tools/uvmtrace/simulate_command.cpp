@@ -100,6 +100,8 @@ nlohmann::json to_json(const SimResult& r) {
         {"steady_steps", r.steady_steps},
         {"step_launches", r.step_launches},
         {"step_working_set_bytes", r.step_working_set_bytes},
+        {"step_in_bytes", r.step_in_bytes},
+        {"step_out_bytes", r.step_out_bytes},
         {"transfer_bound_step_seconds", r.transfer_bound_step_seconds},
         {"simulation_wall_seconds", r.simulation_wall_seconds},
         {"simulation_cpu_seconds", r.simulation_cpu_seconds},
@@ -128,6 +130,9 @@ void print_result(const SimResult& r) {
                                       r.steady_steps, r.step_launches));
     else
         line("step time", "no iterations found: see total time");
+    if (r.step_launches)
+        line("moved per step", fmt::format("{} in, {} out (the step closest to the median)", format_size(r.step_in_bytes),
+                                           format_size(r.step_out_bytes)));
     line("bound per step", fmt::format("{} (working set {}: compute or link, whichever is longer)",
                                        milliseconds(r.transfer_bound_step_seconds), format_size(r.step_working_set_bytes)));
     if (r.prediction_hit_rate) line("prediction hit rate", fmt::format("{:.1f}%", *r.prediction_hit_rate * 100.0));
