@@ -371,6 +371,9 @@ def table_rows(runs, workloads):
                 "gb_evicted_per_step": per_step_gb("bytes_evicted"),
                 "gb_populated": stats["bytes_populated"] / 1e9 if "bytes_populated" in stats else None,
                 "unplanned": stats.get("launches_unplanned"),
+                "gb_demand_per_step": per_step_gb("bytes_demand_estimated"),
+                "us_per_launch": stats["launch_call_ns"] / 1e3 / stats["launch_calls_timed"]
+                if stats.get("launch_calls_timed") else None,
                 "us_per_move_call": stats["move_call_ns"] / 1e3 / stats["move_calls"]
                 if stats.get("move_calls") else None,
                 "losses_equal": losses_verdict(run, native),
@@ -391,7 +394,9 @@ TABLE_COLUMNS = [
     ("x bound", "ratio_bound", lambda r: fmt(r["ratio_bound"], 3)),
     ("GB in/step", "gb_prefetched_per_step", lambda r: fmt(r["gb_prefetched_per_step"], 3)),
     ("GB out/step", "gb_evicted_per_step", lambda r: fmt(r["gb_evicted_per_step"], 3)),
+    ("GB late/step", "gb_demand_per_step", lambda r: fmt(r["gb_demand_per_step"], 3)),
     ("unplanned", "unplanned", lambda r: "-" if r["unplanned"] is None else str(r["unplanned"])),
+    ("us/launch", "us_per_launch", lambda r: fmt(r["us_per_launch"], 1)),
     ("us/move call", "us_per_move_call", lambda r: fmt(r["us_per_move_call"], 1)),
     ("losses = native", "losses_equal",
      lambda r: "-" if r["losses_equal"] is None else ("yes" if r["losses_equal"] else "NO")),

@@ -56,6 +56,11 @@ typedef struct uvmp_stats {
     uint64_t launches_unplanned;    /* launches the policy skipped because its worker was behind */
     uint64_t move_calls;            /* prefetch/evict/populate calls issued by the worker */
     uint64_t move_call_ns;          /* host time the worker spent inside those calls */
+    uint64_t bytes_demand_estimated; /* bytes launches needed that the policy had not made
+                                        resident before them: faulted in, or fetched late */
+    uint64_t launches_with_demand;  /* launches with such bytes: likely stalls */
+    uint64_t launch_calls_timed;    /* launch calls timed (only with a policy on) */
+    uint64_t launch_call_ns;        /* host time the application spent inside them */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

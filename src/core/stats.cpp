@@ -81,6 +81,14 @@ std::vector<std::string> Stats::summary_lines() const {
                       static_cast<double>(v(move_call_ns)) / 1e3 / static_cast<double>(v(move_calls)));
         lines.push_back("move calls: " + n(move_calls) + ", worker held " + per_call + " per call on average");
     }
+    if (v(launch_calls_timed)) {
+        char per_launch[48];
+        std::snprintf(per_launch, sizeof per_launch, "%.1f us",
+                      static_cast<double>(v(launch_call_ns)) / 1e3 / static_cast<double>(v(launch_calls_timed)));
+        lines.push_back("launch calls: " + std::string(per_launch) + " on average in the driver; " +
+                        n(launches_with_demand) + " launches needed " + sz(bytes_demand_estimated) +
+                        " the policy had not made resident ahead (faulted in or fetched late)");
+    }
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
     if (v(trace_records_written) || v(trace_records_dropped))

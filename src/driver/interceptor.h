@@ -63,6 +63,14 @@ public:
     uint64_t observe_launch(const LaunchSite& site);
     void mark_iteration();
 
+    // With a policy on, the application's launches can be held up by the
+    // driver while the worker moves data: the launch hooks time the real call.
+    bool times_launch_calls() const { return config_.policy != ResidencyPolicy::None; }
+    void launch_call_took(uint64_t nanoseconds) {
+        stats_.add(stats_.launch_calls_timed);
+        stats_.add(stats_.launch_call_ns, nanoseconds);
+    }
+
     // Exit: summary, stats file, trace close. Idempotent.
     void finish();
     void forget_after_fork();

@@ -85,6 +85,10 @@ void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
     model.policy->plan(view, residency, plan_);
     plan_.coalesce_evictions(residency);
     for (ChunkId c : chunk_scratch_) residency.unpin(c);
+    if (const uint64_t demand = Plan::bytes(plan_.demand, residency)) {
+        stats_.add(stats_.launches_with_demand);
+        stats_.add(stats_.bytes_demand_estimated, demand);
+    }
     execute(plan_, launch.fence, model, executor);
     if (launch.fence) fences_.release(launch.fence);
 }

@@ -4,6 +4,8 @@
 #include "driver/kernel_timing.h"
 #include "preload/hooks.h"
 
+#include <chrono>
+
 using uvmp::driver::driver_table;
 using uvmp::driver::interceptor;
 using uvmp::driver::KernelTiming;
@@ -13,7 +15,8 @@ using uvmp::driver::StreamFlavor;
 namespace {
 
 // Observes the launch, and brackets the real call so that kernel timing (when
-// on) can tie the GPU's record of it to its sequence number.
+// on) can tie the GPU's record of it to its sequence number, and so that the
+// time the application spends in the call is known when a policy moves data.
 class LaunchScope {
 public:
     LaunchScope(StreamFlavor flavor, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
@@ -24,8 +27,16 @@ public:
             icpt->observe_launch(LaunchSite{flavor, f, params, extra, stream, {gx, gy, gz}, {bx, by, bz}});
         timed_ = KernelTiming::running();
         if (timed_) KernelTiming::before_launch(seq);
+        if (icpt->times_launch_calls()) {
+            timing_call_ = icpt;
+            call_start_ = std::chrono::steady_clock::now();
+        }
     }
     ~LaunchScope() {
+        if (timing_call_)
+            timing_call_->launch_call_took(static_cast<uint64_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - call_start_)
+                    .count()));
         if (timed_) KernelTiming::after_launch();
     }
     LaunchScope(const LaunchScope&) = delete;
@@ -33,6 +44,8 @@ public:
 
 private:
     bool timed_ = false;
+    uvmp::driver::Interceptor* timing_call_ = nullptr;
+    std::chrono::steady_clock::time_point call_start_;
 };
 
 LaunchScope scope_ex(StreamFlavor flavor, const CUlaunchConfig* config, CUfunction f, void** params,
