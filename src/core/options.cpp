@@ -51,7 +51,8 @@ constexpr std::array kOptions = {
                "Memory for trace records not yet written; past it records are dropped and "
                "counted."},
     OptionSpec{"trace_in", "UVMP_TRACE_IN", OptionType::Path, "", "",
-               "Learn from this earlier trace instead of from the first iterations."},
+               "With policy learned: start from the last iteration of this earlier trace of the "
+               "same program (allocations matched by order and size) instead of learning it first."},
     OptionSpec{"verbose", "UVMP_VERBOSE", OptionType::Bool, "0", "",
                "Print every option's effective value at start."},
 };

@@ -24,6 +24,7 @@
 namespace uvmp {
 
 class ChunkSchedule;
+struct LoopSeed;
 
 struct LaunchView {
     uint64_t step = 0; // launch index in the program, counting from 0
@@ -84,6 +85,8 @@ std::unique_ptr<Policy> make_demand_lru_policy();
 std::unique_ptr<Policy> make_belady_policy(const ChunkSchedule& schedule, LookaheadConfig config = {});
 // Predicts the future from the launches seen so far (Predictor) and behaves like
 // belady on the prediction; with no prediction it behaves like demand-lru.
-std::unique_ptr<Policy> make_learned_policy(PredictorConfig predictor = {}, LookaheadConfig config = {});
+// `seed`, when given, is a loop learned in an earlier run to start from.
+std::unique_ptr<Policy> make_learned_policy(PredictorConfig predictor = {}, LookaheadConfig config = {},
+                                            const LoopSeed* seed = nullptr);
 
 } // namespace uvmp

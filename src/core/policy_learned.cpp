@@ -17,8 +17,10 @@ constexpr uint64_t kUnpredicted = uint64_t{1} << 62;
 
 class LearnedPolicy final : public LookaheadPolicy {
 public:
-    LearnedPolicy(PredictorConfig predictor, LookaheadConfig config)
-        : LookaheadPolicy(config), predictor_(predictor) {}
+    LearnedPolicy(PredictorConfig predictor, LookaheadConfig config, const LoopSeed* seed)
+        : LookaheadPolicy(config), predictor_(predictor) {
+        if (seed) predictor_.load_loop(*seed);
+    }
 
     std::string_view name() const override { return "learned"; }
     std::optional<double> prediction_hit_rate() const override { return predictor_.hit_rate(); }
@@ -144,8 +146,8 @@ private:
 
 } // namespace
 
-std::unique_ptr<Policy> make_learned_policy(PredictorConfig predictor, LookaheadConfig config) {
-    return std::make_unique<LearnedPolicy>(predictor, config);
+std::unique_ptr<Policy> make_learned_policy(PredictorConfig predictor, LookaheadConfig config, const LoopSeed* seed) {
+    return std::make_unique<LearnedPolicy>(predictor, config, seed);
 }
 
 } // namespace uvmp

@@ -195,6 +195,28 @@ void Predictor::maybe_freeze() {
     rebuild_index();
 }
 
+void Predictor::load_loop(const LoopSeed& seed) {
+    steps_.clear();
+    step_accesses_.clear();
+    for (const LoopSeed::Launch& launch : seed.launches) {
+        const auto accesses = seed.accesses_of(launch);
+        Step step;
+        step.kernel_id = launch.kernel_id;
+        step.signature = signature_of(launch.kernel_id, accesses);
+        step.extent_hash = extent_hash_of(step.signature, accesses);
+        step.first_access = static_cast<uint32_t>(step_accesses_.size());
+        step.access_count = static_cast<uint32_t>(accesses.size());
+        step_accesses_.insert(step_accesses_.end(), accesses.begin(), accesses.end());
+        steps_.push_back(step);
+    }
+    frozen_ = !steps_.empty();
+    learning_ = true;
+    located_ = false;
+    consecutive_hits_ = 0;
+    position_ = 0;
+    rebuild_index();
+}
+
 void Predictor::unfreeze() {
     frozen_ = false;
     learning_ = true;

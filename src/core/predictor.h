@@ -18,6 +18,7 @@
 // the most recent period is frozen into a loop and the history dropped.
 #pragma once
 
+#include "core/loop_seed.h"
 #include "core/trace_model.h"
 
 #include <cstdint>
@@ -55,6 +56,9 @@ public:
     };
 
     explicit Predictor(PredictorConfig config = {});
+
+    // Starts from a loop learned in an earlier run: frozen, not yet located.
+    void load_loop(const LoopSeed& seed);
 
     // Feeds the live launch. True when it was the predicted one.
     bool observe(uint32_t kernel_id, std::span<const trace::Access> accesses);

@@ -36,7 +36,10 @@ Interceptor::Interceptor(Config config, bool active)
       kernels_([this](const void* handle, KernelInfo& info) { describe_kernel(handle, info); }),
       start_ns_(monotonic_ns()) {
     if (active_ && config_.policy != ResidencyPolicy::None)
-        planner_ = std::make_unique<Planner>(config_.policy, config_.chunk_size, stats_, registry_, fences_);
+        planner_ = std::make_unique<Planner>(config_.policy, config_.chunk_size, config_.trace_in, stats_, registry_,
+                                             fences_);
+    if (active_ && !config_.trace_in.empty() && config_.policy != ResidencyPolicy::Learned)
+        log::warn("UVMP_TRACE_IN is used only with UVMP_POLICY=learned; ignored");
 }
 
 uint64_t Interceptor::now_ns() const { return monotonic_ns() - start_ns_; }

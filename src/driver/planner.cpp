@@ -2,6 +2,7 @@
 
 #include "core/log.h"
 #include "core/size_parse.h"
+#include "core/trace_reader.h"
 
 #include <algorithm>
 #include <chrono>
@@ -27,21 +28,52 @@ void FencePool::release(CUevent event) {
     free_.push_back(event);
 }
 
-Planner::Planner(ResidencyPolicy policy, uint64_t chunk_bytes, Stats& stats, const Registry& registry,
-                 FencePool& fences)
-    : kind_(policy), chunk_bytes_(chunk_bytes), stats_(stats), registry_(registry), fences_(fences) {}
+Planner::Planner(ResidencyPolicy policy, uint64_t chunk_bytes, std::string trace_in, Stats& stats,
+                 const Registry& registry, FencePool& fences)
+    : kind_(policy), chunk_bytes_(chunk_bytes), trace_in_(std::move(trace_in)), stats_(stats), registry_(registry),
+      fences_(fences) {}
+
+std::unique_ptr<uvmp::Policy> Planner::make_policy() {
+    if (kind_ != ResidencyPolicy::Learned) return make_demand_lru_policy();
+    if (!seed_read_ && !trace_in_.empty()) {
+        seed_read_ = true;
+        std::string why_not;
+        try {
+            seed_ = loop_seed_from_trace(trace::read_trace_file(trace_in_), &why_not);
+        } catch (const std::exception& e) {
+            why_not = e.what();
+        }
+        if (seed_)
+            log::info("learned policy starts from {} ({} launches an iteration)", trace_in_, seed_->launches.size());
+        else
+            log::warn("UVMP_TRACE_IN: cannot start from {}: {}; learning from this run instead", trace_in_, why_not);
+    }
+    return make_learned_policy({}, {}, seed_ ? &*seed_ : nullptr);
+}
+
+void Planner::check_seed(const PlannedAllocation& allocation) {
+    if (!seed_) return;
+    const auto it = seed_->allocation_sizes.find(allocation.id);
+    if (it == seed_->allocation_sizes.end() || it->second == allocation.size) return;
+    log::warn("UVMP_TRACE_IN: allocation {} is {} bytes here and {} in {}: the program allocates differently "
+              "from the recorded run; learning from this run instead",
+              allocation.id, allocation.size, it->second, trace_in_);
+    seed_.reset();
+    for (auto& [device, model] : models_) model.policy = make_policy();
+}
 
 Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
     DeviceModel& model = models_[device];
     if (!model.residency) {
         model.residency = std::make_unique<Residency>(budget, chunk_bytes_);
-        model.policy = kind_ == ResidencyPolicy::Learned ? make_learned_policy() : make_demand_lru_policy();
+        model.policy = make_policy();
     }
     return model;
 }
 
 void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t budget, Executor& executor) {
     DeviceModel& model = model_for(allocation.device, budget);
+    check_seed(allocation);
     allocations_[allocation.id] = allocation;
     model.residency->add_allocation(allocation.id, allocation.size);
     // Fresh memory that fits is placed on the GPU now: a prefetch of untouched

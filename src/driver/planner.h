@@ -12,6 +12,7 @@
 // nothing is fetched so early that it is pushed out again before its use.
 #pragma once
 
+#include "core/loop_seed.h"
 #include "core/options.h"
 #include "core/registry.h"
 #include "core/policy.h"
@@ -23,6 +24,8 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -61,8 +64,9 @@ class Planner {
 public:
     // The budget is per device; budgets[i] is device i's. policy must not be None.
     // registry: to skip moves of allocations freed since they were planned.
-    Planner(ResidencyPolicy policy, uint64_t chunk_bytes, Stats& stats, const Registry& registry,
-            FencePool& fences);
+    // trace_in: an earlier run's trace to start the learned policy from, or empty.
+    Planner(ResidencyPolicy policy, uint64_t chunk_bytes, std::string trace_in, Stats& stats,
+            const Registry& registry, FencePool& fences);
 
     // Worker thread only, in the order the hooks saw them.
     void allocation_added(const PlannedAllocation& allocation, uint64_t budget, Executor& executor);
@@ -79,11 +83,17 @@ private:
     };
 
     DeviceModel& model_for(CUdevice device, uint64_t budget);
+    std::unique_ptr<uvmp::Policy> make_policy();
+    // The seed holds only while the program allocates as it did when recorded.
+    void check_seed(const PlannedAllocation& allocation);
     void execute(const Plan& plan, CUevent fence, DeviceModel& model, Executor& executor);
     void move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, Executor& executor);
 
     ResidencyPolicy kind_;
     uint64_t chunk_bytes_;
+    std::string trace_in_;
+    std::optional<LoopSeed> seed_; // read on first use, dropped once contradicted
+    bool seed_read_ = false;
     Stats& stats_;
     const Registry& registry_;
     FencePool& fences_;

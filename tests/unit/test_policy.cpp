@@ -1,3 +1,4 @@
+#include "core/loop_seed.h"
 #include "core/policy.h"
 #include "core/policy_chunk_schedule.h"
 
@@ -133,6 +134,32 @@ TEST_CASE("policy: learned fetches ahead once it has seen an iteration", "[polic
     CHECK(run.max_resident <= 16 * kMiB);
     REQUIRE(policy->prediction_hit_rate());
     CHECK(*policy->prediction_hit_rate() > 0.9);
+}
+
+TEST_CASE("policy: learned started from an earlier run's loop fetches ahead from the start", "[policy]") {
+    const auto t = loop_trace(3, 8, 10);
+    const ChunkSchedule schedule(t, 2 * kMiB);
+    std::string why_not;
+    const auto seed = loop_seed_from_trace(t, &why_not);
+    REQUIRE(seed);
+    CHECK(seed->launches.size() == 3);
+    const auto fresh = make_learned_policy();
+    const auto seeded = make_learned_policy({}, {}, &*seed);
+    const Run learning = drive(*fresh, t, schedule, 16 * kMiB);
+    const Run started = drive(*seeded, t, schedule, 16 * kMiB);
+    // Seeded, only the launch that locates the loop and the launches before the
+    // predictions are trusted (one loop's worth) fault in.
+    CHECK(started.demand_bytes <= 4 * 8 * kMiB);
+    CHECK(started.demand_bytes < learning.demand_bytes);
+    CHECK(started.max_resident <= 16 * kMiB);
+}
+
+TEST_CASE("policy: a trace without a repeating iteration gives no seed, and says why", "[policy]") {
+    auto t = loop_trace(3, 8, 1);
+    t.iterations.clear();
+    std::string why_not;
+    CHECK_FALSE(loop_seed_from_trace(t, &why_not));
+    CHECK(why_not.find("iteration") != std::string::npos);
 }
 
 TEST_CASE("policy: invariants hold for every policy on random launches", "[policy]") {
