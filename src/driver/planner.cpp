@@ -126,28 +126,31 @@ void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
 }
 
 void Planner::execute(const Plan& plan, CUevent fence, DeviceModel& model, Executor& executor) {
-    const bool fetches = kind_ != ResidencyPolicy::DemandLru ? !plan.demand.empty() || !plan.prefetch.empty()
-                                                             : false;
-    if (plan.evict.empty() && !fetches) return;
-    // Everything below is queued behind the launch's fence. A wait captures the
-    // event as last recorded, so the fence can be recycled right after.
-    if (fence) {
-        const DriverTable* table = driver_table_if_ready();
-        const uint32_t alloc_id = model.residency->alloc_id_of(
-            !plan.evict.empty() ? plan.evict.front().first
-                                : (!plan.demand.empty() ? plan.demand.front().first : plan.prefetch.front().first));
-        const auto it = allocations_.find(alloc_id);
-        CUstream stream = table && it != allocations_.end() ? executor.stream_for(*table, it->second.context) : nullptr;
-        if (stream && table->cuStreamWaitEvent(stream, fence, 0) != CUDA_SUCCESS)
-            UVMP_WARN_ONCE("could not order moves after a launch; they may start early");
-    }
-    for (const ChunkSpan& span : plan.evict) move(span, trace::MoveKind::Evict, model, executor);
-    // Chunks the launch needs now. demand-lru stands for what unified memory does
-    // on its own, so they fault in; otherwise they are fetched too, since the
+    // The chunks the launch needs now. demand-lru stands for what unified memory
+    // does on its own, so they fault in; otherwise they are fetched too, since the
     // application usually runs ahead of the GPU and a prefetch beats a fault.
-    if (kind_ != ResidencyPolicy::DemandLru)
+    const bool fetch_demand = kind_ != ResidencyPolicy::DemandLru;
+    const ChunkSpan* first = !plan.evict.empty()                   ? &plan.evict.front()
+                             : fetch_demand && !plan.demand.empty() ? &plan.demand.front()
+                             : !plan.prefetch.empty()               ? &plan.prefetch.front()
+                                                                    : nullptr;
+    if (!first) return;
+    if (fence) wait_for_fence(fence, model.residency->alloc_id_of(first->first), executor);
+    for (const ChunkSpan& span : plan.evict) move(span, trace::MoveKind::Evict, model, executor);
+    if (fetch_demand)
         for (const ChunkSpan& span : plan.demand) move(span, trace::MoveKind::Prefetch, model, executor);
     for (const ChunkSpan& span : plan.prefetch) move(span, trace::MoveKind::Prefetch, model, executor);
+}
+
+void Planner::wait_for_fence(CUevent fence, uint32_t alloc_id, Executor& executor) {
+    // A wait captures the event as last recorded, so the fence can be recycled
+    // as soon as the wait is queued.
+    const DriverTable* table = driver_table_if_ready();
+    const auto it = allocations_.find(alloc_id);
+    if (!table || it == allocations_.end()) return;
+    CUstream stream = executor.stream_for(*table, it->second.context);
+    if (stream && table->cuStreamWaitEvent(stream, fence, 0) != CUDA_SUCCESS)
+        UVMP_WARN_ONCE("could not order moves after a launch; they may start early");
 }
 
 void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, Executor& executor) {

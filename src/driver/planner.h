@@ -86,7 +86,9 @@ private:
     std::unique_ptr<uvmp::Policy> make_policy();
     // The seed holds only while the program allocates as it did when recorded.
     void check_seed(const PlannedAllocation& allocation);
+    // Queues the plan's moves on the library's stream behind the launch's fence.
     void execute(const Plan& plan, CUevent fence, DeviceModel& model, Executor& executor);
+    void wait_for_fence(CUevent fence, uint32_t alloc_id, Executor& executor);
     void move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, Executor& executor);
 
     ResidencyPolicy kind_;
