@@ -117,13 +117,14 @@ void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out
         horizon_valid_ = true;
     }
     const uint64_t last_step = step + config_.max_lookahead_launches;
+    const ChunkId slots = residency.chunk_slots(); // no allocation comes or goes while planning
     for (; horizon_step_ <= last_step; ++horizon_step_, horizon_index_ = 0) {
         const auto future = future_chunks(horizon_step_, residency);
         if (!future) return;
         for (; horizon_index_ < future->size(); ++horizon_index_) {
             const ChunkId c = (*future)[horizon_index_];
             // Memory allocated later (or freed by then) has nothing to fetch yet.
-            if (c >= residency.chunk_slots() || !residency.is_chunk_live(c)) continue;
+            if (c >= slots || !residency.is_chunk_live(c)) continue;
             bool fetched = false;
             if (!residency.is_resident(c)) {
                 const uint64_t size = residency.chunk_size(c);
