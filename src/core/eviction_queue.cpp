@@ -13,14 +13,14 @@ void EvictionQueue::set(ChunkId chunk, uint64_t key) {
     if (chunk >= position_.size()) grow_to(chunk);
     const uint32_t at = position_[chunk];
     if (at == kAbsent) {
-        heap_.push_back({key, chunk});
-        position_[chunk] = static_cast<uint32_t>(heap_.size() - 1);
-        sift_up(heap_.size() - 1);
+        slots_.push_back({key, chunk});
+        position_[chunk] = static_cast<uint32_t>(slots_.size() - 1);
+        sift_up(slots_.size() - 1);
         return;
     }
-    const uint64_t old_key = heap_[at].key;
+    const uint64_t old_key = slots_[at].key;
     if (key == old_key) return;
-    heap_[at].key = key;
+    slots_[at].key = key;
     if (key > old_key) sift_up(at);
     else sift_down(at);
 }
@@ -29,19 +29,19 @@ bool EvictionQueue::erase(ChunkId chunk) {
     if (!contains(chunk)) return false;
     const size_t at = position_[chunk];
     position_[chunk] = kAbsent;
-    const Entry last = heap_.back();
-    heap_.pop_back();
-    if (at == heap_.size()) return true;
+    const Entry last = slots_.back();
+    slots_.pop_back();
+    if (at == slots_.size()) return true;
     place(at, last);
     // The moved entry may belong above or below its new place.
-    if (at > 0 && before(last, heap_[parent_of(at)])) sift_up(at);
+    if (at > kFirst && before(last, slots_[parent_of(at)])) sift_up(at);
     else sift_down(at);
     return true;
 }
 
 void EvictionQueue::clear() {
-    for (const Entry& entry : heap_) position_[entry.chunk] = kAbsent;
-    heap_.clear();
+    for (size_t slot = kFirst; slot < slots_.size(); ++slot) position_[slots_[slot].chunk] = kAbsent;
+    slots_.resize(kFirst);
 }
 
 void EvictionQueue::assign(const std::vector<Entry>& entries) {
@@ -49,43 +49,56 @@ void EvictionQueue::assign(const std::vector<Entry>& entries) {
     for (const Entry& entry : entries) {
         if (entry.chunk >= position_.size()) grow_to(entry.chunk);
         if (position_[entry.chunk] != kAbsent) {
-            heap_[position_[entry.chunk]].key = entry.key;
+            slots_[position_[entry.chunk]].key = entry.key;
             continue;
         }
-        position_[entry.chunk] = static_cast<uint32_t>(heap_.size());
-        heap_.push_back(entry);
+        position_[entry.chunk] = static_cast<uint32_t>(slots_.size());
+        slots_.push_back(entry);
     }
     // Floyd's bottom-up construction: every node that has children, last first.
-    if (heap_.size() > 1)
-        for (size_t i = parent_of(heap_.size() - 1) + 1; i-- > 0;) sift_down(i);
+    if (size() > 1)
+        for (size_t slot = parent_of(slots_.size() - 1) + 1; slot-- > kFirst;) sift_down(slot);
 }
 
-void EvictionQueue::sift_up(size_t index) {
-    const Entry moving = heap_[index];
-    while (index > 0) {
-        const size_t parent = parent_of(index);
-        if (!before(moving, heap_[parent])) break;
-        place(index, heap_[parent]);
-        index = parent;
+void EvictionQueue::sift_up(size_t slot) {
+    const Entry moving = slots_[slot];
+    while (slot > kFirst) {
+        const size_t parent = parent_of(slot);
+        if (!before(moving, slots_[parent])) break;
+        place(slot, slots_[parent]);
+        slot = parent;
     }
-    place(index, moving);
+    place(slot, moving);
 }
 
-void EvictionQueue::sift_down(size_t index) {
-    const Entry moving = heap_[index];
-    const size_t n = heap_.size();
+size_t EvictionQueue::best_child(size_t first) const {
+    const size_t n = slots_.size();
+    if (first + kArity <= n) {
+        // All four children: a tournament computed without branches, as which
+        // child wins is unpredictable.
+        const Entry* child = &slots_[first];
+        const size_t left = before(child[1], child[0]);
+        const size_t right = 2 + static_cast<size_t>(before(child[3], child[2]));
+        return first + left + (right - left) * static_cast<size_t>(before(child[right], child[left]));
+    }
+    size_t best = first;
+    for (size_t child = first + 1; child < n; ++child)
+        if (before(slots_[child], slots_[best])) best = child;
+    return best;
+}
+
+void EvictionQueue::sift_down(size_t slot) {
+    const Entry moving = slots_[slot];
+    const size_t n = slots_.size();
     while (true) {
-        const size_t first = kArity * index + 1;
+        const size_t first = first_child_of(slot);
         if (first >= n) break;
-        size_t best = first;
-        const size_t last = std::min(first + kArity, n);
-        for (size_t child = first + 1; child < last; ++child)
-            if (before(heap_[child], heap_[best])) best = child;
-        if (!before(heap_[best], moving)) break;
-        place(index, heap_[best]);
-        index = best;
+        const size_t best = best_child(first);
+        if (!before(slots_[best], moving)) break;
+        place(slot, slots_[best]);
+        slot = best;
     }
-    place(index, moving);
+    place(slot, moving);
 }
 
 } // namespace uvmp
