@@ -6,69 +6,141 @@ namespace uvmp {
 
 void EvictionQueue::grow_to(ChunkId chunk) {
     // Chunk ids grow by whole allocations: grow geometrically, not one id at a time.
-    position_.resize(std::max<size_t>(static_cast<size_t>(chunk) + 1, 2 * position_.size()), kAbsent);
+    const size_t n = std::max<size_t>(static_cast<size_t>(chunk) + 1, 2 * position_.size());
+    position_.resize(n, kAbsent);
+    run_stamp_.resize(n, 0);
+    run_key_.resize(n, 0);
+}
+
+EvictionQueue::Entry EvictionQueue::top() {
+    settle_run();
+    if (run_begin_ == run_.size()) return slots_[kFirst];
+    const RunEntry& best = run_[run_begin_];
+    if (heap_size() > 0 && before(slots_[kFirst].key, slots_[kFirst].chunk, best.key, best.chunk)) return slots_[kFirst];
+    return {best.key, best.chunk};
 }
 
 void EvictionQueue::set(ChunkId chunk, uint64_t key) {
     if (chunk >= position_.size()) grow_to(chunk);
     const uint32_t at = position_[chunk];
-    if (at == kAbsent) {
-        slots_.push_back({key, chunk});
-        position_[chunk] = static_cast<uint32_t>(slots_.size() - 1);
-        sift_up(slots_.size() - 1);
+    const bool ordered = key >= ordered_from_;
+    if (at == kInRun) {
+        if (run_key_[chunk] == key) return;
+        run_erase(chunk);
+    } else if (at != kAbsent) {
+        if (!ordered) {
+            const uint64_t old_key = slots_[at].key;
+            if (key == old_key) return;
+            slots_[at].key = key;
+            if (key > old_key) sift_up(at);
+            else sift_down(at);
+            return;
+        }
+        heap_erase(at);
+    }
+    if (ordered) {
+        run_insert(chunk, key);
         return;
     }
-    const uint64_t old_key = slots_[at].key;
-    if (key == old_key) return;
-    slots_[at].key = key;
-    if (key > old_key) sift_up(at);
-    else sift_down(at);
+    slots_.push_back({key, chunk});
+    position_[chunk] = static_cast<uint32_t>(slots_.size() - 1);
+    sift_up(slots_.size() - 1);
 }
 
 bool EvictionQueue::erase(ChunkId chunk) {
     if (!contains(chunk)) return false;
-    const size_t at = position_[chunk];
-    position_[chunk] = kAbsent;
+    if (position_[chunk] == kInRun) run_erase(chunk);
+    else heap_erase(position_[chunk]);
+    return true;
+}
+
+void EvictionQueue::heap_erase(size_t slot) {
+    position_[slots_[slot].chunk] = kAbsent;
     const Entry last = slots_.back();
     slots_.pop_back();
-    if (at == slots_.size()) return true;
-    place(at, last);
+    if (slot == slots_.size()) return;
+    place(slot, last);
     // The moved entry may belong above or below its new place.
-    if (at > kFirst && before(last, slots_[parent_of(at)])) sift_up(at);
-    else sift_down(at);
-    return true;
+    if (slot > kFirst && before(last, slots_[parent_of(slot)])) sift_up(slot);
+    else sift_down(slot);
 }
 
 void EvictionQueue::clear() {
     for (size_t slot = kFirst; slot < slots_.size(); ++slot) position_[slots_[slot].chunk] = kAbsent;
     slots_.resize(kFirst);
+    for (const std::vector<RunEntry>* entries : {&run_, &arrived_})
+        for (const RunEntry& entry : *entries)
+            if (position_[entry.chunk] == kInRun) position_[entry.chunk] = kAbsent;
+    run_.clear();
+    arrived_.clear();
+    run_begin_ = 0;
+    run_live_ = 0;
 }
 
 void EvictionQueue::assign(const std::vector<Entry>& entries) {
     clear();
     for (const Entry& entry : entries) {
         if (entry.chunk >= position_.size()) grow_to(entry.chunk);
-        if (position_[entry.chunk] != kAbsent) {
-            slots_[position_[entry.chunk]].key = entry.key;
-            continue;
+        const uint32_t at = position_[entry.chunk];
+        if (at == kInRun) {
+            run_erase(entry.chunk);
+        } else if (at != kAbsent) { // listed before: out of the heap, which is not ordered yet
+            position_[entry.chunk] = kAbsent;
+            const Entry last = slots_.back();
+            slots_.pop_back();
+            if (at != slots_.size()) place(at, last);
         }
-        position_[entry.chunk] = static_cast<uint32_t>(slots_.size());
-        slots_.push_back(entry);
+        if (entry.key >= ordered_from_) {
+            run_insert(entry.chunk, entry.key);
+        } else {
+            position_[entry.chunk] = static_cast<uint32_t>(slots_.size());
+            slots_.push_back(entry);
+        }
     }
     // Floyd's bottom-up construction: every node that has children, last first.
-    if (size() > 1)
+    if (heap_size() > 1)
         for (size_t slot = parent_of(slots_.size() - 1) + 1; slot-- > kFirst;) sift_down(slot);
 }
 
-void EvictionQueue::sift_up(size_t slot) {
-    const Entry moving = slots_[slot];
-    while (slot > kFirst) {
-        const size_t parent = parent_of(slot);
-        if (!before(moving, slots_[parent])) break;
-        place(slot, slots_[parent]);
-        slot = parent;
+void EvictionQueue::run_insert(ChunkId chunk, uint64_t key) {
+    position_[chunk] = kInRun;
+    run_key_[chunk] = key;
+    arrived_.push_back({key, chunk, ++run_stamp_[chunk]});
+    ++run_live_;
+    // Nobody may ask for the top for a long time: merge before arrivals pile up.
+    if (arrived_.size() > 2 * run_live_ + 1024) settle_run();
+}
+
+void EvictionQueue::run_erase(ChunkId chunk) {
+    position_[chunk] = kAbsent;
+    --run_live_;
+}
+
+void EvictionQueue::settle_run() {
+    if (!arrived_.empty()) {
+        std::erase_if(arrived_, [&](const RunEntry& entry) { return !live(entry); });
+        std::sort(arrived_.begin(), arrived_.end(), [](const RunEntry& a, const RunEntry& b) { return before(a, b); });
+        const bool behind = run_begin_ == run_.size() || arrived_.empty() || !before(arrived_.front(), run_.back());
+        if (behind && run_.size() <= 2 * run_live_ + 1024) {
+            // The common case: the chunks just used, all ranked after the others.
+            run_.insert(run_.end(), arrived_.begin(), arrived_.end());
+        } else {
+            merged_.clear();
+            auto is_live = [&](const RunEntry& entry) { return live(entry); };
+            auto kept_end = std::copy_if(run_.begin() + static_cast<std::ptrdiff_t>(run_begin_), run_.end(), run_.begin(), is_live);
+            run_.erase(kept_end, run_.end());
+            std::merge(run_.begin(), run_.end(), arrived_.begin(), arrived_.end(), std::back_inserter(merged_),
+                       [](const RunEntry& a, const RunEntry& b) { return before(a, b); });
+            run_.swap(merged_);
+            run_begin_ = 0;
+        }
+        arrived_.clear();
     }
-    place(slot, moving);
+    while (run_begin_ < run_.size() && !live(run_[run_begin_])) ++run_begin_;
+    if (run_begin_ == run_.size()) {
+        run_.clear();
+        run_begin_ = 0;
+    }
 }
 
 size_t EvictionQueue::best_child(size_t first) const {
@@ -85,6 +157,17 @@ size_t EvictionQueue::best_child(size_t first) const {
     for (size_t child = first + 1; child < n; ++child)
         if (before(slots_[child], slots_[best])) best = child;
     return best;
+}
+
+void EvictionQueue::sift_up(size_t slot) {
+    const Entry moving = slots_[slot];
+    while (slot > kFirst) {
+        const size_t parent = parent_of(slot);
+        if (!before(moving, slots_[parent])) break;
+        place(slot, slots_[parent]);
+        slot = parent;
+    }
+    place(slot, moving);
 }
 
 void EvictionQueue::sift_down(size_t slot) {

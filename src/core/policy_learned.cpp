@@ -13,12 +13,14 @@ namespace {
 
 constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
 // Keys at or above this are chunks with no predicted use; older ones rank higher.
+// Forgetting the future raises many chunks there at once, and a launch's chunks
+// go to its far end: the eviction queue keeps them in a sorted run.
 constexpr uint64_t kUnpredicted = uint64_t{1} << 62;
 
 class LearnedPolicy final : public LookaheadPolicy {
 public:
     LearnedPolicy(PredictorConfig predictor, LookaheadConfig config)
-        : LookaheadPolicy(config), predictor_(predictor) {}
+        : LookaheadPolicy(config, kUnpredicted), predictor_(predictor) {}
 
     std::string_view name() const override { return "learned"; }
     std::optional<double> prediction_hit_rate() const override { return predictor_.hit_rate(); }

@@ -15,7 +15,8 @@ namespace uvmp {
 
 class LookaheadPolicy : public Policy {
 public:
-    explicit LookaheadPolicy(LookaheadConfig config) : config_(config) {}
+    // Keys at or above `ordered_keys_from` come in bulk or in order (see EvictionQueue).
+    LookaheadPolicy(LookaheadConfig config, uint64_t ordered_keys_from) : config_(config), queue_(ordered_keys_from) {}
     void plan(const LaunchView& launch, Residency& residency, Plan& out) final;
 
 protected:
