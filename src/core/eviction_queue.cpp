@@ -119,7 +119,7 @@ void EvictionQueue::run_erase(ChunkId chunk) {
 void EvictionQueue::settle_run() {
     if (!arrived_.empty()) {
         std::erase_if(arrived_, [&](const RunEntry& entry) { return !live(entry); });
-        std::sort(arrived_.begin(), arrived_.end(), [](const RunEntry& a, const RunEntry& b) { return before(a, b); });
+        sort_best_first(arrived_);
         const bool behind = run_begin_ == run_.size() || arrived_.empty() || !before(arrived_.front(), run_.back());
         if (behind && run_.size() <= 2 * run_live_ + 1024) {
             // The common case: the chunks just used, all ranked after the others.
@@ -141,6 +141,34 @@ void EvictionQueue::settle_run() {
         run_.clear();
         run_begin_ = 0;
     }
+}
+
+void EvictionQueue::sort_best_first(std::vector<RunEntry>& entries) {
+    if (entries.size() < 64) {
+        std::sort(entries.begin(), entries.end(), [](const RunEntry& a, const RunEntry& b) { return before(a, b); });
+        return;
+    }
+    // A batch is a thousand keys that differ in a few low bits (recency), where
+    // a comparison sort mispredicts every other branch: sort by bytes instead,
+    // chunk then key, least significant first, skipping the bytes all share.
+    uint64_t key_bits = 0, chunk_bits = 0;
+    for (const RunEntry& entry : entries) {
+        key_bits |= entry.key ^ entries.front().key;
+        chunk_bits |= entry.chunk ^ entries.front().chunk;
+    }
+    sorted_.resize(entries.size());
+    auto pass = [&](auto byte_of) {
+        size_t start[257] = {};
+        for (const RunEntry& entry : entries) ++start[byte_of(entry) + 1];
+        for (size_t b = 1; b < 257; ++b) start[b] += start[b - 1];
+        for (const RunEntry& entry : entries) sorted_[start[byte_of(entry)]++] = entry;
+        entries.swap(sorted_);
+    };
+    // Best first: larger bytes first.
+    for (unsigned shift = 0; shift < 32; shift += 8)
+        if ((chunk_bits >> shift) & 0xff) pass([shift](const RunEntry& e) { return 0xff - ((e.chunk >> shift) & 0xff); });
+    for (unsigned shift = 0; shift < 64; shift += 8)
+        if ((key_bits >> shift) & 0xff) pass([shift](const RunEntry& e) { return 0xff - ((e.key >> shift) & 0xff); });
 }
 
 size_t EvictionQueue::best_child(size_t first) const {

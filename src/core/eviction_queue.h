@@ -102,6 +102,7 @@ private:
     }
     void run_insert(ChunkId chunk, uint64_t key);
     void run_erase(ChunkId chunk);
+    void sort_best_first(std::vector<RunEntry>& entries);
     // Merges what arrived into the run and drops dead entries from its front.
     void settle_run();
 
@@ -114,6 +115,7 @@ private:
     size_t run_begin_ = 0;
     std::vector<RunEntry> arrived_;
     std::vector<RunEntry> merged_;
+    std::vector<RunEntry> sorted_;
     std::vector<uint32_t> run_stamp_; // per chunk id: the stamp of its live run entry
     std::vector<uint64_t> run_key_;   // per chunk id: its key while in the run
     size_t run_live_ = 0;
