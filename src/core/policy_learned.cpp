@@ -79,23 +79,24 @@ protected:
         }
     }
 
-    bool on_future_use(ChunkId chunk, uint64_t step) override {
-        ChunkUses& uses = chunk_uses_[chunk];
-        const bool had_prediction = uses.head_step > current_step_;
-        // Looking ahead again over launches it has seen (after an eviction sent it
-        // back) finds uses already recorded.
-        if (had_prediction && uses.tail_step >= step) return false;
-        const uint64_t entry = uses_base_ + uses_.size();
-        uses_.push_back({step, chunk, kNone});
-        if (had_prediction) {
-            uses_[uses.tail - uses_base_].next = entry;
-        } else {
-            uses.head = entry;
-            uses.head_step = step;
+    void on_future_uses(std::span<const ChunkId> chunks, uint64_t step) override {
+        for (ChunkId chunk : chunks) {
+            ChunkUses& uses = chunk_uses_[chunk];
+            const bool had_prediction = uses.head_step > current_step_;
+            // Looking ahead again over launches it has seen (after an eviction sent
+            // it back) finds uses already recorded.
+            if (had_prediction && uses.tail_step >= step) continue;
+            const uint64_t entry = uses_base_ + uses_.size();
+            uses_.push_back({step, chunk, kNone});
+            if (had_prediction) {
+                uses_[uses.tail - uses_base_].next = entry;
+            } else {
+                uses.head = entry;
+                uses.head_step = step;
+            }
+            uses.tail = entry;
+            uses.tail_step = step;
         }
-        uses.tail = entry;
-        uses.tail_step = step;
-        return !had_prediction;
     }
 
     void forget_future() override {
