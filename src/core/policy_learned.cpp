@@ -93,6 +93,7 @@ protected:
             } else {
                 uses.head = entry;
                 uses.head_step = step;
+                listed_.push_back(chunk);
             }
             uses.tail = entry;
             uses.tail_step = step;
@@ -100,11 +101,14 @@ protected:
     }
 
     void forget_future() override {
-        for (const PredictedUse& use : uses_) {
-            ChunkUses& uses = chunk_uses_[use.chunk];
-            if (uses.head != kNone) key_changed(use.chunk);
+        for (ChunkId chunk : listed_) {
+            ChunkUses& uses = chunk_uses_[chunk];
+            // Lists that ran out, or whose uses all went to history, stay as they are.
+            if (uses.tail == kNone || uses.tail < uses_base_) continue;
+            key_changed(chunk);
             uses = ChunkUses{};
         }
+        listed_.clear();
         uses_base_ += uses_.size();
         uses_.clear();
         uses_front_ = 0;
@@ -112,8 +116,8 @@ protected:
 
 private:
     // Future uses found by looking ahead, in launch order; per chunk a list
-    // through `next`, from ChunkUses::head to ChunkUses::tail. Indices are absolute: uses_base_ is
-    // the index of uses_[0].
+    // through `next`, from ChunkUses::head to ChunkUses::tail. Indices are
+    // absolute: uses_base_ is the index of uses_[0].
     struct PredictedUse {
         uint64_t step;
         ChunkId chunk;
@@ -156,6 +160,9 @@ private:
     uint64_t uses_base_ = 0;
     size_t uses_front_ = 0;
     std::vector<ChunkUses> chunk_uses_;
+    // Chunks that started a list since the future was last forgotten (some
+    // more than once): forgetting visits them, not every use.
+    std::vector<ChunkId> listed_;
 };
 
 } // namespace
