@@ -87,7 +87,7 @@ protected:
             // it back) finds uses already recorded.
             if (had_prediction && uses.tail_step >= step) continue;
             const uint64_t entry = uses_base_ + uses_.size();
-            uses_.push_back({step, chunk, kNone});
+            uses_.push_back({step, kNone});
             if (had_prediction) {
                 uses_[uses.tail - uses_base_].next = entry;
             } else {
@@ -120,7 +120,6 @@ private:
     // absolute: uses_base_ is the index of uses_[0].
     struct PredictedUse {
         uint64_t step;
-        ChunkId chunk;
         uint64_t next;
     };
 
