@@ -125,10 +125,9 @@ void EvictionQueue::settle_run() {
             // The common case: the chunks just used, all ranked after the others.
             run_.insert(run_.end(), arrived_.begin(), arrived_.end());
         } else {
+            run_.erase(run_.begin(), run_.begin() + static_cast<std::ptrdiff_t>(run_begin_));
+            std::erase_if(run_, [&](const RunEntry& entry) { return !live(entry); });
             merged_.clear();
-            auto is_live = [&](const RunEntry& entry) { return live(entry); };
-            auto kept_end = std::copy_if(run_.begin() + static_cast<std::ptrdiff_t>(run_begin_), run_.end(), run_.begin(), is_live);
-            run_.erase(kept_end, run_.end());
             std::merge(run_.begin(), run_.end(), arrived_.begin(), arrived_.end(), std::back_inserter(merged_),
                        [](const RunEntry& a, const RunEntry& b) { return before(a, b); });
             run_.swap(merged_);

@@ -65,7 +65,8 @@ protected:
 
     void on_touch(ChunkId chunk, uint64_t step, size_t) override {
         ChunkUses& uses = chunk_uses_[chunk];
-        // Uses dropped from uses_ are all before the current launch.
+        // The first predicted use is still ahead. (One dropped from uses_ never
+        // is: only uses before the current launch are dropped.)
         if (uses.head == kNone || uses.head_step > step) return;
         // This use was the first predicted one: the next predicted use moves up.
         uint64_t entry = uses.head;
