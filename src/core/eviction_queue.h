@@ -1,12 +1,22 @@
-// The eviction candidates of the look-ahead policies: a max-heap of chunks by
-// eviction key with one entry per chunk, so that a key changes in place
-// instead of leaving a stale entry behind. Where a chunk sits in the heap is
-// kept per chunk id, which makes updating and removing O(log n).
+// The eviction candidates of the look-ahead policies: chunks by eviction key,
+// one entry per chunk, so that a key changes in place instead of leaving a
+// stale entry behind. The top is the largest key, among equal keys the largest
+// chunk id.
+//
+// Keys at or above `ordered_from` (the policy's choice) are kept apart in a
+// sorted run, for keys that arrive in bulk or in order: a policy that ranks
+// chunks it knows nothing about by recency raises many of them at once and
+// pushes the ones just used at the far end. There taking the top is O(1) and
+// a batch is merged in once, where the heap would move every entry through
+// all of its levels. The other keys live in a 4-ary indexed max-heap.
 #pragma once
 
 #include "core/residency.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <new>
 #include <vector>
 
 namespace uvmp {
@@ -18,41 +28,97 @@ public:
         ChunkId chunk = kNoChunk;
     };
 
-    bool empty() const { return heap_.empty(); }
-    size_t size() const { return heap_.size(); }
+    explicit EvictionQueue(uint64_t ordered_from = std::numeric_limits<uint64_t>::max())
+        : ordered_from_(ordered_from) {}
+
+    bool empty() const { return size() == 0; }
+    size_t size() const { return heap_size() + run_live_; }
     bool contains(ChunkId chunk) const { return chunk < position_.size() && position_[chunk] != kAbsent; }
-    // The largest key; among equal keys the largest chunk id. Undefined when empty.
-    const Entry& top() const { return heap_.front(); }
+    // The top entry. Undefined when empty.
+    Entry top();
 
     // Inserts the chunk, or moves it to its new key.
     void set(ChunkId chunk, uint64_t key);
     // False when the chunk was not in the queue.
     bool erase(ChunkId chunk);
     void clear();
-    // Replaces the contents at once (O(n)); a chunk listed twice keeps its last key.
+    // Replaces the contents at once (O(n log n) at worst); a chunk listed twice keeps its last key.
     void assign(const std::vector<Entry>& entries);
 
 private:
     static constexpr uint32_t kAbsent = UINT32_MAX;
+    static constexpr uint32_t kInRun = UINT32_MAX - 1;
     // Four children a node: half the depth of a binary heap, so fewer entries
     // move (each move also updates the moved chunk's position).
     static constexpr size_t kArity = 4;
+    static constexpr size_t kLine = kArity * sizeof(Entry);
+    // The root sits at slot kFirst, so that the children of every node fill one
+    // cache line: a step down reads one line, not two.
+    static constexpr size_t kFirst = kArity - 1;
+    static_assert(kLine == 64, "a node's children are meant to fill one cache line");
 
-    static size_t parent_of(size_t index) { return (index - 1) / kArity; }
+    template <class T>
+    struct LineAllocator {
+        using value_type = T;
+        LineAllocator() = default;
+        template <class U>
+        LineAllocator(const LineAllocator<U>&) {}
+        T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kLine})); }
+        void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t{kLine}); }
+        bool operator==(const LineAllocator&) const { return true; }
+    };
+
+    // An entry of the run. Leaving the run only marks the chunk; its entry is
+    // dropped when met, recognised by a stamp that no longer matches.
+    struct RunEntry {
+        uint64_t key;
+        ChunkId chunk;
+        uint32_t stamp;
+    };
+
+    static size_t parent_of(size_t slot) { return (slot - kFirst - 1) / kArity + kFirst; }
+    static size_t first_child_of(size_t slot) { return kArity * (slot - kFirst) + kFirst + 1; }
     // Written without branches on the key order, which is unpredictable.
-    static bool before(const Entry& a, const Entry& b) {
-        return (a.key > b.key) | ((a.key == b.key) & (a.chunk > b.chunk));
+    static bool before(uint64_t key_a, ChunkId a, uint64_t key_b, ChunkId b) {
+        return (key_a > key_b) | ((key_a == key_b) & (a > b));
     }
-    void place(size_t index, const Entry& entry) {
-        heap_[index] = entry;
-        position_[entry.chunk] = static_cast<uint32_t>(index);
+    static bool before(const Entry& a, const Entry& b) { return before(a.key, a.chunk, b.key, b.chunk); }
+    static bool before(const RunEntry& a, const RunEntry& b) { return before(a.key, a.chunk, b.key, b.chunk); }
+
+    size_t heap_size() const { return slots_.size() - kFirst; }
+    void place(size_t slot, const Entry& entry) {
+        slots_[slot] = entry;
+        position_[entry.chunk] = static_cast<uint32_t>(slot);
     }
     void grow_to(ChunkId chunk);
-    void sift_up(size_t index);
-    void sift_down(size_t index);
+    void heap_erase(size_t slot);
+    // The child that goes first among those from slot `first` on (at most kArity).
+    size_t best_child(size_t first) const;
+    void sift_up(size_t slot);
+    void sift_down(size_t slot);
 
-    std::vector<Entry> heap_;
-    std::vector<uint32_t> position_; // index in heap_ per chunk id, or kAbsent
+    bool live(const RunEntry& entry) const {
+        return position_[entry.chunk] == kInRun && run_stamp_[entry.chunk] == entry.stamp;
+    }
+    void run_insert(ChunkId chunk, uint64_t key);
+    void run_erase(ChunkId chunk);
+    void sort_best_first(std::vector<RunEntry>& entries);
+    // Merges what arrived into the run and drops dead entries from its front.
+    void settle_run();
+
+    uint64_t ordered_from_;
+    // The heap from slot kFirst on; the slots before it are never read.
+    std::vector<Entry, LineAllocator<Entry>> slots_ = std::vector<Entry, LineAllocator<Entry>>(kFirst);
+    std::vector<uint32_t> position_; // heap slot per chunk id, kInRun or kAbsent
+    // Best first from run_begin_ on; arrived_ is not merged in yet.
+    std::vector<RunEntry> run_;
+    size_t run_begin_ = 0;
+    std::vector<RunEntry> arrived_;
+    std::vector<RunEntry> merged_;
+    std::vector<RunEntry> sorted_;
+    std::vector<uint32_t> run_stamp_; // per chunk id: the stamp of its live run entry
+    std::vector<uint64_t> run_key_;   // per chunk id: its key while in the run
+    size_t run_live_ = 0;
 };
 
 } // namespace uvmp

@@ -10,8 +10,9 @@ namespace {
 
 class BeladyPolicy final : public LookaheadPolicy {
 public:
+    // The chunks never used again share one key, ranked by id in the queue's sorted run.
     BeladyPolicy(const ChunkSchedule& schedule, LookaheadConfig config)
-        : LookaheadPolicy(config), schedule_(schedule), next_use_(schedule.chunk_slots()) {
+        : LookaheadPolicy(config, ChunkSchedule::kNever), schedule_(schedule), next_use_(schedule.chunk_slots()) {
         for (ChunkId c = 0; c < next_use_.size(); ++c) next_use_[c] = schedule.first_use(c);
     }
 

@@ -65,6 +65,9 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     first_use_.assign(layout.chunk_slots(), kNever);
     chunk_size_.resize(layout.chunk_slots());
     for (ChunkId c = 0; c < layout.chunk_slots(); ++c) chunk_size_[c] = layout.chunk_size(c);
+    launch_bytes_.assign(launches, 0);
+    for (uint64_t i = 0; i < launches; ++i)
+        for (ChunkId c : chunks(i)) launch_bytes_[i] += chunk_size_[c];
     next_use_.assign(chunks_.size(), kNever);
     for (uint64_t i = launches; i-- > 0;) {
         for (uint64_t k = launch_begin_[i]; k < launch_begin_[i + 1]; ++k) {

@@ -38,6 +38,8 @@ public:
     std::span<const uint64_t> next_uses(uint64_t launch) const {
         return {next_use_.data() + launch_begin_[launch], launch_begin_[launch + 1] - launch_begin_[launch]};
     }
+    // Bytes of chunks(launch), all of them.
+    uint64_t launch_bytes(uint64_t launch) const { return launch_bytes_[launch]; }
     uint64_t first_use(ChunkId chunk) const { return first_use_[chunk]; }
     uint32_t chunk_slots() const { return static_cast<uint32_t>(first_use_.size()); }
 
@@ -60,6 +62,7 @@ private:
     std::vector<uint64_t> next_use_;
     std::vector<uint64_t> first_use_;
     std::vector<uint64_t> chunk_size_;
+    std::vector<uint64_t> launch_bytes_;
     uint64_t footprint_bytes_ = 0;
     uint64_t dangling_accesses_ = 0;
 };

@@ -13,12 +13,14 @@ namespace {
 
 constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
 // Keys at or above this are chunks with no predicted use; older ones rank higher.
+// Forgetting the future raises many chunks there at once, and a launch's chunks
+// go to its far end: the eviction queue keeps them in a sorted run.
 constexpr uint64_t kUnpredicted = uint64_t{1} << 62;
 
 class LearnedPolicy final : public LookaheadPolicy {
 public:
     LearnedPolicy(PredictorConfig predictor, LookaheadConfig config, const LoopSeed* seed)
-        : LookaheadPolicy(config), predictor_(predictor) {
+        : LookaheadPolicy(config, kUnpredicted), predictor_(predictor) {
         if (seed) predictor_.load_loop(*seed);
     }
 
@@ -28,10 +30,7 @@ public:
 protected:
     bool begin_launch(const LaunchView& launch, const Residency& residency) override {
         current_step_ = launch.step;
-        if (head_.size() < residency.chunk_slots()) {
-            head_.resize(residency.chunk_slots(), kNone);
-            tail_.resize(residency.chunk_slots(), kNone);
-        }
+        if (chunk_uses_.size() < residency.chunk_slots()) chunk_uses_.resize(residency.chunk_slots());
         predictor_.observe(launch.kernel_id, launch.accesses);
         drop_past_uses();
         return predictor_.continued();
@@ -72,32 +71,52 @@ protected:
     }
 
     void on_touch(ChunkId chunk, uint64_t step, size_t) override {
+        ChunkUses& uses = chunk_uses_[chunk];
+        // The first predicted use is still ahead. (One dropped from uses_ never
+        // is: only uses before the current launch are dropped.)
+        if (uses.head == kNone || uses.head_step > step) return;
         // This use was the first predicted one: the next predicted use moves up.
-        uint64_t entry = head_[chunk];
+        uint64_t entry = uses.head;
         while (entry != kNone && (entry < uses_base_ || uses_[entry - uses_base_].step <= step))
             entry = entry < uses_base_ ? kNone : uses_[entry - uses_base_].next;
-        head_[chunk] = entry;
-        if (entry == kNone) tail_[chunk] = kNone;
+        if (entry == kNone) {
+            uses = ChunkUses{};
+        } else {
+            uses.head = entry;
+            uses.head_step = uses_[entry - uses_base_].step;
+        }
     }
 
-    bool on_future_use(ChunkId chunk, uint64_t step) override {
-        // Looking ahead again over launches it has seen (after an eviction sent it
-        // back) finds uses already recorded.
-        if (predicted_use(chunk) != kNone && uses_[tail_[chunk] - uses_base_].step >= step) return false;
-        const uint64_t entry = uses_base_ + uses_.size();
-        uses_.push_back({step, chunk, kNone});
-        const bool had_prediction = predicted_use(chunk) != kNone;
-        if (had_prediction) uses_[tail_[chunk] - uses_base_].next = entry;
-        else head_[chunk] = entry;
-        tail_[chunk] = entry;
-        return !had_prediction;
+    void on_future_uses(std::span<const ChunkId> chunks, uint64_t step) override {
+        for (ChunkId chunk : chunks) {
+            ChunkUses& uses = chunk_uses_[chunk];
+            const bool had_prediction = uses.head_step > current_step_;
+            // Looking ahead again over launches it has seen (after an eviction sent
+            // it back) finds uses already recorded.
+            if (had_prediction && uses.tail_step >= step) continue;
+            const uint64_t entry = uses_base_ + uses_.size();
+            uses_.push_back({step, kNone});
+            if (had_prediction) {
+                uses_[uses.tail - uses_base_].next = entry;
+            } else {
+                uses.head = entry;
+                uses.head_step = step;
+                listed_.push_back(chunk);
+            }
+            uses.tail = entry;
+            uses.tail_step = step;
+        }
     }
 
     void forget_future() override {
-        for (const PredictedUse& use : uses_) {
-            if (head_[use.chunk] != kNone) key_changed(use.chunk);
-            head_[use.chunk] = tail_[use.chunk] = kNone;
+        for (ChunkId chunk : listed_) {
+            ChunkUses& uses = chunk_uses_[chunk];
+            // Lists that ran out, or whose uses all went to history, stay as they are.
+            if (uses.tail == kNone || uses.tail < uses_base_) continue;
+            key_changed(chunk);
+            uses = ChunkUses{};
         }
+        listed_.clear();
         uses_base_ += uses_.size();
         uses_.clear();
         uses_front_ = 0;
@@ -105,19 +124,26 @@ protected:
 
 private:
     // Future uses found by looking ahead, in launch order; per chunk a list
-    // through `next`, from head_ to tail_. Indices are absolute: uses_base_ is
-    // the index of uses_[0].
+    // through `next`, from ChunkUses::head to ChunkUses::tail. Indices are
+    // absolute: uses_base_ is the index of uses_[0].
     struct PredictedUse {
         uint64_t step;
-        ChunkId chunk;
         uint64_t next;
     };
 
+    // A chunk's list with the steps of its ends, so that looking ahead and
+    // ranking read one record and not the uses themselves.
+    struct ChunkUses {
+        uint64_t head = kNone;
+        uint64_t tail = kNone;
+        uint64_t head_step = 0; // 0: none (a predicted use comes after some launch)
+        uint64_t tail_step = 0;
+    };
+
     uint64_t predicted_use(ChunkId chunk) const {
-        const uint64_t entry = head_[chunk];
-        if (entry == kNone || entry < uses_base_) return kNone;
-        const PredictedUse& use = uses_[entry - uses_base_];
-        return use.step > current_step_ ? use.step : kNone;
+        // A use at or before the current launch did not happen: no prediction.
+        const uint64_t step = chunk_uses_[chunk].head_step;
+        return step > current_step_ ? step : kNone;
     }
 
     // Uses up to the current launch are history; drop them now and then.
@@ -140,8 +166,10 @@ private:
     std::vector<PredictedUse> uses_;
     uint64_t uses_base_ = 0;
     size_t uses_front_ = 0;
-    std::vector<uint64_t> head_;
-    std::vector<uint64_t> tail_;
+    std::vector<ChunkUses> chunk_uses_;
+    // Chunks that started a list since the future was last forgotten (some
+    // more than once): forgetting visits them, not every use.
+    std::vector<ChunkId> listed_;
 };
 
 } // namespace

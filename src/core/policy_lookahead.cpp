@@ -117,30 +117,43 @@ void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out
         horizon_valid_ = true;
     }
     const uint64_t last_step = step + config_.max_lookahead_launches;
+    const ChunkId slots = residency.chunk_slots(); // no allocation comes or goes while planning
     for (; horizon_step_ <= last_step; ++horizon_step_, horizon_index_ = 0) {
         const auto future = future_chunks(horizon_step_, residency);
         if (!future) return;
-        for (; horizon_index_ < future->size(); ++horizon_index_) {
+        while (horizon_index_ < future->size()) {
+            // Most chunks are resident already: they are only noted as used then.
+            // A future use only brings a key down (needed sooner); an entry left
+            // too high is corrected when it reaches the top of the queue.
+            size_t end = horizon_index_;
+            while (end < future->size()) {
+                const ChunkId c = (*future)[end];
+                if (c >= slots || !residency.is_chunk_live(c) || !residency.is_resident(c)) break;
+                ++end;
+            }
+            if (end > horizon_index_) {
+                on_future_uses(future->subspan(horizon_index_, end - horizon_index_), horizon_step_);
+                horizon_index_ = end;
+                continue;
+            }
             const ChunkId c = (*future)[horizon_index_];
             // Memory allocated later (or freed by then) has nothing to fetch yet.
-            if (c >= residency.chunk_slots() || !residency.is_chunk_live(c)) continue;
-            bool fetched = false;
-            if (!residency.is_resident(c)) {
-                const uint64_t size = residency.chunk_size(c);
-                while (residency.free_bytes() < size) {
-                    // Only chunks needed after this one may make room for it.
-                    const ChunkId victim = pop_victim(residency, horizon_step_);
-                    if (victim == kNoChunk) return;
-                    evict(victim, residency, out);
-                }
-                residency.make_resident(c, step);
-                Plan::add(out.prefetch, c, residency);
-                fetched = true;
+            if (c >= slots || !residency.is_chunk_live(c)) {
+                ++horizon_index_;
+                continue;
             }
-            // A future use only brings a key down (needed sooner); an entry
-            // left too high is corrected when it reaches the top of the queue.
-            on_future_use(c, horizon_step_);
-            if (fetched) push_key(c, residency);
+            const uint64_t size = residency.chunk_size(c);
+            while (residency.free_bytes() < size) {
+                // Only chunks needed after this one may make room for it.
+                const ChunkId victim = pop_victim(residency, horizon_step_);
+                if (victim == kNoChunk) return;
+                evict(victim, residency, out);
+            }
+            residency.make_resident(c, step);
+            Plan::add(out.prefetch, c, residency);
+            on_future_uses({&c, 1}, horizon_step_);
+            push_key(c, residency);
+            ++horizon_index_;
         }
     }
 }

@@ -15,7 +15,8 @@ namespace uvmp {
 
 class LookaheadPolicy : public Policy {
 public:
-    explicit LookaheadPolicy(LookaheadConfig config) : config_(config) {}
+    // Keys at or above `ordered_keys_from` come in bulk or in order (see EvictionQueue).
+    LookaheadPolicy(LookaheadConfig config, uint64_t ordered_keys_from) : config_(config), queue_(ordered_keys_from) {}
     void plan(const LaunchView& launch, Residency& residency, Plan& out) final;
 
 protected:
@@ -29,13 +30,13 @@ protected:
     virtual uint64_t eviction_key(ChunkId chunk, const Residency& residency) const = 0;
     // The current launch touches `chunk`, the `index`-th of its chunks.
     virtual void on_touch(ChunkId chunk, uint64_t step, size_t index) {}
-    // Looking ahead found `chunk` used at `step`; true when that changed its
-    // key. The key may only go down (the chunk is needed sooner than thought).
-    virtual bool on_future_use(ChunkId chunk, uint64_t step) { return false; }
+    // Looking ahead found these chunks used at `step`, in this order. A key may
+    // only go down (the chunk is needed sooner than thought).
+    virtual void on_future_uses(std::span<const ChunkId> chunks, uint64_t step) {}
     // Forget everything learned about the future (after begin_launch returned
     // false), reporting every chunk whose key that changes through key_changed().
     virtual void forget_future() {}
-    // A chunk's key changed outside on_touch and on_future_use.
+    // A chunk's key changed outside on_touch and on_future_uses.
     void key_changed(ChunkId chunk) { changed_keys_.push_back(chunk); }
 
 private:

@@ -41,6 +41,7 @@ bool Residency::remove_allocation(uint32_t alloc_id) {
     for (ChunkId c = slot.first; c < slot.first + slot.count; ++c) {
         if (chunks_[c].resident) evict(c);
         chunks_[c].pins = 0;
+        chunks_[c].live = false;
     }
     slot.live = false;
     ++layout_version_;

@@ -58,7 +58,7 @@ public:
     uint64_t chunk_offset(ChunkId chunk) const;
     // The last chunk of an allocation may be shorter than chunk_bytes().
     uint64_t chunk_size(ChunkId chunk) const;
-    bool is_chunk_live(ChunkId chunk) const { return allocs_[chunks_[chunk].alloc_slot].live; }
+    bool is_chunk_live(ChunkId chunk) const { return chunks_[chunk].live; }
 
     bool is_resident(ChunkId chunk) const { return chunks_[chunk].resident; }
     // Counts the chunk against the budget; going over it is allowed (a launch
@@ -99,6 +99,8 @@ private:
         ChunkId next = kNoChunk;
         uint16_t pins = 0;
         bool resident = false;
+        // The allocation's, kept per chunk: looking ahead asks for every chunk.
+        bool live = true;
     };
 
     void lru_unlink(ChunkId chunk);

@@ -119,12 +119,8 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         }
         const trace::Launch& launch = trace.launches[i];
         const auto chunks = schedule.chunks(i);
-        uint64_t launch_bytes = 0;
-        for (ChunkId c : chunks) {
-            residency.pin(c);
-            launch_bytes += residency.chunk_size(c);
-        }
-        if (launch_bytes > config.budget_bytes) ++result.oversized_launches;
+        for (ChunkId c : chunks) residency.pin(c);
+        if (schedule.launch_bytes(i) > config.budget_bytes) ++result.oversized_launches;
 
         LaunchView view;
         view.step = i;
@@ -134,7 +130,6 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         plan.clear();
         policy->plan(view, residency, plan);
         plan.coalesce_evictions(residency);
-        for (ChunkId c : chunks) residency.unpin(c);
 
         uint64_t evict_bytes = 0, fetch_bytes = 0, demand_bytes = 0;
         double evict_seconds = 0, fetch_seconds = 0;
@@ -180,7 +175,10 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         }
 
         double start = compute_free;
-        for (ChunkId c : chunks) start = std::max(start, ready_at[c]);
+        for (ChunkId c : chunks) {
+            residency.unpin(c);
+            start = std::max(start, ready_at[c]);
+        }
         const uint64_t duration_ns = launch.duration_ns ? launch.duration_ns : link.default_kernel_ns;
         const double compute = static_cast<double>(duration_ns) * 1e-9;
         const double end = start + compute + fault_evict_seconds + seconds_for(demand_bytes, link.demand_fault_gbps);

@@ -24,8 +24,10 @@ std::pair<uint64_t, ChunkId> expected_top(const std::map<ChunkId, uint64_t>& key
 } // namespace
 
 TEST_CASE("eviction queue: the top is always the largest key, ties to the largest chunk", "[policy][queue]") {
+    // All keys in the heap, half of them in the ordered run, all in the run.
+    const uint64_t ordered_from = GENERATE(UINT64_MAX, 20, 0);
     std::mt19937 random(21);
-    EvictionQueue queue;
+    EvictionQueue queue(ordered_from);
     std::map<ChunkId, uint64_t> keys; // the reference
     for (int op = 0; op < 20000; ++op) {
         const ChunkId chunk = random() % 300;
@@ -56,6 +58,7 @@ TEST_CASE("eviction queue: the top is always the largest key, ties to the larges
 }
 
 TEST_CASE("eviction queue: assign builds the same queue as one set per entry", "[policy][queue]") {
+    const uint64_t ordered_from = GENERATE(UINT64_MAX, 50, 0);
     std::mt19937 random(5);
     std::vector<EvictionQueue::Entry> entries;
     std::map<ChunkId, uint64_t> keys;
@@ -64,7 +67,7 @@ TEST_CASE("eviction queue: assign builds the same queue as one set per entry", "
         entries.push_back(entry);
         keys[entry.chunk] = entry.key; // a chunk listed twice keeps its last key
     }
-    EvictionQueue queue;
+    EvictionQueue queue(ordered_from);
     queue.set(999, 1'000'000); // replaced by assign
     queue.assign(entries);
     REQUIRE(queue.size() == keys.size());
@@ -77,4 +80,36 @@ TEST_CASE("eviction queue: assign builds the same queue as one set per entry", "
         keys.erase(top_chunk);
     }
     CHECK(queue.empty());
+}
+
+TEST_CASE("eviction queue: keys set in batches between looks at the top", "[policy][queue]") {
+    // The ordered run takes batches in any order, and batches ranked after it
+    // (the way recency ranks the chunks just used), also long ones nobody looks at.
+    const uint64_t ordered_from = GENERATE(UINT64_MAX, 1000, 0);
+    std::mt19937 random(8);
+    EvictionQueue queue(ordered_from);
+    std::map<ChunkId, uint64_t> keys;
+    uint64_t lowest = 1'000'000;
+    for (int round = 0; round < 300; ++round) {
+        const int batch = round % 50 == 0 ? 5000 : static_cast<int>(random() % 200);
+        const bool ranked_after = random() % 2 == 0;
+        for (int i = 0; i < batch; ++i) {
+            const ChunkId chunk = random() % 3000;
+            const uint64_t key = ranked_after ? --lowest : 500 + random() % 2'000'000;
+            if (random() % 8 == 0) {
+                CHECK(queue.erase(chunk) == (keys.erase(chunk) == 1));
+            } else {
+                queue.set(chunk, key);
+                keys[chunk] = key;
+            }
+        }
+        REQUIRE(queue.size() == keys.size());
+        for (int pops = random() % 100; pops > 0 && !keys.empty(); --pops) {
+            const auto [top_key, top_chunk] = expected_top(keys);
+            REQUIRE(queue.top().key == top_key);
+            REQUIRE(queue.top().chunk == top_chunk);
+            queue.erase(top_chunk);
+            keys.erase(top_chunk);
+        }
+    }
 }
