@@ -8,6 +8,7 @@
 #include "core/simulator.h"
 #include "core/size_parse.h"
 #include "core/trace_reader.h"
+#include "core/trace_repeat.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -42,6 +43,7 @@ struct SimulateOptions {
     bool timing = false;
     bool sweep = false;
     std::string extents = "inferred";
+    uint32_t repeat_last = 0;
     std::string sweep_from = "30%";
     std::string sweep_to = "110%";
     unsigned sweep_steps = 10;
@@ -314,6 +316,13 @@ void run(const SimulateOptions& o) {
     else if (!o.sweep) bad_usage("--budget is required (or --sweep)");
 
     trace::Trace trace = trace::read_trace_file(o.file);
+    if (o.repeat_last > 0) {
+        try {
+            repeat_last_iteration(trace, iteration_bounds(trace), o.repeat_last);
+        } catch (const std::invalid_argument& e) {
+            bad_usage(fmt::format("--repeat-last: {}: {}", o.file, e.what()));
+        }
+    }
     const auto bounds = iteration_bounds(trace);
     if (o.extents == "inferred") infer_access_extents(trace, bounds);
     const ChunkSchedule schedule(trace, config.chunk_bytes);
@@ -352,6 +361,9 @@ void register_simulate(CLI::App& app) {
                     "or raw (to the end of the allocation)")
         ->check(CLI::IsMember({"inferred", "raw"}))
         ->capture_default_str();
+    cmd->add_option("--repeat-last", options->repeat_last,
+                    "append this many copies of the trace's last iteration first, to see the steady state "
+                    "of a long job from a few recorded steps");
     cmd->add_flag("--json", options->json, "print JSON");
     cmd->add_flag("--timing", options->timing,
                   "print how fast the simulator ran, in launches per second of CPU time (to standard error with --json)");

@@ -1,0 +1,56 @@
+#include "core/trace_repeat.h"
+
+#include <stdexcept>
+#include <vector>
+#include <string>
+
+namespace uvmp {
+
+void repeat_last_iteration(trace::Trace& trace, std::span<const uint64_t> bounds, uint32_t times) {
+    if (times == 0) return;
+    if (bounds.size() < 2) throw std::invalid_argument("the trace holds no full iteration to repeat");
+    const uint64_t begin = bounds[bounds.size() - 2];
+    const uint64_t end = bounds.back();
+    for (const trace::Alloc& a : trace.allocs)
+        if (a.launches_before > begin && a.launches_before < end)
+            throw std::invalid_argument("its last iteration allocates memory (before launch " +
+                                        std::to_string(a.launches_before) + "): it cannot be repeated");
+    for (const trace::Free& f : trace.frees)
+        if (f.launches_before > begin && f.launches_before <= end)
+            throw std::invalid_argument("its last iteration frees memory (before launch " +
+                                        std::to_string(f.launches_before) + "): it cannot be repeated");
+
+    // Launches after the last full iteration did not repeat in full: drop them.
+    trace.launches.resize(end);
+    std::erase_if(trace.iterations, [&](const trace::Iteration& m) { return m.launches_before > end; });
+    const uint64_t period = end - begin;
+    const uint64_t span_ns = trace.launches[end - 1].time_ns - trace.launches[begin].time_ns +
+                             trace.launches[end - 1].duration_ns;
+    trace.launches.reserve(end + period * times);
+    uint64_t period_accesses = 0;
+    for (uint64_t i = begin; i < end; ++i) period_accesses += trace.launches[i].access_count;
+    trace.accesses.reserve(trace.accesses.size() + period_accesses * times);
+    uint64_t next_mark = trace.iterations.empty() ? 0 : trace.iterations.back().index + 1;
+    for (uint32_t copy = 1; copy <= times; ++copy) {
+        const uint64_t first = trace.launches.size();
+        const uint64_t shift_ns = span_ns * copy;
+        for (uint64_t i = begin; i < end; ++i) {
+            trace::Launch launch = trace.launches[i];
+            launch.seq = trace.launches.size();
+            launch.time_ns += shift_ns;
+            launch.first_access = static_cast<uint32_t>(trace.accesses.size());
+            for (uint32_t k = 0; k < launch.access_count; ++k)
+                trace.accesses.push_back(trace.accesses[trace.launches[i].first_access + k]);
+            trace.launches.push_back(launch);
+        }
+        if (!trace.iterations.empty())
+            trace.iterations.push_back({next_mark++, first, trace.launches[first].time_ns});
+    }
+    // What came after the last full iteration (teardown) now comes after the copies.
+    for (trace::Alloc& a : trace.allocs)
+        if (a.launches_before > end) a.launches_before = trace.launches.size();
+    for (trace::Free& f : trace.frees)
+        if (f.launches_before > end) f.launches_before = trace.launches.size();
+}
+
+} // namespace uvmp

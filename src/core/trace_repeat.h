@@ -1,0 +1,21 @@
+// Lengthens a recorded trace by repeating its last iteration, so that a few
+// recorded steps can stand for a long job: how a learned policy does once it
+// has learned shows only in the steps after the one it learns from.
+#pragma once
+
+#include "core/trace_model.h"
+
+#include <cstdint>
+#include <span>
+
+namespace uvmp {
+
+// Appends `times` copies of the launches of iteration [bounds[n-2], bounds[n-1])
+// after the trace's last launch, with their accesses, durations and iteration
+// marks; a trailing partial iteration is dropped first, and allocations and
+// frees after it move to the new end. Throws
+// std::invalid_argument when there is no full iteration, or when the last
+// iteration allocates or frees memory (copies would need allocations of their own).
+void repeat_last_iteration(trace::Trace& trace, std::span<const uint64_t> bounds, uint32_t times);
+
+} // namespace uvmp
