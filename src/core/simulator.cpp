@@ -150,10 +150,11 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             for (ChunkId c = span.first; c < span.first + span.count; ++c) ready_at[c] = 0.0;
         }
 
-        // Room for the chunks that fault in is made in the fault path, chunk by
-        // chunk, while the kernel waits; the rest of the evictions run on the
-        // copy engine ahead of the prefetches.
-        const uint64_t fault_evict_bytes = std::min(evict_bytes, demand_bytes);
+        // With a full GPU, room for the chunks that fault in is made in the fault
+        // path, chunk by chunk, while the kernel waits; the other evictions run
+        // on the copy engine ahead of the prefetches.
+        const uint64_t fault_evict_bytes =
+            config.fault_room == FaultRoom::FaultPath ? std::min(evict_bytes, demand_bytes) : 0;
         const double fault_evict_seconds = seconds_for(fault_evict_bytes, link.evict_gbps(config.chunk_bytes));
         if (evict_bytes > 0) evict_seconds *= static_cast<double>(evict_bytes - fault_evict_bytes) / static_cast<double>(evict_bytes);
         evict_bytes -= fault_evict_bytes;

@@ -18,8 +18,20 @@
 
 namespace uvmp {
 
+// Who makes room for the data that kernels fault in.
+enum class FaultRoom {
+    // The library's own evictions on the copy engine keep the budget, and the
+    // GPU's physical memory (larger than the budget) takes the faults: what
+    // the library does under UVMP_BUDGET.
+    CopyEngine,
+    // The GPU is full: unified memory evicts in the fault path, chunk by chunk,
+    // while the kernel waits (a job whose data exceeds the physical memory).
+    FaultPath,
+};
+
 struct SimConfig {
     uint64_t budget_bytes = 0;
+    FaultRoom fault_room = FaultRoom::CopyEngine;
     uint64_t chunk_bytes = kDefaultChunkBytes;
     PolicyKind policy = PolicyKind::Learned;
     LinkModel link;

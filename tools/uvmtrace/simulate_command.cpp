@@ -44,6 +44,7 @@ struct SimulateOptions {
     bool sweep = false;
     std::string extents = "inferred";
     uint32_t repeat_last = 0;
+    std::string fault_room = "copy-engine";
     std::string sweep_from = "30%";
     std::string sweep_to = "110%";
     unsigned sweep_steps = 10;
@@ -311,6 +312,7 @@ void run(const SimulateOptions& o) {
     const auto policy = parse_policy_kind(o.policy);
     if (!policy) bad_usage(fmt::format("unknown policy '{}': use demand-lru, learned or belady", o.policy));
     config.policy = *policy;
+    config.fault_room = o.fault_room == "fault-path" ? FaultRoom::FaultPath : FaultRoom::CopyEngine;
     std::optional<SizeOrPercent> budget;
     if (!o.budget.empty()) budget = size_option("--budget", o.budget);
     else if (!o.sweep) bad_usage("--budget is required (or --sweep)");
@@ -360,6 +362,11 @@ void register_simulate(CLI::App& app) {
                     "lengths of accesses the trace leaves open: inferred from the pointers in use at the same time, "
                     "or raw (to the end of the allocation)")
         ->check(CLI::IsMember({"inferred", "raw"}))
+        ->capture_default_str();
+    cmd->add_option("--fault-room", options->fault_room,
+                    "who makes room for faulted-in data: copy-engine (the library's evictions keep the budget, "
+                    "as under UVMP_BUDGET) or fault-path (a full GPU evicts while the kernel waits)")
+        ->check(CLI::IsMember({"copy-engine", "fault-path"}))
         ->capture_default_str();
     cmd->add_option("--repeat-last", options->repeat_last,
                     "append this many copies of the trace's last iteration first, to see the steady state "
