@@ -12,6 +12,8 @@ else
   trace=examples/traces/gpt2-small-b16.uvmt
   [ -f "$trace" ] || trace=examples/traces/synthetic.uvmt
   "$build/tools/uvmtrace/uvmtrace" info "$trace"
-  "$build/tools/uvmtrace/uvmtrace" simulate "$trace" --sweep --plot "$build/simulate-sweep.svg"
+  # The trace holds three steps; the learned policy learns in the first ones, so the
+  # last step is repeated to show a longer job's steady state.
+  "$build/tools/uvmtrace/uvmtrace" simulate "$trace" --repeat-last 5 --sweep --plot "$build/simulate-sweep.svg"
   echo "plot: $build/simulate-sweep.svg"
 fi
