@@ -16,7 +16,8 @@ class LibraryCounters:
                 "guard_refusals launches_seen launches_with_access access_entries populate_calls "
                 "bytes_populated bytes_prefetched bytes_evicted iterations budget_bytes "
                 "guard_limit_bytes trace_records_written trace_records_dropped launches_unplanned move_calls "
-                "move_call_ns bytes_demand_estimated launches_with_demand launch_calls_timed launch_call_ns"
+                "move_call_ns bytes_demand_estimated launches_with_demand launch_calls_timed launch_call_ns "
+                "launches_captured"
             ).split()
         ]
 

@@ -326,7 +326,11 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
     if (!t_hits.empty()) {
         stats_.add(stats_.launches_with_access);
         stats_.add(stats_.access_entries, t_hits.size());
-        if (planner_) {
+        if (planner_ && launch_is_captured(site)) {
+            // It runs only when the graph is launched, which is not seen here; an
+            // event recorded into the capture would also change the application's graph.
+            stats_.add(stats_.launches_captured);
+        } else if (planner_) {
             PlannedLaunch planned{seq, info.id, {}, record_fence(site)};
             planned.accesses.reserve(t_hits.size());
             for (const AccessHit& h : t_hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
@@ -362,6 +366,17 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
         trace_->launch(record, accesses);
     }
     return seq;
+}
+
+bool stream_is_capturing(const DriverTable& table, StreamFlavor flavor, CUstream stream) {
+    auto is_capturing = flavor == StreamFlavor::PerThread ? table.cuStreamIsCapturing_ptsz : table.cuStreamIsCapturing;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return is_capturing && is_capturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+bool Interceptor::launch_is_captured(const LaunchSite& site) const {
+    const DriverTable* table = driver_table_if_ready();
+    return table && stream_is_capturing(*table, site.flavor, site.stream);
 }
 
 CUevent Interceptor::record_fence(const LaunchSite& site) {

@@ -25,6 +25,9 @@ namespace uvmp::driver {
 // semantics (legacy vs per-thread default stream) and the pass-through call.
 enum class StreamFlavor { Legacy, PerThread };
 
+// True while work queued on the stream is captured into a graph, not run.
+bool stream_is_capturing(const DriverTable& table, StreamFlavor flavor, CUstream stream);
+
 struct LaunchSite {
     StreamFlavor flavor;
     CUfunction function;
@@ -92,6 +95,7 @@ private:
     void open_trace_if_needed(const DriverTable& table);
     void describe_kernel(const void* handle, KernelInfo& info) const;
     CUevent record_fence(const LaunchSite& site);
+    bool launch_is_captured(const LaunchSite& site) const;
     uint64_t now_ns() const;
 
     Config config_;

@@ -16,11 +16,7 @@ CUresult Interceptor::allocate(CUdeviceptr* dptr, size_t bytes, CUstream stream,
     }
     if (stream_ordered) {
         // Managed allocation is not allowed into a graph being captured.
-        CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-        auto is_capturing = flavor == StreamFlavor::PerThread ? table->cuStreamIsCapturing_ptsz
-                                                              : table->cuStreamIsCapturing;
-        if (is_capturing && is_capturing(stream, &status) == CUDA_SUCCESS &&
-            status != CU_STREAM_CAPTURE_STATUS_NONE) {
+        if (stream_is_capturing(*table, flavor, stream)) {
             const CUresult r = passthrough();
             if (r == CUDA_SUCCESS) note_passthrough_device(*dptr, bytes, 0, stats_.passthrough_capture);
             return r;

@@ -1,5 +1,8 @@
 #include "allocation_policy_scenarios.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "library_api.h"
 
 #include <string>
@@ -82,11 +85,28 @@ void run_capture_scenario(const DriverEntryPoints& driver, const FakeDriverHelpe
     checks.expect_eq("driver cuMemAllocManaged calls after capture",
                      fake.counters().mem_alloc_managed, 1);
 
+    // A kernel launched into the capture runs only when the graph does: a policy
+    // must not plan it (nor record its fence into the application's graph).
+    const size_t offsets[] = {0};
+    const size_t sizes[] = {8};
+    CUfunction kernel = fake.make_function("_Z6kernelPf", 1, offsets, sizes);
+    checks.expect(fake.set_stream_capturing(stream, 1) == 0, "the stream captures again");
+    void* params[] = {&after};
+    const bool launcher = !driver.launchers.empty() && driver.launchers.front().launch_kernel;
+    checks.expect(launcher && driver.launchers.front().launch_kernel(kernel, 1, 1, 1, 32, 1, 1, 0, stream, params,
+                                                                     nullptr) == CUDA_SUCCESS,
+                  "cuLaunchKernel during capture");
+    checks.expect(fake.set_stream_capturing(stream, 0) == 0, "the second capture ends");
+
     const auto stats = find_library_api().stats();
     checks.expect(stats.has_value(), "uvmp_get_stats is found and succeeds");
     if (stats) {
         checks.expect_eq("stats.passthrough_capture", stats->passthrough_capture, 1);
         checks.expect_eq("stats.allocs_converted", stats->allocs_converted, 1);
+        checks.expect_eq("stats.launches_with_access", stats->launches_with_access, 1);
+        const char* policy = std::getenv("UVMP_POLICY");
+        const bool planning = policy && std::string(policy) != "none";
+        checks.expect_eq("stats.launches_captured", stats->launches_captured, planning ? 1 : 0);
     }
     if (during == CUDA_SUCCESS)
         checks.expect(driver.mem_free_async(captured, stream) == CUDA_SUCCESS,
