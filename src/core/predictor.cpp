@@ -67,9 +67,10 @@ bool Predictor::observe(uint32_t kernel_id, std::span<const trace::Access> acces
         resync(kernel_id, signature);
         consecutive_hits_ = 0;
         if (located_) ++resyncs_;
-        // A launch the loop has never seen: the program left the learned loop,
-        // so learn again, starting from what the loop knew.
-        if (frozen_ && !located_) unfreeze();
+        // A launch the loop has never seen: the program left the learned loop.
+        // Back in a loop it ran before, or else learning again, starting from
+        // what the loop knew.
+        if (frozen_ && !located_ && !switch_to_kept_loop(kernel_id, signature)) unfreeze();
     }
     continued_ = hit;
     if (!frozen_ && learning_) {
@@ -217,7 +218,38 @@ void Predictor::load_loop(const LoopSeed& seed) {
     rebuild_index();
 }
 
+void Predictor::keep_current_loop() {
+    const auto same = [&](const Loop& loop) {
+        return loop.steps.size() == steps_.size() &&
+               std::equal(loop.steps.begin(), loop.steps.end(), steps_.begin(),
+                          [](const Step& a, const Step& b) { return a.signature == b.signature; });
+    };
+    std::erase_if(kept_loops_, same);
+    kept_loops_.push_back({steps_, step_accesses_});
+    if (kept_loops_.size() > kKeptLoops) kept_loops_.erase(kept_loops_.begin());
+}
+
+bool Predictor::switch_to_kept_loop(uint32_t kernel_id, uint64_t signature) {
+    for (size_t i = kept_loops_.size(); i-- > 0;) {
+        const Loop& loop = kept_loops_[i];
+        const bool holds = std::any_of(loop.steps.begin(), loop.steps.end(), [&](const Step& step) {
+            return step.signature == signature || step.kernel_id == kernel_id;
+        });
+        if (!holds) continue;
+        Loop found = std::move(kept_loops_[i]);
+        kept_loops_.erase(kept_loops_.begin() + static_cast<std::ptrdiff_t>(i));
+        keep_current_loop();
+        steps_ = std::move(found.steps);
+        step_accesses_ = std::move(found.accesses);
+        rebuild_index();
+        resync(kernel_id, signature);
+        return located_;
+    }
+    return false;
+}
+
 void Predictor::unfreeze() {
+    keep_current_loop();
     frozen_ = false;
     learning_ = true;
     located_ = false;

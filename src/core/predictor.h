@@ -99,12 +99,21 @@ private:
     void append(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses);
     void maybe_freeze();
     void unfreeze();
+    // Makes the most recent kept loop holding this launch the current one.
+    bool switch_to_kept_loop(uint32_t kernel_id, uint64_t signature);
+    void keep_current_loop();
     void rebuild_index();
 
     PredictorConfig config_;
     // The history while learning, the loop once frozen.
     std::vector<Step> steps_;
     std::vector<trace::Access> step_accesses_;
+    struct Loop {
+        std::vector<Step> steps;
+        std::vector<trace::Access> accesses;
+    };
+    static constexpr size_t kKeptLoops = 4;
+    std::vector<Loop> kept_loops_; // left earlier, most recent last
     std::unordered_map<uint64_t, std::vector<uint32_t>> positions_of_signature_;
     std::unordered_map<uint32_t, std::vector<uint32_t>> positions_of_kernel_;
     // Kernels of the most recent live launches: a ring of context_length

@@ -140,3 +140,29 @@ TEST_CASE("predictor: predictions are trusted only after a run of hits", "[predi
     feed(p, 77); // a kernel never seen: lost
     CHECK_FALSE(p.trusted());
 }
+
+TEST_CASE("predictor: training resumes its loop after an evaluation pass", "[predictor]") {
+    Predictor p;
+    const uint32_t train = 20, eval = 7;
+    auto run_train = [&](int iterations) {
+        for (int i = 0; i < iterations; ++i)
+            for (uint32_t k = 0; k < train; ++k) feed(p, k);
+    };
+    run_train(5);
+    REQUIRE(p.frozen());
+    // Evaluation: kernels the training loop never ran.
+    for (int i = 0; i < 3; ++i)
+        for (uint32_t k = 0; k < eval; ++k) feed(p, 100 + k);
+    CHECK(p.period() == eval); // learned in turn
+    // Back to training: located again at its first launch, trusted within a loop.
+    const uint64_t hits_before = p.hits();
+    run_train(1);
+    CHECK(p.frozen());
+    CHECK(p.period() == train);
+    CHECK(p.hits() - hits_before >= train - 1);
+    run_train(2);
+    CHECK(p.trusted());
+    const Predictor::Step* next = p.predict(1);
+    REQUIRE(next);
+    CHECK(next->kernel_id == 0);
+}
