@@ -160,6 +160,12 @@ void Predictor::append(uint32_t kernel_id, uint64_t signature, std::span<const t
         learning_ = false;
         return;
     }
+    positions_of_signature_[signature].push_back(static_cast<uint32_t>(steps_.size()));
+    positions_of_kernel_[kernel_id].push_back(static_cast<uint32_t>(steps_.size()));
+    push_step(kernel_id, signature, accesses);
+}
+
+void Predictor::push_step(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses) {
     Step step;
     step.kernel_id = kernel_id;
     step.signature = signature;
@@ -167,8 +173,6 @@ void Predictor::append(uint32_t kernel_id, uint64_t signature, std::span<const t
     step.first_access = static_cast<uint32_t>(step_accesses_.size());
     step.access_count = static_cast<uint32_t>(accesses.size());
     step_accesses_.insert(step_accesses_.end(), accesses.begin(), accesses.end());
-    positions_of_signature_[signature].push_back(static_cast<uint32_t>(steps_.size()));
-    positions_of_kernel_[kernel_id].push_back(static_cast<uint32_t>(steps_.size()));
     steps_.push_back(step);
 }
 
@@ -201,14 +205,7 @@ void Predictor::load_loop(const LoopSeed& seed) {
     step_accesses_.clear();
     for (const LoopSeed::Launch& launch : seed.launches) {
         const auto accesses = seed.accesses_of(launch);
-        Step step;
-        step.kernel_id = launch.kernel_id;
-        step.signature = signature_of(launch.kernel_id, accesses);
-        step.extent_hash = extent_hash_of(step.signature, accesses);
-        step.first_access = static_cast<uint32_t>(step_accesses_.size());
-        step.access_count = static_cast<uint32_t>(accesses.size());
-        step_accesses_.insert(step_accesses_.end(), accesses.begin(), accesses.end());
-        steps_.push_back(step);
+        push_step(launch.kernel_id, signature_of(launch.kernel_id, accesses), accesses);
     }
     frozen_ = !steps_.empty();
     learning_ = true;

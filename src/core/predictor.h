@@ -97,6 +97,7 @@ private:
     uint32_t context_score(uint64_t candidate) const;
     bool resembles(const Step& expected, std::span<const trace::Access> accesses) const;
     void append(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses);
+    void push_step(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses);
     void maybe_freeze();
     void unfreeze();
     // Makes the most recent kept loop holding this launch the current one.
