@@ -6,7 +6,8 @@
 #              CUDA examples and the bench programs (default build-dev)
 #   OUT        where results go (default ./device-out): device.log (everything printed),
 #              overhead.json, probe.json, summary.json
-#   PROBE=1    also run the populate probe first (fresh managed memory placed three ways)
+#   PROBE=1    also run the probes first: wait-or-fault (data needed now: fault, prefetch and
+#              wait, or both) and populate (fresh managed memory placed three ways)
 #   TRACES=1   also record the bundled example traces (resnet50 b256, GPT-2 small b16) with
 #              kernel timing into $OUT, and run uvmtrace info on each
 #   OVERSUB=1  also run the oversubscription benchmark (bench/oversubscription.py) last:
@@ -60,6 +61,7 @@ LAYERS_STATIC=$BUILD/examples/layers_static
 LAYERS_SHARED=$BUILD/examples/layers_shared
 EMPTY_LAUNCH=$BUILD/bench/empty_launch
 POPULATE_PROBE=$BUILD/bench/populate_probe
+WAIT_OR_FAULT_PROBE=$BUILD/bench/wait_or_fault_probe
 CHECK_GPU=$REPO_ROOT/tests/gpu/check_gpu.py
 
 mkdir -p "$OUT"
@@ -150,7 +152,8 @@ check_build() {
     echo
     echo "### build directory $BUILD"
     local missing=0 path
-    for path in "$UVMRUN" "$UVMTRACE" "$LIBRARY" "$LAYERS_STATIC" "$LAYERS_SHARED" "$EMPTY_LAUNCH" "$POPULATE_PROBE"; do
+    for path in "$UVMRUN" "$UVMTRACE" "$LIBRARY" "$LAYERS_STATIC" "$LAYERS_SHARED" "$EMPTY_LAUNCH" "$POPULATE_PROBE" \
+        "$WAIT_OR_FAULT_PROBE"; do
         if [[ -f $path ]]; then
             echo "found   $path"
         else
@@ -165,6 +168,14 @@ check_build() {
 }
 
 probe_section() {
+    # Data a kernel needs now: fault it in, prefetch and wait, or both at once.
+    run_step "wait-or-fault probe" 120 "$WAIT_OR_FAULT_PROBE"
+    local wait_status=$STEP_STATUS
+    grep '^{"runs"' "$STEP_OUTPUT" | tail -n 1 >"$OUT/wait_or_fault.json" || true
+    add_row "probe: wait-or-fault table (ms, 64M/256M/1G)" "$(grep -A3 '^size' "$STEP_OUTPUT" | tail -n 3 |
+        awk '{printf "%s%s f%s w%s b%s", (NR > 1 ? "; " : ""), $1, $4, $5, $6}')" "(measure)" \
+        "$(verdict_of_status "$wait_status")"
+
     run_step "populate probe" 90 "$POPULATE_PROBE" 2
     local status=$STEP_STATUS
     grep '^{"bytes"' "$STEP_OUTPUT" | tail -n 1 >"$OUT/probe.json" || true
