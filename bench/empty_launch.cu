@@ -4,6 +4,8 @@
 // per launch. Usage: empty_launch [N] (default 1000000).
 // Prints "ns per launch: X", "total: Y ms" and one JSON line for scripts.
 
+#include "cuda_check.h"
+
 #include <cuda_runtime.h>
 
 #include <cerrno>
@@ -12,15 +14,6 @@
 #include <cstdlib>
 
 namespace {
-
-void check_cuda(cudaError_t status, const char* call, int line) {
-    if (status != cudaSuccess) {
-        std::fprintf(stderr, "empty_launch: %s failed at line %d: %s (%s)\n", call, line,
-                     cudaGetErrorString(status), cudaGetErrorName(status));
-        std::exit(3);
-    }
-}
-#define CUDA_CHECK(call) check_cuda((call), #call, __LINE__)
 
 // One pointer parameter so that the hook has a parameter word to look up, as it would
 // for any real kernel; the pointer is never dereferenced.

@@ -8,6 +8,8 @@
 // Usage: populate_probe [GiB per buffer] (default 2, at most 2; three buffers in all).
 // Prints one line per path and one JSON line; exit 77 when the GPU lacks the free memory.
 
+#include "cuda_check.h"
+
 #include <cuda_runtime.h>
 
 #include <cerrno>
@@ -16,15 +18,6 @@
 #include <cstdlib>
 
 namespace {
-
-void check_cuda(cudaError_t status, const char* call, int line) {
-    if (status != cudaSuccess) {
-        std::fprintf(stderr, "populate_probe: %s failed at line %d: %s (%s)\n", call, line,
-                     cudaGetErrorString(status), cudaGetErrorName(status));
-        std::exit(3);
-    }
-}
-#define CUDA_CHECK(call) check_cuda((call), #call, __LINE__)
 
 constexpr size_t kGiB = size_t{1} << 30;
 // Room left for other users of the shared GPU beyond the three buffers.

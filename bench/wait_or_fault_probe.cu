@@ -14,6 +14,8 @@
 // Usage: wait_or_fault_probe. Prints a table and one JSON line; exit 77 when the
 // GPU lacks the free memory.
 
+#include "cuda_check.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -25,15 +27,6 @@
 #include <vector>
 
 namespace {
-
-void check_cuda(cudaError_t status, const char* call, int line) {
-    if (status != cudaSuccess) {
-        std::fprintf(stderr, "wait_or_fault_probe: %s failed at line %d: %s (%s)\n", call, line,
-                     cudaGetErrorString(status), cudaGetErrorName(status));
-        std::exit(3);
-    }
-}
-#define CUDA_CHECK(call) check_cuda((call), #call, __LINE__)
 
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kGiB = size_t{1} << 30;

@@ -75,20 +75,19 @@ std::vector<std::string> Stats::summary_lines() const {
                     n(populate_calls) + " calls; prefetched " + sz(bytes_prefetched) +
                     ", evicted " + sz(bytes_evicted) + "; launches not planned (worker behind): " +
                     n(launches_unplanned));
-    if (v(move_calls)) {
-        char per_call[48];
-        std::snprintf(per_call, sizeof per_call, "%.1f us",
-                      static_cast<double>(v(move_call_ns)) / 1e3 / static_cast<double>(v(move_calls)));
-        lines.push_back("move calls: " + n(move_calls) + ", worker held " + per_call + " per call on average");
-    }
-    if (v(launch_calls_timed)) {
-        char per_launch[48];
-        std::snprintf(per_launch, sizeof per_launch, "%.1f us",
-                      static_cast<double>(v(launch_call_ns)) / 1e3 / static_cast<double>(v(launch_calls_timed)));
-        lines.push_back("launch calls: " + std::string(per_launch) + " on average in the driver; " +
-                        n(launches_with_demand) + " launches needed " + sz(bytes_demand_estimated) +
-                        " the policy had not made resident ahead (faulted in or fetched late)");
-    }
+    // Microseconds per event, for counters of nanoseconds over a count.
+    auto average_us = [&](const std::atomic<uint64_t>& ns, const std::atomic<uint64_t>& count) {
+        char text[48];
+        std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(v(ns)) / 1e3 / static_cast<double>(v(count)));
+        return std::string(text);
+    };
+    if (v(move_calls))
+        lines.push_back("move calls: " + n(move_calls) + ", worker held " + average_us(move_call_ns, move_calls) +
+                        " per call on average");
+    if (v(launch_calls_timed))
+        lines.push_back("launch calls: " + average_us(launch_call_ns, launch_calls_timed) +
+                        " on average in the driver; " + n(launches_with_demand) + " launches needed " +
+                        sz(bytes_demand_estimated) + " the policy had not made resident ahead (faulted in or fetched late)");
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
     if (v(trace_records_written) || v(trace_records_dropped))

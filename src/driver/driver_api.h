@@ -77,7 +77,6 @@
     X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                                   \
     X(cuEventRecord_ptsz, CUresult, (CUevent event, CUstream stream))                              \
     X(cuEventSynchronize, CUresult, (CUevent event))                                               \
-    X(cuEventQuery, CUresult, (CUevent event))                                                     \
     X(cuEventDestroy_v2, CUresult, (CUevent event))                                                \
     X(cuFuncGetParamInfo, CUresult, (CUfunction f, size_t index, size_t* offset, size_t* size))    \
     X(cuKernelGetParamInfo, CUresult, (CUkernel k, size_t index, size_t* offset, size_t* size))    \

@@ -54,11 +54,6 @@ void Executor::forget_after_fork() {
     stopping_ = false;
 }
 
-size_t Executor::pending() const {
-    std::lock_guard lock(mutex_);
-    return tasks_.size();
-}
-
 void Executor::run() {
     for (;;) {
         Task task;

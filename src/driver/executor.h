@@ -36,12 +36,11 @@ public:
     // queued tasks refer to the parent's contexts. Start afresh.
     void forget_after_fork();
 
-    size_t pending() const;
 
 private:
     void run();
 
-    mutable std::mutex mutex_;
+    std::mutex mutex_;
     std::condition_variable wake_;
     std::deque<Task> tasks_;
     bool started_ = false;
