@@ -326,28 +326,7 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
     if (!t_hits.empty()) {
         stats_.add(stats_.launches_with_access);
         stats_.add(stats_.access_entries, t_hits.size());
-        if (planner_ && launch_is_captured(site)) {
-            // It runs only when the graph is launched, which is not seen here; an
-            // event recorded into the capture would also change the application's graph.
-            stats_.add(stats_.launches_captured);
-        } else if (planner_) {
-            PlannedLaunch planned{seq, info.id, {}, record_fence(site)};
-            planned.accesses.reserve(t_hits.size());
-            for (const AccessHit& h : t_hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
-            // The worker only queues moves behind fences, so it keeps up unless the
-            // driver holds it in a call; past this backlog (several training steps
-            // of launches) launches are not planned at all, and the predictor
-            // re-synchronises when the worker catches up.
-            constexpr size_t kMaxBacklog = 1 << 16;
-            const CUevent fence = planned.fence;
-            const bool queued = executor_.post_unless_backlogged(
-                [this, planned = std::move(planned)](Executor& executor) { planner_->launch(planned, executor); },
-                kMaxBacklog);
-            if (!queued) {
-                stats_.add(stats_.launches_unplanned);
-                if (fence) fences_.release(fence);
-            }
-        }
+        if (planner_) post_to_planner(site, seq, info.id, t_hits);
     }
     if (trace_) {
         if (first_sight) trace_->kernel(info.id, info.name);
@@ -372,6 +351,31 @@ bool stream_is_capturing(const DriverTable& table, StreamFlavor flavor, CUstream
     auto is_capturing = flavor == StreamFlavor::PerThread ? table.cuStreamIsCapturing_ptsz : table.cuStreamIsCapturing;
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     return is_capturing && is_capturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void Interceptor::post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t kernel_id,
+                                  std::span<const AccessHit> hits) {
+    if (launch_is_captured(site)) {
+        // It runs only when the graph is launched, which is not seen here; an
+        // event recorded into the capture would also change the application's graph.
+        stats_.add(stats_.launches_captured);
+        return;
+    }
+    PlannedLaunch planned{seq, kernel_id, {}, record_fence(site)};
+    planned.accesses.reserve(hits.size());
+    for (const AccessHit& h : hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
+    // The worker only queues moves behind fences, so it keeps up unless the
+    // driver holds it in a call; past this backlog (several training steps of
+    // launches) launches are not planned at all, and the predictor
+    // re-synchronises when the worker catches up.
+    constexpr size_t kMaxBacklog = 1 << 16;
+    const CUevent fence = planned.fence;
+    const bool queued = executor_.post_unless_backlogged(
+        [this, planned = std::move(planned)](Executor& executor) { planner_->launch(planned, executor); }, kMaxBacklog);
+    if (!queued) {
+        stats_.add(stats_.launches_unplanned);
+        if (fence) fences_.release(fence);
+    }
 }
 
 bool Interceptor::launch_is_captured(const LaunchSite& site) const {

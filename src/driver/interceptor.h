@@ -16,6 +16,7 @@
 #include <array>
 #include <atomic>
 #include <memory>
+#include <span>
 #include <mutex>
 #include <unordered_map>
 
@@ -96,6 +97,8 @@ private:
     void describe_kernel(const void* handle, KernelInfo& info) const;
     CUevent record_fence(const LaunchSite& site);
     bool launch_is_captured(const LaunchSite& site) const;
+    // With a policy on: hands the launch and the allocations it touches to the planner.
+    void post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t kernel_id, std::span<const AccessHit> hits);
     uint64_t now_ns() const;
 
     Config config_;
