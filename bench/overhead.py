@@ -119,6 +119,8 @@ def measure_resnet(runner, args):
         steps = [ms for result in results[mode] for ms in result["step_ms"]]
         report[f"{mode}_median_ms"] = statistics.median(steps) if steps else None
         report[f"{mode}_run_medians_ms"] = [result["median_ms"] for result in results[mode]]
+        issue = [ms for result in results[mode] for ms in result.get("issue_ms", [])]
+        report[f"{mode}_median_issue_ms"] = statistics.median(issue) if issue else None
     for mode in ("lib", "trace"):
         if report["native_median_ms"] and report[f"{mode}_median_ms"]:
             report[f"ratio_{mode}_over_native"] = report[f"{mode}_median_ms"] / report["native_median_ms"]
@@ -211,6 +213,10 @@ def main():
     print("\n=== overhead (median over all timed steps / runs of each mode)")
     print(f"resnet50 batch {args.batch} step: native {show(resnet['native_median_ms'], ' ms', 2)}, "
           f"uvmrun {show(resnet['lib_median_ms'], ' ms', 2)}, ratio {show(resnet['ratio_lib_over_native'], '', 3)}")
+    print(f"resnet50 batch {args.batch} host time to issue a step: native {show(resnet['native_median_issue_ms'], ' ms', 2)}, "
+          f"uvmrun {show(resnet['lib_median_issue_ms'], ' ms', 2)}, recording {show(resnet['trace_median_issue_ms'], ' ms', 2)}")
+    print("run medians (ms): " + "; ".join(
+        f"{mode} " + " ".join(f"{ms:.1f}" for ms in resnet[f"{mode}_run_medians_ms"]) for mode in ("native", "lib", "trace")))
     print(f"resnet50 batch {args.batch} step recording a trace: {show(resnet['trace_median_ms'], ' ms', 2)}, "
           f"ratio to native {show(resnet['ratio_trace_over_native'], '', 3)}")
     print(f"empty launch: native {show(launch['native_ns_per_launch'], ' ns')}, "

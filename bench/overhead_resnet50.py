@@ -7,7 +7,8 @@ time is the GPU time of that step alone.
 
 Usage: overhead_resnet50.py [--batch 64] [--warmup 5] [--steps 30]
 Prints one line per step and, last, one JSON line:
-  {"batch": .., "warmup": .., "step_ms": [...], "median_ms": .., "peak_allocated_bytes": ..,
+  {"batch": .., "warmup": .., "step_ms": [...], "median_ms": .., "issue_ms": [...] (host time to
+   issue each step), "median_issue_ms": .., "peak_allocated_bytes": ..,
    "peak_reserved_bytes": ..}
 """
 
@@ -16,6 +17,7 @@ import json
 import os
 import statistics
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -69,19 +71,26 @@ def main():
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     step_ms = []
+    # Host time to issue a step: when it comes near the GPU time, the step is bound by the
+    # CPU, and a slower or busier host (or a costlier launch hook) shows in the step time.
+    issue_ms = []
     for step in range(args.steps):
+        issue_start = time.perf_counter()
         start.record()
         train_step()
         end.record()
+        issue_ms.append((time.perf_counter() - issue_start) * 1e3)
         torch.cuda.synchronize()
         step_ms.append(start.elapsed_time(end))
-        print(f"step {step}: {step_ms[-1]:.3f} ms", flush=True)
+        print(f"step {step}: {step_ms[-1]:.3f} ms (issued in {issue_ms[-1]:.3f} ms)", flush=True)
 
     result = {
         "batch": args.batch,
         "warmup": args.warmup,
         "step_ms": step_ms,
         "median_ms": statistics.median(step_ms),
+        "issue_ms": issue_ms,
+        "median_issue_ms": statistics.median(issue_ms),
         "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
         "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
     }

@@ -63,7 +63,10 @@ def main():
     import torch
 
     if args.deterministic:
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        # cuDNN attention's backward takes its deterministic algorithm only when determinism is
+        # strict. resnet50 cannot be strict: adaptive average pooling has no deterministic
+        # backward kernel (its results repeat run to run all the same).
+        torch.use_deterministic_algorithms(True, warn_only=args.model == "resnet50")
 
     torch.manual_seed(args.seed)
     torch.backends.cudnn.benchmark = False

@@ -62,6 +62,8 @@ typedef struct uvmp_stats {
     uint64_t launch_calls_timed;    /* launch calls timed (only with a policy on) */
     uint64_t launch_call_ns;        /* host time the application spent inside them */
     uint64_t launches_captured;     /* launches into a graph being captured: not planned */
+    uint64_t launches_fenced;       /* launches given a fence (an event the moves planned for
+                                       them wait on); none while all memory fits the budget */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

@@ -86,8 +86,9 @@ std::vector<std::string> Stats::summary_lines() const {
                         " per call on average");
     if (v(launch_calls_timed))
         lines.push_back("launch calls: " + average_us(launch_call_ns, launch_calls_timed) +
-                        " on average in the driver; " + n(launches_with_demand) + " launches needed " +
-                        sz(bytes_demand_estimated) + " the policy had not made resident ahead (faulted in or fetched late)");
+                        " on average in the driver, " + n(launches_fenced) + " fenced; " + n(launches_with_demand) +
+                        " launches needed " + sz(bytes_demand_estimated) +
+                        " the policy had not made resident ahead (faulted in or fetched late)");
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
     if (v(trace_records_written) || v(trace_records_dropped))

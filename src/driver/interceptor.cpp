@@ -57,6 +57,9 @@ DeviceBudget* Interceptor::budget_for_current_device(const DriverTable& table, C
         size_t free_bytes = 0, total_bytes = 0;
         if (table.cuMemGetInfo_v2(&free_bytes, &total_bytes) != CUDA_SUCCESS) return nullptr;
         budget.configure(config_, free_bytes, total_bytes);
+        const size_t slots = static_cast<size_t>(device) + 1;
+        if (budget_slots_used_.load(std::memory_order_relaxed) < slots)
+            budget_slots_used_.store(slots, std::memory_order_release);
         if (device == 0) {
             stats_.budget_bytes.store(budget.budget(), std::memory_order_relaxed);
             stats_.guard_limit_bytes.store(budget.guard_limit(), std::memory_order_relaxed);
@@ -361,7 +364,10 @@ void Interceptor::post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t
         stats_.add(stats_.launches_captured);
         return;
     }
-    PlannedLaunch planned{seq, kernel_id, {}, record_fence(site)};
+    // The fence orders evictions after the kernels before this launch. While all
+    // converted memory fits, no plan evicts, and the event record (which contends
+    // with the launch itself for the driver) is not worth its cost.
+    PlannedLaunch planned{seq, kernel_id, {}, all_converted_memory_fits() ? nullptr : record_fence(site)};
     planned.accesses.reserve(hits.size());
     for (const AccessHit& h : hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
     // The worker only queues moves behind fences, so it keeps up unless the
@@ -383,6 +389,15 @@ bool Interceptor::launch_is_captured(const LaunchSite& site) const {
     return table && stream_is_capturing(*table, site.flavor, site.stream);
 }
 
+bool Interceptor::all_converted_memory_fits() const {
+    const size_t used = budget_slots_used_.load(std::memory_order_acquire);
+    for (size_t d = 0; d < used; ++d) {
+        const DeviceBudget& budget = budgets_[d];
+        if (budget.configured() && budget.converted_live() > budget.budget()) return false;
+    }
+    return true;
+}
+
 CUevent Interceptor::record_fence(const LaunchSite& site) {
     // Recorded before the launch is forwarded, so it completes when the work
     // queued before this launch has: the moves planned for the launch wait on it.
@@ -396,6 +411,7 @@ CUevent Interceptor::record_fence(const LaunchSite& site) {
         fences_.release(event);
         return nullptr;
     }
+    stats_.add(stats_.launches_fenced);
     return event;
 }
 

@@ -96,6 +96,8 @@ private:
     void open_trace_if_needed(const DriverTable& table);
     void describe_kernel(const void* handle, KernelInfo& info) const;
     CUevent record_fence(const LaunchSite& site);
+    // True while every device's converted memory fits its budget: nothing can need evicting.
+    bool all_converted_memory_fits() const;
     bool launch_is_captured(const LaunchSite& site) const;
     // With a policy on: hands the launch and the allocations it touches to the planner.
     void post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t kernel_id, std::span<const AccessHit> hits);
@@ -108,6 +110,7 @@ private:
     KernelTable kernels_;
     Executor executor_;
     std::array<DeviceBudget, 64> budgets_;
+    std::atomic<size_t> budget_slots_used_{0}; // budgets_[0, this) may be configured
     std::mutex budgets_mutex_;
 
     std::mutex passthrough_mutex_;
