@@ -64,6 +64,7 @@ LAYERS_SHARED=$BUILD/examples/layers_shared
 EMPTY_LAUNCH=$BUILD/bench/empty_launch
 POPULATE_PROBE=$BUILD/bench/populate_probe
 WAIT_OR_FAULT_PROBE=$BUILD/bench/wait_or_fault_probe
+LINK_PROBE=$BUILD/bench/link_probe
 CHECK_GPU=$REPO_ROOT/tests/gpu/check_gpu.py
 
 mkdir -p "$OUT"
@@ -155,7 +156,7 @@ check_build() {
     echo "### build directory $BUILD"
     local missing=0 path
     for path in "$UVMRUN" "$UVMTRACE" "$LIBRARY" "$LAYERS_STATIC" "$LAYERS_SHARED" "$EMPTY_LAUNCH" "$POPULATE_PROBE" \
-        "$WAIT_OR_FAULT_PROBE"; do
+        "$WAIT_OR_FAULT_PROBE" "$LINK_PROBE"; do
         if [[ -f $path ]]; then
             echo "found   $path"
         else
@@ -263,6 +264,8 @@ benchmarks() {
     hook=$(json_value "$report" empty_launch hook_ns_per_launch)
     add_row "empty launch ns native / uvmrun" "$native / $lib" "-" "info"
     add_row "launch hook cost ns per launch" "$hook" "<= $HOOK_NS_GOAL" "$(at_most "$hook" "$HOOK_NS_GOAL")"
+    hook=$(json_value "$report" empty_launch trace_hook_ns_per_launch)
+    add_row "launch hook ns per launch, recording" "$hook" "<= $HOOK_NS_GOAL" "$(at_most "$hook" "$HOOK_NS_GOAL")"
 }
 
 # Budgets at F/1.5 and F/2 of each workload's footprint, policies demand-lru and learned,
@@ -277,7 +280,7 @@ oversub_section() {
     run_step "bench: oversubscription ($OVERSUB_WORKLOADS)" "$left" \
         "$PYTHON" "$REPO_ROOT/bench/oversubscription.py" --uvmrun "$UVMRUN" --uvmtrace "$UVMTRACE" \
         --lib "$LIBRARY" --layers-binary "$LAYERS_STATIC" --workloads "$OVERSUB_WORKLOADS" \
-        --divisors "$OVERSUB_DIVISORS" \
+        --divisors "$OVERSUB_DIVISORS" --link-probe "$LINK_PROBE" \
         --timeout-s 150 --deadline-s "$own_deadline" --json-out "$report" --markdown-out "$markdown"
     add_row "oversub runs succeeded, losses equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
     local what value goal verdict

@@ -3,11 +3,13 @@
 
 1. resnet50 training step time (bench/overhead_resnet50.py), natively, under uvmrun with
    a budget above the footprint, and under uvmrun recording an access trace (--trace-out),
-   in alternating order (native, lib, trace, native, lib, trace, ...) so that drift of a
-   shared machine hits every mode alike. Reports the median step time of each mode and the
+   in rounds that each run every mode once, each round starting with the next mode
+   (native, lib, trace; lib, trace, native; ...), so that drift of a shared machine and
+   what one run leaves to the next hit every mode alike. Reports the median step time of each mode and the
    ratios lib/native and trace/native.
-2. Host time per kernel launch (bench/empty_launch), natively and under uvmrun; the
-   difference is what the launch hook costs per launch.
+2. Host time per kernel launch (bench/empty_launch), natively, under uvmrun and under uvmrun
+   recording a trace; the differences are what the launch hook costs per launch, without and
+   with recording.
 
 Usage: overhead.py --uvmrun PATH --empty-launch PATH [--lib PATH] [--budget 32G]
                    [--rounds 2] [--json-out FILE]
@@ -104,13 +106,20 @@ def library_was_active(results):
     return bool(counters) and all(c is not None and c.get("active") == 1 for c in counters)
 
 
+def rotated(modes, round_index):
+    """Each round starts with another mode, so that no mode always follows the same one (a
+    run can be slowed by what the one before it left behind, such as memory still being freed)."""
+    shift = round_index % len(modes)
+    return modes[shift:] + modes[:shift]
+
+
 def measure_resnet(runner, args):
     command = [sys.executable, RESNET_SCRIPT, "--batch", str(args.batch), "--warmup", str(args.warmup),
                "--steps", str(args.steps)]
     modes = ("native", "lib", "trace")
     results = {mode: [] for mode in modes}
     for round_index in range(args.rounds):
-        for mode in modes:
+        for mode in rotated(modes, round_index):
             result = runner.run(f"resnet50 round {round_index + 1}", command, mode, args.timeout)
             if result is not None:
                 results[mode].append(result)
@@ -146,20 +155,23 @@ def trace_was_recorded(results):
 
 def measure_launch(runner, args):
     command = [args.empty_launch, str(args.launches)]
-    results = {"native": [], "lib": []}
+    modes = ("native", "lib", "trace")
+    results = {mode: [] for mode in modes}
     for round_index in range(args.rounds):
-        for mode in ("native", "lib"):
+        for mode in rotated(modes, round_index):
             result = runner.run(f"empty_launch round {round_index + 1}", command, mode, args.launch_timeout)
             if result is not None:
                 results[mode].append(result)
     report = {"launches": args.launches, "runs": results}
-    for mode in ("native", "lib"):
+    for mode in modes:
         values = [result["ns_per_launch"] for result in results[mode]]
         report[f"{mode}_ns_per_launch"] = statistics.median(values) if values else None
-    if report["native_ns_per_launch"] is not None and report["lib_ns_per_launch"] is not None:
-        report["hook_ns_per_launch"] = report["lib_ns_per_launch"] - report["native_ns_per_launch"]
-    else:
-        report["hook_ns_per_launch"] = None
+    # What the hook adds to a launch, and what recording the launch adds on top of that.
+    for key, mode in (("hook_ns_per_launch", "lib"), ("trace_hook_ns_per_launch", "trace")):
+        if report["native_ns_per_launch"] is not None and report[f"{mode}_ns_per_launch"] is not None:
+            report[key] = report[f"{mode}_ns_per_launch"] - report["native_ns_per_launch"]
+        else:
+            report[key] = None
     report["library_active"] = library_was_active(results["lib"])
     return report
 
@@ -220,7 +232,9 @@ def main():
     print(f"resnet50 batch {args.batch} step recording a trace: {show(resnet['trace_median_ms'], ' ms', 2)}, "
           f"ratio to native {show(resnet['ratio_trace_over_native'], '', 3)}")
     print(f"empty launch: native {show(launch['native_ns_per_launch'], ' ns')}, "
-          f"uvmrun {show(launch['lib_ns_per_launch'], ' ns')}, hook {show(launch['hook_ns_per_launch'], ' ns')}")
+          f"uvmrun {show(launch['lib_ns_per_launch'], ' ns')}, hook {show(launch['hook_ns_per_launch'], ' ns')}; "
+          f"recording {show(launch['trace_ns_per_launch'], ' ns')}, hook with recording "
+          f"{show(launch['trace_hook_ns_per_launch'], ' ns')}")
     for name, part in (("resnet50", resnet), ("empty_launch", launch)):
         if not part["library_active"]:
             print(f"WARNING: the library was not active in every {name} run under uvmrun; "

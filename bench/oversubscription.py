@@ -13,7 +13,9 @@ Runs go cheapest first over all workloads: the baselines, then `learned` under p
 
 The transfer bound of a budget comes from `uvmtrace simulate --policy belady` on the workload's
 trace: the bytes that must cross the link per steady step (fetched and faulted in, evicted out)
-at the given link speeds. Bound step time = max(native step, that transfer time).
+at the link speeds. With --link-probe, those speeds are measured first, in the same run
+(bench/link_probe: one large managed range moved each way); otherwise --h2d-gbps and
+--d2h-gbps give them. Bound step time = max(native step, that transfer time).
 
 Workloads: layers (the CUDA C++ example, examples/layers.cu), resnet50 (batch 256) and
 gpt2-small (batch 16, seq 1024), both examples/train_workload.py. Aliases a, b, c.
@@ -268,8 +270,39 @@ def steady_transfer(sim, steps, args):
 
 # ---------------------------------------------------------------- the plan
 
+def measure_link(args):
+    """Replaces --h2d-gbps and --d2h-gbps by the link probe's figures when it succeeds."""
+    args.link_source = "given"
+    if not args.link_probe:
+        return
+    print(f"--- link speeds\n$ {args.link_probe}", flush=True)
+    try:
+        completed = subprocess.run([args.link_probe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   timeout=120)
+        output, status = completed.stdout, completed.returncode
+    except (OSError, subprocess.TimeoutExpired) as error:
+        output, status = f"{error}\n", None
+    print(output, end="", flush=True)
+    figures = None
+    for line in reversed(output.splitlines()):
+        if line.startswith("{"):
+            try:
+                figures = json.loads(line)
+            except json.JSONDecodeError:
+                pass
+            break
+    if status == 0 and figures and figures.get("h2d_gbps", 0) > 0 and figures.get("d2h_gbps", 0) > 0:
+        args.h2d_gbps, args.d2h_gbps = figures["h2d_gbps"], figures["d2h_gbps"]
+        args.link_source = "measured"
+    else:
+        args.link_source = f"given (the link probe failed with status {status})"
+        print(f"link probe failed (status {status}): the bound uses {args.h2d_gbps:g} and {args.d2h_gbps:g} GB/s",
+              flush=True)
+
+
 def measure(bench, workloads):
     args = bench.args
+    measure_link(args)
     baselines = {}
     for workload in workloads:
         far = args.far_budget_bytes
@@ -454,6 +487,7 @@ def report(bench, workloads):
         "settings": {"workloads": args.workloads, "warmup": args.warmup, "steps": args.steps,
                      "layers_args": args.layers_args, "far_budget": args.far_budget,
                      "divisors": args.divisors, "h2d_gbps": args.h2d_gbps, "d2h_gbps": args.d2h_gbps,
+                     "link_speeds": getattr(args, "link_source", "given"),
                      "timeout_s": args.timeout_s, "deadline_s": args.deadline_s},
         "elapsed_s": round(time.monotonic() - bench.start, 1),
         "far_learned_ratio_goal": FAR_LEARNED_RATIO_GOAL,
@@ -474,7 +508,8 @@ def markdown(full_report):
         f"Python workloads; layers: `{settings['layers_args']}`). F is the footprint (peak converted bytes) of "
         f"the run with policy `none` at {settings['far_budget']}; `far` is that budget. The bound is "
         f"max(native step, bytes per steady step that Belady's replacement must move at "
-        f"{settings['h2d_gbps']:g} GB/s in and {settings['d2h_gbps']:g} GB/s out); `sim bound` is "
+        f"{settings['h2d_gbps']:.1f} GB/s in and {settings['d2h_gbps']:.1f} GB/s out, {settings['link_speeds']}); "
+        "`sim bound` is "
         "`uvmtrace simulate`'s own bound per iteration. GB in/out per step: the library's prefetched and "
         "evicted bytes over all steps run.",
         "",
@@ -540,6 +575,8 @@ def parse_arguments(argv=None):
     parser.add_argument("--divisors", default="1.5,2", help="budgets as footprint / divisor (default 1.5,2)")
     parser.add_argument("--h2d-gbps", type=float, default=48.0, help="link speed host to device (default 48)")
     parser.add_argument("--d2h-gbps", type=float, default=16.0, help="eviction speed device to host (default 16)")
+    parser.add_argument("--link-probe", help="bench/link_probe program: measure both link speeds first and use "
+                        "them instead of --h2d-gbps and --d2h-gbps")
     parser.add_argument("--timeout-s", type=float, default=240, help="seconds per run (default 240)")
     parser.add_argument("--simulate-timeout-s", type=float, default=120, help="seconds per uvmtrace simulate")
     parser.add_argument("--deadline-s", type=float, default=0,
@@ -575,6 +612,8 @@ def parse_arguments(argv=None):
     if args.h2d_gbps <= 0 or args.d2h_gbps <= 0 or args.timeout_s <= 0:
         parser.error("--h2d-gbps, --d2h-gbps and --timeout-s must be positive")
     paths = [("--uvmrun", args.uvmrun), ("--uvmtrace", args.uvmtrace), ("--train-script", args.train_script)]
+    if args.link_probe:
+        paths.append(("--link-probe", args.link_probe))
     if "layers" in args.workloads:
         paths.append(("--layers-binary", args.layers_binary))
     for label, path in paths:

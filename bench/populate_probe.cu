@@ -9,19 +9,18 @@
 // Prints one line per path and one JSON line; exit 77 when the GPU lacks the free memory.
 
 #include "cuda_check.h"
+#include "probe_guard.h"
+#include "probe_timing.h"
 
 #include <cuda_runtime.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
 namespace {
 
 constexpr size_t kGiB = size_t{1} << 30;
-// Room left for other users of the shared GPU beyond the three buffers.
-constexpr size_t kFreeMemoryMargin = 2 * kGiB;
 
 __global__ void first_touch(unsigned int* data, size_t count) {
     const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
@@ -34,19 +33,15 @@ struct Timing {
     double gpu_ms;        // from the event before the call to the event after the work
 };
 
-double milliseconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 template <typename Issue>
 Timing time_on_stream(cudaStream_t stream, Issue issue) {
     cudaEvent_t before, after;
     CUDA_CHECK(cudaEventCreate(&before));
     CUDA_CHECK(cudaEventCreate(&after));
     CUDA_CHECK(cudaEventRecord(before, stream));
-    const auto host_start = std::chrono::steady_clock::now();
+    const auto host_start = bench::Clock::now();
     issue();
-    const double host_call_ms = milliseconds_since(host_start);
+    const double host_call_ms = bench::ms_since(host_start);
     CUDA_CHECK(cudaEventRecord(after, stream));
     CUDA_CHECK(cudaEventSynchronize(after));
     float gpu_ms = 0.0f;
@@ -85,13 +80,7 @@ int main(int argc, char** argv) {
 
     int device = 0;
     CUDA_CHECK(cudaSetDevice(device));
-    size_t free_bytes = 0, total_bytes = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (free_bytes < 3 * bytes + kFreeMemoryMargin) {
-        std::printf("populate_probe: skipped, %.1f GiB free on the GPU, %.1f GiB needed\n",
-                    static_cast<double>(free_bytes) / kGiB, static_cast<double>(3 * bytes + kFreeMemoryMargin) / kGiB);
-        return 77;
-    }
+    if (!bench::gpu_has_room("populate_probe", 3 * bytes)) return 77;
 
     // Batch and discard calls refuse the legacy default stream.
     cudaStream_t stream;

@@ -15,11 +15,11 @@
 // GPU lacks the free memory.
 
 #include "cuda_check.h"
+#include "probe_guard.h"
+#include "probe_timing.h"
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -31,8 +31,6 @@ namespace {
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kGiB = size_t{1} << 30;
 constexpr size_t kLargest = 1 * kGiB;
-// Room left for other users of the shared GPU beyond the buffer.
-constexpr size_t kFreeMemoryMargin = 2 * kGiB;
 constexpr int kRepeats = 5;
 
 // Reads every element, so every page is touched; the sum keeps the reads alive.
@@ -42,17 +40,6 @@ __global__ void read_all(const float* data, size_t count, float* sum) {
     for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count; i += stride)
         local += data[i];
     if (local == -1.0f) *sum = local; // never true for the zeros written below
-}
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values[values.size() / 2];
 }
 
 struct Streams {
@@ -75,38 +62,38 @@ void place_on_host(const Streams& s, float* data, size_t bytes) {
 double resident(const Streams& s, float* data, size_t bytes, float* sum) {
     CUDA_CHECK(cudaMemPrefetchAsync(data, bytes, s.gpu, 0, s.copy));
     CUDA_CHECK(cudaStreamSynchronize(s.copy));
-    const auto start = Clock::now();
+    const auto start = bench::Clock::now();
     launch(s, data, bytes, sum);
     CUDA_CHECK(cudaStreamSynchronize(s.kernel));
-    return ms_since(start);
+    return bench::ms_since(start);
 }
 
 double fault(const Streams& s, float* data, size_t bytes, float* sum) {
     place_on_host(s, data, bytes);
-    const auto start = Clock::now();
+    const auto start = bench::Clock::now();
     launch(s, data, bytes, sum);
     CUDA_CHECK(cudaStreamSynchronize(s.kernel));
-    return ms_since(start);
+    return bench::ms_since(start);
 }
 
 double prefetch_and_wait(const Streams& s, float* data, size_t bytes, float* sum, cudaEvent_t done) {
     place_on_host(s, data, bytes);
-    const auto start = Clock::now();
+    const auto start = bench::Clock::now();
     CUDA_CHECK(cudaMemPrefetchAsync(data, bytes, s.gpu, 0, s.copy));
     CUDA_CHECK(cudaEventRecord(done, s.copy));
     CUDA_CHECK(cudaStreamWaitEvent(s.kernel, done, 0));
     launch(s, data, bytes, sum);
     CUDA_CHECK(cudaStreamSynchronize(s.kernel));
-    return ms_since(start);
+    return bench::ms_since(start);
 }
 
 double prefetch_beside(const Streams& s, float* data, size_t bytes, float* sum) {
     place_on_host(s, data, bytes);
-    const auto start = Clock::now();
+    const auto start = bench::Clock::now();
     std::thread mover([&] { CUDA_CHECK(cudaMemPrefetchAsync(data, bytes, s.gpu, 0, s.copy)); });
     launch(s, data, bytes, sum);
     CUDA_CHECK(cudaStreamSynchronize(s.kernel));
-    const double ms = ms_since(start);
+    const double ms = bench::ms_since(start);
     mover.join();
     CUDA_CHECK(cudaStreamSynchronize(s.copy));
     return ms;
@@ -121,14 +108,7 @@ int main(int argc, char**) {
     }
     int device = 0;
     CUDA_CHECK(cudaSetDevice(device));
-    size_t free_bytes = 0, total_bytes = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (free_bytes < kLargest + kFreeMemoryMargin) {
-        std::printf("wait_or_fault_probe: skipped, %.1f GiB free on the GPU, %.1f GiB needed\n",
-                    static_cast<double>(free_bytes) / kGiB,
-                    static_cast<double>(kLargest + kFreeMemoryMargin) / kGiB);
-        return 77;
-    }
+    if (!bench::gpu_has_room("wait_or_fault_probe", kLargest)) return 77;
 
     Streams s{};
     CUDA_CHECK(cudaStreamCreateWithFlags(&s.kernel, cudaStreamNonBlocking));
@@ -158,7 +138,7 @@ int main(int argc, char**) {
             w.push_back(prefetch_and_wait(s, data, bytes, sum, done));
             b.push_back(prefetch_beside(s, data, bytes, sum));
         }
-        const double mr = median(r), mf = median(f), mw = median(w), mb = median(b);
+        const double mr = bench::median(r), mf = bench::median(f), mw = bench::median(w), mb = bench::median(b);
         std::printf("%6zu MiB %12.2f %12.2f %16.2f %16.2f\n", bytes / kMiB, mr, mf, mw, mb);
         char entry[256];
         std::snprintf(entry, sizeof entry,
