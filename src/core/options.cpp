@@ -25,8 +25,9 @@ constexpr std::array kOptions = {
                "Lift the physical guard: let managed memory exceed the device's free memory. A "
                "shared GPU can stall for everyone; use the budget instead."},
     OptionSpec{"policy", "UVMP_POLICY", OptionType::Choice, "none", "none|demand-lru|learned",
-               "Residency policy under the budget: none (convert only), demand-lru (evict least "
-               "recently used, no prefetch), learned (prefetch and evict from the learned trace)."},
+               "Residency policy under the budget: none (convert only; past the budget the driver "
+               "alone decides what stays on the GPU), demand-lru (evict least recently used, no "
+               "prefetch), learned (prefetch and evict from the learned trace)."},
     OptionSpec{"populate", "UVMP_POPULATE", OptionType::Choice, "prefetch", "off|prefetch",
                "Place fresh allocations on the GPU from the library's worker thread while the job "
                "is within its budget, so kernels do not fault on first touch."},

@@ -114,8 +114,14 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
         executor_.post([this, planned, limit](Executor& executor) {
             planner_->allocation_added(planned, limit, executor);
         });
-    } else if (config_.populate == Populate::Prefetch && budget->converted_live() <= budget->budget()) {
-        populate(id, *dptr, bytes, device, context);
+    } else if (budget->converted_live() <= budget->budget()) {
+        if (config_.populate == Populate::Prefetch) populate(id, *dptr, bytes, device, context);
+    } else {
+        // Policy none converts but never moves data: past the budget, the driver alone
+        // decides what stays on the GPU, which a user who set a budget rarely means.
+        UVMP_WARN_ONCE("device {}: converted memory ({}) is above the budget ({}), which policy none does "
+                       "not keep; UVMP_POLICY=learned or demand-lru keeps it",
+                       device, format_size(budget->converted_live()), format_size(budget->budget()));
     }
     return ConvertOutcome::Converted;
 }
