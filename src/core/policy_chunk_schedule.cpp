@@ -50,14 +50,10 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
         const trace::Launch& launch = trace.launches[i];
         if (static_cast<uint64_t>(launch.first_access) + launch.access_count > trace.accesses.size())
             throw std::invalid_argument("launch " + std::to_string(i) + " names accesses beyond the access table");
-        const size_t begin = chunks_.size();
-        for (uint32_t k = 0; k < launch.access_count; ++k) {
-            const trace::Access& access = trace.accesses[launch.first_access + k];
+        const std::span<const trace::Access> accesses(trace.accesses.data() + launch.first_access, launch.access_count);
+        for (const trace::Access& access : accesses)
             if (!layout.is_live(access.alloc_id)) ++dangling_accesses_;
-            layout.append_chunks(access, chunks_);
-        }
-        std::sort(chunks_.begin() + static_cast<std::ptrdiff_t>(begin), chunks_.end());
-        chunks_.erase(std::unique(chunks_.begin() + static_cast<std::ptrdiff_t>(begin), chunks_.end()), chunks_.end());
+        layout.append_launch_chunks(accesses, chunks_);
         launch_begin_.push_back(chunks_.size());
     }
     apply_events_until(kNever);

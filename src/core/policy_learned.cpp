@@ -54,12 +54,9 @@ protected:
         }
         auto [entry, added] = chunk_cache_.try_emplace(predicted->extent_hash);
         if (added) {
-            future_.clear();
-            for (const trace::Access& access : predictor_.accesses(*predicted)) residency.append_chunks(access, future_);
-            std::sort(future_.begin(), future_.end());
-            future_.erase(std::unique(future_.begin(), future_.end()), future_.end());
-            entry->second = {cached_chunks_.size(), future_.size()};
-            cached_chunks_.insert(cached_chunks_.end(), future_.begin(), future_.end());
+            const size_t start = cached_chunks_.size();
+            residency.append_launch_chunks(predictor_.accesses(*predicted), cached_chunks_);
+            entry->second = {start, cached_chunks_.size() - start};
         }
         return std::span<const ChunkId>(cached_chunks_.data() + entry->second.first, entry->second.second);
     }
@@ -158,7 +155,6 @@ private:
 
     Predictor predictor_;
     uint64_t current_step_ = 0;
-    std::vector<ChunkId> future_;
     // Chunk lists of predicted launches by extent hash: (start, count) in cached_chunks_.
     std::unordered_map<uint64_t, std::pair<size_t, size_t>> chunk_cache_;
     std::vector<ChunkId> cached_chunks_;

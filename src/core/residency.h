@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <span>
 #include <vector>
 
 namespace uvmp {
@@ -47,6 +48,10 @@ public:
     // Appends the ids of the chunks an access touches (length 0: to the end of
     // the allocation). Accesses to unknown or removed allocations add nothing.
     void append_chunks(const trace::Access& access, std::vector<ChunkId>& out) const;
+    // Appends the chunks that a launch's accesses touch, in ascending order, each once.
+    // Each access covers one range of chunks, so the ranges are merged, not the chunks
+    // sorted: a launch names a few tensors of many chunks each.
+    void append_launch_chunks(std::span<const trace::Access> accesses, std::vector<ChunkId>& out) const;
 
     // Room for this many chunk ids in all, so that adding allocations up to it
     // does not copy the per-chunk state (the simulator knows the total ahead).

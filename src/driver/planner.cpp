@@ -103,9 +103,7 @@ void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
     launches_ = launch.seq;
 
     chunk_scratch_.clear();
-    for (const trace::Access& access : launch.accesses) residency.append_chunks(access, chunk_scratch_);
-    std::sort(chunk_scratch_.begin(), chunk_scratch_.end());
-    chunk_scratch_.erase(std::unique(chunk_scratch_.begin(), chunk_scratch_.end()), chunk_scratch_.end());
+    residency.append_launch_chunks(launch.accesses, chunk_scratch_);
 
     LaunchView view;
     view.step = launch.seq;

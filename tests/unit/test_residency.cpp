@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -49,6 +50,38 @@ TEST_CASE("residency: accesses map to the chunks they overlap", "[residency]") {
     r.append_chunks({1, 11 * kMiB, 0}, out); // past the end
     r.append_chunks({2, 0, 0}, out);          // unknown allocation
     CHECK(out.empty());
+}
+
+TEST_CASE("residency: a launch's chunks come sorted and once, whatever its accesses overlap", "[residency]") {
+    Residency r(100 * kMiB);
+    r.add_allocation(1, 10 * kMiB); // chunks 0..4
+    r.add_allocation(2, 4 * kMiB);  // chunks 5..6
+    r.add_allocation(3, 6 * kMiB);  // chunks 7..9
+    r.remove_allocation(3);
+    std::vector<ChunkId> out{99}; // appended to, not replaced
+    const std::vector<trace::Access> accesses{
+        {2, 0, 0},                  // 5, 6
+        {1, 6 * kMiB, 2 * kMiB},    // 3
+        {1, 0, 3 * kMiB},           // 0, 1: ends right before the next range
+        {1, 2 * kMiB, 1 * kMiB},    // 1: inside the one above
+        {1, 4 * kMiB, 1},           // 2: adjacent on both sides
+        {3, 0, 0},                  // removed: nothing
+        {4, 0, 0},                  // unknown: nothing
+        {1, 12 * kMiB, 0},          // past the end: nothing
+    };
+    r.append_launch_chunks(accesses, out);
+    CHECK(out == std::vector<ChunkId>{99, 0, 1, 2, 3, 5, 6});
+
+    // The same as every access's chunks, sorted, each once; also past the stack's room.
+    std::vector<trace::Access> many;
+    for (uint32_t i = 0; i < 100; ++i) many.push_back({1 + i % 2, (i * 7 % 10) * kMiB, (i % 3) * kMiB});
+    std::vector<ChunkId> expected;
+    for (const trace::Access& a : many) r.append_chunks(a, expected);
+    std::sort(expected.begin(), expected.end());
+    expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
+    std::vector<ChunkId> merged;
+    r.append_launch_chunks(many, merged);
+    CHECK(merged == expected);
 }
 
 TEST_CASE("residency: resident bytes follow fetches, evictions and frees", "[residency]") {
