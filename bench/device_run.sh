@@ -224,7 +224,7 @@ traces_section() {
         args=${spec#*:}
         # shellcheck disable=SC2086
         run_step "trace: $name" 240 env UVMP_TRACE_TIMING=1 UVMP_LIBRARY="$LIBRARY" "$UVMRUN" \
-            --budget 100G --trace-out "$OUT/$name.uvmt" -- \
+            --budget 100G --policy none --trace-out "$OUT/$name.uvmt" -- \
             "$PYTHON" "$REPO_ROOT/examples/train_workload.py" $args --steps 3 --warmup 1
         add_row "trace $name recorded" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
         run_step "trace: uvmtrace info $name" 60 "$uvmtrace" info "$OUT/$name.uvmt"

@@ -12,7 +12,7 @@
    with recording.
 
 Usage: overhead.py --uvmrun PATH --empty-launch PATH [--lib PATH] [--budget 32G]
-                   [--rounds 2] [--json-out FILE]
+                   [--policy none] [--rounds 2] [--json-out FILE]
 Exit status 0 when every run succeeded, 1 otherwise (the report is printed either way).
 """
 
@@ -60,7 +60,8 @@ class Runner:
         stats_path = os.path.join(self.workdir, f"stats.{self.run_count}.json")
         under_library = mode != "native"
         if under_library:
-            wrapper = [self.args.uvmrun, "--budget", self.args.budget, "--stats-file", stats_path]
+            wrapper = [self.args.uvmrun, "--budget", self.args.budget, "--policy", self.args.policy,
+                       "--stats-file", stats_path]
             if mode == "trace":
                 # One file per run: the recording cost includes writing it.
                 wrapper += ["--trace-out", os.path.join(self.workdir, f"trace.{self.run_count}.uvmt")]
@@ -192,6 +193,10 @@ def parse_arguments():
     parser.add_argument("--empty-launch", required=True, help="path of the bench empty_launch program")
     parser.add_argument("--lib", help="libuvmprefetch.so for uvmrun to preload (default: the one it finds)")
     parser.add_argument("--budget", default="32G", help="uvmrun --budget, above the footprint (default 32G)")
+    parser.add_argument("--policy", default="none", choices=["none", "demand-lru", "learned"],
+                        help="uvmrun --policy (default none: conversion and recording alone, as in the "
+                        "earlier runs; learned at a budget above the footprint is measured by "
+                        "oversubscription.py)")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per mode (default 2)")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--warmup", type=int, default=5)

@@ -24,7 +24,7 @@ constexpr std::array kOptions = {
                OptionType::Bool, "0", "",
                "Lift the physical guard: let managed memory exceed the device's free memory. A "
                "shared GPU can stall for everyone; use the budget instead."},
-    OptionSpec{"policy", "UVMP_POLICY", OptionType::Choice, "none", "none|demand-lru|learned",
+    OptionSpec{"policy", "UVMP_POLICY", OptionType::Choice, "learned", "none|demand-lru|learned",
                "Residency policy under the budget: none (convert only; past the budget the driver "
                "alone decides what stays on the GPU), demand-lru (evict least recently used, no "
                "prefetch), learned (prefetch and evict from the learned trace)."},

@@ -39,7 +39,7 @@ struct Config {
     std::optional<SizeOrPercent> budget; // unset: the physical guard's limit
     uint64_t reserve = 1ull << 30;
     bool allow_physical_oversubscription = false;
-    ResidencyPolicy policy = ResidencyPolicy::None;
+    ResidencyPolicy policy = ResidencyPolicy::Learned;
     Populate populate = Populate::Prefetch;
     LogLevel log_level = LogLevel::Warn;
     std::string log_file;

@@ -105,7 +105,8 @@ void run_capture_scenario(const DriverEntryPoints& driver, const FakeDriverHelpe
         checks.expect_eq("stats.allocs_converted", stats->allocs_converted, 1);
         checks.expect_eq("stats.launches_with_access", stats->launches_with_access, 1);
         const char* policy = std::getenv("UVMP_POLICY");
-        const bool planning = policy && std::string(policy) != "none";
+        // Unset: the default policy, learned, plans.
+        const bool planning = !policy || std::string(policy) != "none";
         checks.expect_eq("stats.launches_captured", stats->launches_captured, planning ? 1 : 0);
     }
     if (during == CUDA_SUCCESS)
