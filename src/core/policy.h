@@ -30,7 +30,7 @@ struct LaunchView {
     uint64_t step = 0; // launch index in the program, counting from 0
     uint32_t kernel_id = 0;
     std::span<const trace::Access> accesses;
-    // The chunks the accesses touch, each once (Residency::append_chunks, deduplicated).
+    // The chunks the accesses touch, ascending, each once (Residency::append_launch_chunks).
     std::span<const ChunkId> chunks;
 };
 
@@ -65,6 +65,10 @@ public:
     virtual void plan(const LaunchView& launch, Residency& residency, Plan& out) = 0;
     // Share of launches whose successor was predicted correctly, for policies that predict.
     virtual std::optional<double> prediction_hit_rate() const { return std::nullopt; }
+    // Whether the plan's demand chunks are to be fetched too, beside the kernel that
+    // faults on them (a prefetch is 6-7x faster than faulting), rather than left to the
+    // faults alone as unified memory would on its own.
+    virtual bool fetches_demand() const { return true; }
 };
 
 enum class PolicyKind { DemandLru, Belady, Learned };

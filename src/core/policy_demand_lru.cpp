@@ -7,6 +7,8 @@ namespace {
 class DemandLruPolicy final : public Policy {
 public:
     std::string_view name() const override { return "demand-lru"; }
+    // It stands for unified memory on its own, which only faults.
+    bool fetches_demand() const override { return false; }
 
     void plan(const LaunchView& launch, Residency& residency, Plan& out) override {
         uint64_t missing_bytes = 0;

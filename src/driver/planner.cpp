@@ -124,10 +124,7 @@ void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
 }
 
 void Planner::execute(const Plan& plan, CUevent fence, DeviceModel& model, Executor& executor) {
-    // The chunks the launch needs now. demand-lru stands for what unified memory
-    // does on its own, so they fault in; otherwise they are fetched too, since the
-    // application usually runs ahead of the GPU and a prefetch beats a fault.
-    const bool fetch_demand = kind_ != ResidencyPolicy::DemandLru;
+    const bool fetch_demand = model.policy->fetches_demand();
     const ChunkSpan* first = !plan.evict.empty()                   ? &plan.evict.front()
                              : fetch_demand && !plan.demand.empty() ? &plan.demand.front()
                              : !plan.prefetch.empty()               ? &plan.prefetch.front()
