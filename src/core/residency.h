@@ -11,8 +11,8 @@
 #include "core/trace_model.h"
 
 #include <cstdint>
-#include <unordered_map>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 namespace uvmp {
