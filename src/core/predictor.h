@@ -37,8 +37,10 @@ struct PredictorConfig {
     // Predictions are trusted once this many launches in a row were predicted,
     // or a whole period of them when the loop is shorter.
     uint32_t trust_hits = 32;
-    // Learning stops (predictions continue) once the history holds this many.
-    uint64_t max_history = 1u << 20;
+    // Learning stops (predictions continue) once the history holds this many launches:
+    // about 250 bytes each, so at most about 64 MiB for a program that never repeats,
+    // while loops of up to about 130 000 launches are still found.
+    uint64_t max_history = 1u << 18;
     // Candidates examined per re-synchronisation, most recent first.
     uint32_t max_candidates = 64;
 };
