@@ -1,21 +1,18 @@
 #include "driver/executor.h"
 
+#include <cstdint>
 #include <new>
 
 namespace uvmp::driver {
 
-bool Executor::post_unless_backlogged(Task task, size_t limit) {
-    {
-        std::lock_guard lock(mutex_);
-        if (tasks_.size() >= limit) return false;
-    }
-    post(std::move(task));
-    return true;
-}
+bool Executor::post_unless_backlogged(Task task, size_t limit) { return enqueue(std::move(task), limit); }
 
-void Executor::post(Task task) {
+void Executor::post(Task task) { enqueue(std::move(task), SIZE_MAX); }
+
+bool Executor::enqueue(Task task, size_t limit) {
+    // One lock a task: the application's launch path posts one per launch.
     std::unique_lock lock(mutex_);
-    if (stopping_) return;
+    if (stopping_ || tasks_.size() >= limit) return false;
     tasks_.push_back(std::move(task));
     if (!started_) {
         started_ = true;
@@ -23,6 +20,7 @@ void Executor::post(Task task) {
     }
     lock.unlock();
     wake_.notify_one();
+    return true;
 }
 
 CUstream Executor::stream_for(const DriverTable& table, CUcontext context) {

@@ -20,8 +20,8 @@ public:
 
     // Queues a task; starts the worker on first use. Never blocks on the task.
     void post(Task task);
-    // Queues a task unless limit tasks are already waiting (the worker is behind);
-    // false when dropped.
+    // Queues a task unless limit tasks are already waiting (the worker is behind)
+    // or the worker is stopping; false when dropped.
     bool post_unless_backlogged(Task task, size_t limit);
 
     // On the worker: the context made current, and the library's own non-blocking
@@ -38,6 +38,7 @@ public:
 
 
 private:
+    bool enqueue(Task task, size_t limit);
     void run();
 
     std::mutex mutex_;
