@@ -59,41 +59,43 @@ void place_on_host(const Streams& s, float* data, size_t bytes) {
     CUDA_CHECK(cudaStreamSynchronize(s.copy));
 }
 
+// Host time from issuing the work until the kernel's stream has finished it.
+template <typename Issue>
+double ms_until_kernel_done(const Streams& s, Issue issue) {
+    const auto start = bench::Clock::now();
+    issue();
+    CUDA_CHECK(cudaStreamSynchronize(s.kernel));
+    return bench::ms_since(start);
+}
+
 double resident(const Streams& s, float* data, size_t bytes, float* sum) {
     CUDA_CHECK(cudaMemPrefetchAsync(data, bytes, s.gpu, 0, s.copy));
     CUDA_CHECK(cudaStreamSynchronize(s.copy));
-    const auto start = bench::Clock::now();
-    launch(s, data, bytes, sum);
-    CUDA_CHECK(cudaStreamSynchronize(s.kernel));
-    return bench::ms_since(start);
+    return ms_until_kernel_done(s, [&] { launch(s, data, bytes, sum); });
 }
 
 double fault(const Streams& s, float* data, size_t bytes, float* sum) {
     place_on_host(s, data, bytes);
-    const auto start = bench::Clock::now();
-    launch(s, data, bytes, sum);
-    CUDA_CHECK(cudaStreamSynchronize(s.kernel));
-    return bench::ms_since(start);
+    return ms_until_kernel_done(s, [&] { launch(s, data, bytes, sum); });
 }
 
 double prefetch_and_wait(const Streams& s, float* data, size_t bytes, float* sum, cudaEvent_t done) {
     place_on_host(s, data, bytes);
-    const auto start = bench::Clock::now();
-    CUDA_CHECK(cudaMemPrefetchAsync(data, bytes, s.gpu, 0, s.copy));
-    CUDA_CHECK(cudaEventRecord(done, s.copy));
-    CUDA_CHECK(cudaStreamWaitEvent(s.kernel, done, 0));
-    launch(s, data, bytes, sum);
-    CUDA_CHECK(cudaStreamSynchronize(s.kernel));
-    return bench::ms_since(start);
+    return ms_until_kernel_done(s, [&] {
+        CUDA_CHECK(cudaMemPrefetchAsync(data, bytes, s.gpu, 0, s.copy));
+        CUDA_CHECK(cudaEventRecord(done, s.copy));
+        CUDA_CHECK(cudaStreamWaitEvent(s.kernel, done, 0));
+        launch(s, data, bytes, sum);
+    });
 }
 
 double prefetch_beside(const Streams& s, float* data, size_t bytes, float* sum) {
     place_on_host(s, data, bytes);
-    const auto start = bench::Clock::now();
-    std::thread mover([&] { CUDA_CHECK(cudaMemPrefetchAsync(data, bytes, s.gpu, 0, s.copy)); });
-    launch(s, data, bytes, sum);
-    CUDA_CHECK(cudaStreamSynchronize(s.kernel));
-    const double ms = bench::ms_since(start);
+    std::thread mover;
+    const double ms = ms_until_kernel_done(s, [&] {
+        mover = std::thread([&] { CUDA_CHECK(cudaMemPrefetchAsync(data, bytes, s.gpu, 0, s.copy)); });
+        launch(s, data, bytes, sum);
+    });
     mover.join();
     CUDA_CHECK(cudaStreamSynchronize(s.copy));
     return ms;

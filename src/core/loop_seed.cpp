@@ -9,10 +9,9 @@ std::optional<LoopSeed> loop_seed_from_trace(const trace::Trace& trace, std::str
         if (why_not) *why_not = reason;
         return std::nullopt;
     };
-    const std::vector<uint64_t> bounds = iteration_bounds(trace);
-    if (bounds.size() < 2) return fail("no repeating iteration found in it");
-    const uint64_t begin = bounds[bounds.size() - 2];
-    const uint64_t end = bounds.back();
+    const auto iteration = last_full_iteration(iteration_bounds(trace));
+    if (!iteration) return fail("no repeating iteration found in it");
+    const auto [begin, end] = *iteration;
     std::unordered_map<uint32_t, uint64_t> sizes;
     for (const trace::Alloc& a : trace.allocs)
         if (a.kind == trace::AllocKind::Converted) sizes[a.id] = a.size;

@@ -3,8 +3,8 @@
 #include "core/iteration_period.h"
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <stdexcept>
 
@@ -68,6 +68,11 @@ std::vector<uint64_t> iteration_bounds(const trace::Trace& trace) {
         bounds.push_back(b);
     }
     return bounds.size() >= 2 ? bounds : std::vector<uint64_t>{};
+}
+
+std::optional<LaunchRange> last_full_iteration(std::span<const uint64_t> bounds) {
+    if (bounds.size() < 2) return std::nullopt;
+    return LaunchRange{bounds[bounds.size() - 2], bounds.back()};
 }
 
 SimResult simulate(const trace::Trace& trace, const SimConfig& config) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,14 @@ struct SimResult {
 // marks, else from the detected period; a trailing partial iteration is left
 // out. Empty when fewer than one full iteration is found.
 std::vector<uint64_t> iteration_bounds(const trace::Trace& trace);
+
+// The last full iteration of iteration_bounds' result, as launches [begin, end);
+// nullopt when there is none.
+struct LaunchRange {
+    uint64_t begin = 0;
+    uint64_t end = 0;
+};
+std::optional<LaunchRange> last_full_iteration(std::span<const uint64_t> bounds);
 
 // `schedule` must have been built from `trace` with config.chunk_bytes and
 // `bounds` by iteration_bounds(trace); computing them once serves several

@@ -1,16 +1,18 @@
 #include "core/trace_repeat.h"
 
+#include "core/simulator.h"
+
 #include <stdexcept>
-#include <vector>
 #include <string>
+#include <vector>
 
 namespace uvmp {
 
 void repeat_last_iteration(trace::Trace& trace, std::span<const uint64_t> bounds, uint32_t times) {
     if (times == 0) return;
-    if (bounds.size() < 2) throw std::invalid_argument("the trace holds no full iteration to repeat");
-    const uint64_t begin = bounds[bounds.size() - 2];
-    const uint64_t end = bounds.back();
+    const auto iteration = last_full_iteration(bounds);
+    if (!iteration) throw std::invalid_argument("the trace holds no full iteration to repeat");
+    const auto [begin, end] = *iteration;
     for (const trace::Alloc& a : trace.allocs)
         if (a.launches_before > begin && a.launches_before < end)
             throw std::invalid_argument("its last iteration allocates memory (before launch " +

@@ -36,7 +36,6 @@ public:
     // queued tasks refer to the parent's contexts. Start afresh.
     void forget_after_fork();
 
-
 private:
     bool enqueue(Task task, size_t limit);
     void run();

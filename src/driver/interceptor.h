@@ -16,8 +16,8 @@
 #include <array>
 #include <atomic>
 #include <memory>
-#include <span>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 
 namespace uvmp::driver {

@@ -4,7 +4,6 @@
 #include "core/size_parse.h"
 #include "core/trace_reader.h"
 
-#include <algorithm>
 #include <chrono>
 
 namespace uvmp::driver {

@@ -62,7 +62,7 @@ private:
 
 class Planner {
 public:
-    // The budget is per device; budgets[i] is device i's. policy must not be None.
+    // The budget is per device, given with each allocation. policy must not be None.
     // registry: to skip moves of allocations freed since they were planned.
     // trace_in: an earlier run's trace to start the learned policy from, or empty.
     Planner(ResidencyPolicy policy, uint64_t chunk_bytes, std::string trace_in, Stats& stats,

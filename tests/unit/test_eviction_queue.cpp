@@ -21,6 +21,15 @@ std::pair<uint64_t, ChunkId> expected_top(const std::map<ChunkId, uint64_t>& key
     return best;
 }
 
+// The queue's top must be expected_top(keys); it then leaves both.
+void pop_expected_top(EvictionQueue& queue, std::map<ChunkId, uint64_t>& keys) {
+    const auto [top_key, top_chunk] = expected_top(keys);
+    REQUIRE(queue.top().key == top_key);
+    REQUIRE(queue.top().chunk == top_chunk);
+    queue.erase(top_chunk);
+    keys.erase(top_chunk);
+}
+
 } // namespace
 
 TEST_CASE("eviction queue: the top is always the largest key, ties to the largest chunk", "[policy][queue]") {
@@ -43,13 +52,7 @@ TEST_CASE("eviction queue: the top is always the largest key, ties to the larges
             CHECK(queue.erase(chunk) == (keys.erase(chunk) == 1));
             break;
         case 3:
-            if (!keys.empty()) {
-                const auto [top_key, top_chunk] = expected_top(keys);
-                REQUIRE(queue.top().key == top_key);
-                REQUIRE(queue.top().chunk == top_chunk);
-                queue.erase(top_chunk);
-                keys.erase(top_chunk);
-            }
+            if (!keys.empty()) pop_expected_top(queue, keys);
             break;
         }
         REQUIRE(queue.size() == keys.size());
@@ -72,13 +75,7 @@ TEST_CASE("eviction queue: assign builds the same queue as one set per entry", "
     queue.assign(entries);
     REQUIRE(queue.size() == keys.size());
     CHECK_FALSE(queue.contains(999));
-    while (!keys.empty()) {
-        const auto [top_key, top_chunk] = expected_top(keys);
-        REQUIRE(queue.top().key == top_key);
-        REQUIRE(queue.top().chunk == top_chunk);
-        queue.erase(top_chunk);
-        keys.erase(top_chunk);
-    }
+    while (!keys.empty()) pop_expected_top(queue, keys);
     CHECK(queue.empty());
 }
 
@@ -104,12 +101,6 @@ TEST_CASE("eviction queue: keys set in batches between looks at the top", "[poli
             }
         }
         REQUIRE(queue.size() == keys.size());
-        for (int pops = random() % 100; pops > 0 && !keys.empty(); --pops) {
-            const auto [top_key, top_chunk] = expected_top(keys);
-            REQUIRE(queue.top().key == top_key);
-            REQUIRE(queue.top().chunk == top_chunk);
-            queue.erase(top_chunk);
-            keys.erase(top_chunk);
-        }
+        for (int pops = random() % 100; pops > 0 && !keys.empty(); --pops) pop_expected_top(queue, keys);
     }
 }

@@ -142,13 +142,16 @@ void print_result(const SimResult& r) {
     if (r.prediction_hit_rate) line("prediction hit rate", fmt::format("{:.1f}%", *r.prediction_hit_rate * 100.0));
 }
 
+double millions_per_second(uint64_t launches, double seconds) {
+    return seconds > 0 ? static_cast<double>(launches) / seconds / 1e6 : 0.0;
+}
+
 // The simulator's own speed; kept out of the default output, which must not
 // change from run to run.
 std::string timing_line(std::string_view policy, uint64_t launches, double cpu_seconds, double wall_seconds) {
-    auto rate = [&](double seconds) { return seconds > 0 ? static_cast<double>(launches) / seconds / 1e6 : 0.0; };
     return fmt::format("{:<22}{} launches in {:.3f} s CPU, {:.3f} s wall: {:.2f} M launches/s per core ({:.2f} M/s wall)\n",
-                       fmt::format("simulated {}", policy), launches, cpu_seconds, wall_seconds, rate(cpu_seconds),
-                       rate(wall_seconds));
+                       fmt::format("simulated {}", policy), launches, cpu_seconds, wall_seconds,
+                       millions_per_second(launches, cpu_seconds), millions_per_second(launches, wall_seconds));
 }
 
 struct SweepRow {
@@ -336,7 +339,7 @@ void run(const SimulateOptions& o) {
         const double cpu = static_cast<double>(std::clock() - prepare_start) / CLOCKS_PER_SEC;
         (o.json ? std::cerr : std::cout) << fmt::format(
             "{:<22}{} launches in {:.3f} s CPU: {:.2f} M launches/s (reading, extents, chunk schedule)\n", "prepared",
-            trace.launches.size(), cpu, cpu > 0 ? static_cast<double>(trace.launches.size()) / cpu / 1e6 : 0.0);
+            trace.launches.size(), cpu, millions_per_second(trace.launches.size(), cpu));
     }
     if (schedule.dangling_accesses())
         std::cerr << "uvmtrace simulate: note: " << schedule.dangling_accesses()
