@@ -34,7 +34,7 @@ protected:
     uint64_t eviction_key(ChunkId chunk, const Residency&) const override { return next_use_[chunk]; }
 
     void on_touch(ChunkId chunk, uint64_t step, size_t index) override {
-        next_use_[chunk] = schedule_.next_uses(step)[index];
+        next_use_[chunk] = schedule_.next_use(step, index);
     }
 
 private:

@@ -7,6 +7,8 @@
 namespace uvmp {
 namespace {
 
+constexpr uint64_t kMaxReservedSlots = uint64_t{1} << 26;
+
 std::vector<ChunkSchedule::AllocEvent> ordered_events(const trace::Trace& trace) {
     struct Keyed {
         ChunkSchedule::AllocEvent event;
@@ -34,9 +36,13 @@ std::vector<ChunkSchedule::AllocEvent> ordered_events(const trace::Trace& trace)
 ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     : chunk_bytes_(chunk_bytes), events_(ordered_events(trace)) {
     Residency layout(0, chunk_bytes);
+    // Room for the chunks of every allocation, so that the per-chunk state is never
+    // copied while it grows; past a bound, from a corrupt size, it grows as needed.
+    uint64_t slots = 0;
+    for (const trace::Alloc& a : trace.allocs) slots += std::min<uint64_t>(a.size / chunk_bytes + 1, kNoChunk);
+    layout.reserve_chunk_slots(static_cast<uint32_t>(std::min<uint64_t>(slots, kMaxReservedSlots)));
     const uint64_t launches = trace.launches.size();
-    launch_begin_.reserve(launches + 1);
-    launch_begin_.push_back(0);
+    if (launches >= kNeverStored) throw std::invalid_argument("the trace has too many launches to simulate (2^32 or more)");
     size_t next_event = 0;
     auto apply_events_until = [&](uint64_t launch) {
         for (; next_event < events_.size() && events_[next_event].launches_before <= launch; ++next_event) {
@@ -45,6 +51,15 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
             else layout.add_allocation(e.alloc_id, e.size);
         }
     };
+    // First the launches' chunk ranges, which are few, so that the chunk lists,
+    // which are many, are written once into memory of their exact size.
+    LargeVector<ChunkRange> ranges;
+    ranges.reserve(trace.accesses.size());
+    LargeVector<uint32_t> range_begin;
+    range_begin.reserve(launches + 1);
+    range_begin.push_back(0);
+    std::vector<ChunkRange> launch_ranges;
+    uint64_t chunk_total = 0;
     for (uint64_t i = 0; i < launches; ++i) {
         apply_events_until(i);
         const trace::Launch& launch = trace.launches[i];
@@ -53,22 +68,37 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
         const std::span<const trace::Access> accesses(trace.accesses.data() + launch.first_access, launch.access_count);
         for (const trace::Access& access : accesses)
             if (!layout.is_live(access.alloc_id)) ++dangling_accesses_;
-        layout.append_launch_chunks(accesses, chunks_);
-        launch_begin_.push_back(chunks_.size());
+        layout.launch_ranges(accesses, launch_ranges);
+        for (const ChunkRange& r : launch_ranges) chunk_total += r.count();
+        ranges.insert(ranges.end(), launch_ranges.begin(), launch_ranges.end());
+        range_begin.push_back(static_cast<uint32_t>(ranges.size()));
     }
     apply_events_until(kNever);
 
-    first_use_.assign(layout.chunk_slots(), kNever);
     chunk_size_.resize(layout.chunk_slots());
     for (ChunkId c = 0; c < layout.chunk_slots(); ++c) chunk_size_[c] = layout.chunk_size(c);
-    launch_bytes_.assign(launches, 0);
-    for (uint64_t i = 0; i < launches; ++i)
-        for (ChunkId c : chunks(i)) launch_bytes_[i] += chunk_size_[c];
-    next_use_.assign(chunks_.size(), kNever);
+    chunks_.resize(chunk_total);
+    launch_begin_.resize(launches + 1);
+    launch_bytes_.resize(launches);
+    uint64_t written = 0;
+    for (uint64_t i = 0; i < launches; ++i) {
+        launch_begin_[i] = written;
+        uint64_t bytes = 0;
+        for (uint32_t k = range_begin[i]; k < range_begin[i + 1]; ++k)
+            for (ChunkId c = ranges[k].first; c <= ranges[k].last; ++c) {
+                chunks_[written++] = c;
+                bytes += chunk_size_[c];
+            }
+        launch_bytes_[i] = bytes;
+    }
+    launch_begin_[launches] = written;
+
+    first_use_.assign(layout.chunk_slots(), kNever);
+    next_use_.resize(chunk_total);
     for (uint64_t i = launches; i-- > 0;) {
         for (uint64_t k = launch_begin_[i]; k < launch_begin_[i + 1]; ++k) {
             const ChunkId c = chunks_[k];
-            next_use_[k] = first_use_[c];
+            next_use_[k] = first_use_[c] == kNever ? kNeverStored : static_cast<uint32_t>(first_use_[c]);
             first_use_[c] = i;
         }
     }

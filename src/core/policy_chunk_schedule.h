@@ -3,6 +3,7 @@
 // reads the future from it; the simulator drives the residency model from it.
 #pragma once
 
+#include "core/large_pages.h"
 #include "core/residency.h"
 #include "core/trace_model.h"
 
@@ -25,7 +26,8 @@ public:
     };
 
     // Throws std::invalid_argument when the trace is inconsistent (an access list
-    // out of range, an allocation id used twice) or chunk_bytes is not a power of two.
+    // out of range, an allocation id used twice), has 2^32 launches or more, or
+    // chunk_bytes is not a power of two.
     ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes);
 
     uint64_t chunk_bytes() const { return chunk_bytes_; }
@@ -34,9 +36,10 @@ public:
     std::span<const ChunkId> chunks(uint64_t launch) const {
         return {chunks_.data() + launch_begin_[launch], launch_begin_[launch + 1] - launch_begin_[launch]};
     }
-    // Parallel to chunks(launch): the next launch touching the same chunk, or kNever.
-    std::span<const uint64_t> next_uses(uint64_t launch) const {
-        return {next_use_.data() + launch_begin_[launch], launch_begin_[launch + 1] - launch_begin_[launch]};
+    // The next launch touching chunks(launch)[index], or kNever.
+    uint64_t next_use(uint64_t launch, size_t index) const {
+        const uint32_t next = next_use_[launch_begin_[launch] + index];
+        return next == kNeverStored ? kNever : next;
     }
     // Bytes of chunks(launch), all of them.
     uint64_t launch_bytes(uint64_t launch) const { return launch_bytes_[launch]; }
@@ -55,14 +58,18 @@ public:
     uint64_t dangling_accesses() const { return dangling_accesses_; }
 
 private:
+    // Launch indices are kept in 32 bits: a chunk list entry is touched once per
+    // use of a chunk, and there are tens of them per launch.
+    static constexpr uint32_t kNeverStored = UINT32_MAX;
+
     uint64_t chunk_bytes_;
     std::vector<AllocEvent> events_;
-    std::vector<uint64_t> launch_begin_;
-    std::vector<ChunkId> chunks_;
-    std::vector<uint64_t> next_use_;
+    LargeVector<uint64_t> launch_begin_;
+    LargeVector<ChunkId> chunks_;
+    LargeVector<uint32_t> next_use_;
     std::vector<uint64_t> first_use_;
     std::vector<uint64_t> chunk_size_;
-    std::vector<uint64_t> launch_bytes_;
+    LargeVector<uint64_t> launch_bytes_;
     uint64_t footprint_bytes_ = 0;
     uint64_t dangling_accesses_ = 0;
 };

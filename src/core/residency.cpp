@@ -1,7 +1,6 @@
 #include "core/residency.h"
 
 #include <algorithm>
-#include <array>
 #include <bit>
 #include <stdexcept>
 #include <string>
@@ -78,37 +77,30 @@ void Residency::append_chunks(const trace::Access& access, std::vector<ChunkId>&
     for (uint64_t c = first; c <= last; ++c) out.push_back(slot->first + static_cast<ChunkId>(c));
 }
 
-void Residency::append_launch_chunks(std::span<const trace::Access> accesses, std::vector<ChunkId>& out) const {
-    struct Range {
-        ChunkId first;
-        ChunkId last;
-    };
-    // Launches name a few dozen allocations at most; a longer list takes the heap.
-    constexpr size_t kOnStack = 64;
-    std::array<Range, kOnStack> on_stack;
-    std::vector<Range> on_heap;
-    Range* ranges = on_stack.data();
-    if (accesses.size() > kOnStack) {
-        on_heap.resize(accesses.size());
-        ranges = on_heap.data();
-    }
-    size_t count = 0;
+void Residency::launch_ranges(std::span<const trace::Access> accesses, std::vector<ChunkRange>& out) const {
+    out.clear();
     for (const trace::Access& access : accesses) {
         const AllocSlot* slot = find(access.alloc_id);
         if (!slot || !slot->live || access.offset >= slot->size) continue;
         const uint64_t end = access.length == 0 ? slot->size : std::min(slot->size, access.offset + access.length);
-        ranges[count++] = {slot->first + static_cast<ChunkId>(access.offset >> chunk_shift_),
-                           slot->first + static_cast<ChunkId>((end - 1) >> chunk_shift_)};
+        out.push_back({slot->first + static_cast<ChunkId>(access.offset >> chunk_shift_),
+                       slot->first + static_cast<ChunkId>((end - 1) >> chunk_shift_)});
     }
-    std::sort(ranges, ranges + count, [](const Range& a, const Range& b) { return a.first < b.first; });
-    size_t i = 0;
-    while (i < count) {
-        const ChunkId first = ranges[i].first;
-        ChunkId last = ranges[i].last;
-        // Overlapping or adjacent ranges become one.
-        for (++i; i < count && ranges[i].first <= last + 1; ++i) last = std::max(last, ranges[i].last);
-        for (ChunkId c = first; c <= last; ++c) out.push_back(c);
+    std::sort(out.begin(), out.end(), [](const ChunkRange& a, const ChunkRange& b) { return a.first < b.first; });
+    // Overlapping or adjacent ranges become one.
+    size_t merged = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+        if (merged > 0 && out[i].first <= out[merged - 1].last + 1) out[merged - 1].last = std::max(out[merged - 1].last, out[i].last);
+        else out[merged++] = out[i];
     }
+    out.resize(merged);
+}
+
+void Residency::append_launch_chunks(std::span<const trace::Access> accesses, std::vector<ChunkId>& out) const {
+    thread_local std::vector<ChunkRange> ranges;
+    launch_ranges(accesses, ranges);
+    for (const ChunkRange& r : ranges)
+        for (ChunkId c = r.first; c <= r.last; ++c) out.push_back(c);
 }
 
 uint64_t Residency::chunk_offset(ChunkId chunk) const {

@@ -8,6 +8,7 @@
 // allocations are not reused.
 #pragma once
 
+#include "core/large_pages.h"
 #include "core/trace_model.h"
 
 #include <cstdint>
@@ -21,6 +22,13 @@ inline constexpr uint64_t kDefaultChunkBytes = 2ull << 20;
 
 using ChunkId = uint32_t;
 inline constexpr ChunkId kNoChunk = UINT32_MAX;
+
+// Chunks first..last, both included.
+struct ChunkRange {
+    ChunkId first = 0;
+    ChunkId last = 0;
+    uint32_t count() const { return last - first + 1; }
+};
 
 class Residency {
 public:
@@ -52,6 +60,9 @@ public:
     // Each access covers one range of chunks, so the ranges are merged, not the chunks
     // sorted: a launch names a few tensors of many chunks each.
     void append_launch_chunks(std::span<const trace::Access> accesses, std::vector<ChunkId>& out) const;
+    // The same chunks as ranges, replacing what `out` held: ascending, none
+    // overlapping or adjacent to the next.
+    void launch_ranges(std::span<const trace::Access> accesses, std::vector<ChunkRange>& out) const;
 
     // Room for this many chunk ids in all, so that adding allocations up to it
     // does not copy the per-chunk state (the simulator knows the total ahead).
@@ -121,7 +132,7 @@ private:
     uint64_t layout_version_ = 0;
     std::vector<AllocSlot> allocs_;
     std::unordered_map<uint32_t, uint32_t> slot_of_id_;
-    std::vector<ChunkState> chunks_;
+    LargeVector<ChunkState> chunks_;
     ChunkId lru_head_ = kNoChunk;
     ChunkId lru_tail_ = kNoChunk;
 };

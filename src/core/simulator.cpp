@@ -102,11 +102,11 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
 
     // When each chunk's data is on the GPU, and until when a kernel uses it
     // (an eviction has to wait for that).
-    std::vector<double> ready_at(schedule.chunk_slots(), 0.0);
-    std::vector<double> busy_until(schedule.chunk_slots(), 0.0);
-    std::vector<double> kernel_end(launches, 0.0);
+    LargeVector<double> ready_at(schedule.chunk_slots(), 0.0);
+    LargeVector<double> busy_until(schedule.chunk_slots(), 0.0);
+    LargeVector<double> kernel_end(launches, 0.0);
     // Bytes moved in and out before each launch, to tell the steps apart.
-    std::vector<uint64_t> in_before(launches + 1, 0), out_before(launches + 1, 0);
+    LargeVector<uint64_t> in_before(launches + 1, 0), out_before(launches + 1, 0);
     double copy_free = 0.0;
     double compute_free = 0.0;
     // The application issues launch i while the GPU runs launch i - 1: transfers

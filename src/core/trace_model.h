@@ -3,6 +3,8 @@
 // trace_reader and is specified in docs/trace-format.md.
 #pragma once
 
+#include "core/large_pages.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -101,8 +103,8 @@ struct Trace {
     std::vector<std::string> kernel_names; // indexed by Launch::kernel_id
     std::vector<Alloc> allocs;
     std::vector<Free> frees;
-    std::vector<Launch> launches;
-    std::vector<Access> accesses;
+    LargeVector<Launch> launches;
+    LargeVector<Access> accesses;
     std::vector<Move> moves;
     std::vector<Iteration> iterations;
     uint64_t dropped_records = 0; // records the recorder could not keep (buffer full)

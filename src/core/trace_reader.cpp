@@ -2,15 +2,19 @@
 
 #include "core/trace_format.h"
 
-#include <cerrno>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
-#include <memory>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace uvmp::trace {
 
@@ -243,6 +247,7 @@ private:
     // them first. A framing error stops the count; the real pass reports it.
     void reserve_for_records() {
         std::array<size_t, 256> records_of_type{};
+        size_t launch_bytes = 0;
         Decoder frames(begin_ + format::kPreambleBytes, end_, format::kPreambleBytes, describe_file, nullptr);
         try {
             while (!frames.at_end()) {
@@ -251,6 +256,7 @@ private:
                 if (length > frames.remaining()) break;
                 frames.skip(length);
                 ++records_of_type[type];
+                if (type == static_cast<uint8_t>(RecordType::Launch)) launch_bytes += length;
             }
         } catch (const TraceFormatError&) {
         }
@@ -260,9 +266,10 @@ private:
         trace_.frees.reserve(count(RecordType::Free));
         trace_.moves.reserve(count(RecordType::Move));
         trace_.iterations.reserve(count(RecordType::Iteration));
-        durations_.reserve(count(RecordType::KernelDuration));
-        // Most launches name a few allocations; the vector grows past this if needed.
-        trace_.accesses.reserve(2 * count(RecordType::Launch));
+        // An access takes at least three bytes of its launch's record: room for
+        // that many never copies the vector, and the pages a large vector
+        // reserves but does not use are never touched.
+        trace_.accesses.reserve(launch_bytes / 3);
     }
 
     void read_header(Decoder& in) {
@@ -352,7 +359,9 @@ private:
     void read_kernel_duration(Decoder& in) {
         uint64_t seq = in.varint();
         uint64_t duration = in.varint();
-        durations_.emplace_back(seq, duration);
+        // With no launch dropped, seq is the index of a launch already read.
+        if (seq < trace_.launches.size() && trace_.launches[seq].seq == seq) trace_.launches[seq].duration_ns = duration;
+        else unplaced_durations_.emplace_back(seq, duration);
     }
 
     void read_move(Decoder& in) {
@@ -384,21 +393,16 @@ private:
         fold_durations();
     }
 
-    // Durations arrive after their launches, named by sequence number. When no
-    // launch was dropped, seq is the index; otherwise a map finds it.
+    // Durations arrive after their launches, named by sequence number. Those
+    // whose sequence number is not their launch's index (launches were dropped)
+    // are placed through a map at the end.
     void fold_durations() {
-        if (durations_.empty()) return;
-        std::vector<Launch>& launches = trace_.launches;
+        if (unplaced_durations_.empty()) return;
+        auto& launches = trace_.launches;
         std::unordered_map<uint64_t, size_t> index_of_seq;
-        for (const auto& [seq, duration] : durations_) {
-            if (seq < launches.size() && launches[seq].seq == seq) {
-                launches[seq].duration_ns = duration;
-                continue;
-            }
-            if (index_of_seq.empty()) {
-                index_of_seq.reserve(launches.size());
-                for (size_t i = 0; i < launches.size(); ++i) index_of_seq.emplace(launches[i].seq, i);
-            }
+        index_of_seq.reserve(launches.size());
+        for (size_t i = 0; i < launches.size(); ++i) index_of_seq.emplace(launches[i].seq, i);
+        for (const auto& [seq, duration] : unplaced_durations_) {
             auto found = index_of_seq.find(seq);
             if (found != index_of_seq.end()) launches[found->second].duration_ns = duration;
         }
@@ -407,7 +411,7 @@ private:
     const uint8_t* begin_;
     const uint8_t* end_;
     Trace trace_;
-    std::vector<std::pair<uint64_t, uint64_t>> durations_;
+    std::vector<std::pair<uint64_t, uint64_t>> unplaced_durations_;
     uint64_t previous_seq_ = 0;
     uint64_t previous_time_ns_ = 0;
     uint64_t previous_stream_ = 0;
@@ -420,19 +424,62 @@ Trace read_trace_bytes(std::span<const std::byte> bytes) {
     return TraceParser(bytes).parse();
 }
 
-Trace read_trace_file(const std::string& path) {
-    std::ifstream file(path, std::ios::binary | std::ios::ate);
-    if (!file) throw std::runtime_error("cannot open trace file '" + path + "': " + std::strerror(errno));
-    std::streamoff size = file.tellg();
-    if (size < 0) throw std::runtime_error("cannot read trace file '" + path + "'");
-    // Left uninitialised: the read fills it, and zeroing a large trace first costs time.
-    std::unique_ptr<std::byte[]> bytes(new std::byte[static_cast<size_t>(size)]);
-    file.seekg(0);
-    if (size > 0 && !file.read(reinterpret_cast<char*>(bytes.get()), size)) {
-        throw std::runtime_error("cannot read trace file '" + path + "': " + std::strerror(errno));
+namespace {
+
+// The file's bytes, mapped when it is a regular file (no copy, and its pages
+// come from the page cache instead of fresh memory), else read whole.
+class FileBytes {
+public:
+    explicit FileBytes(const std::string& path) {
+        const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) throw std::runtime_error("cannot open trace file '" + path + "': " + std::strerror(errno));
+        struct stat info {};
+        if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
+            void* mapped = mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+            if (mapped != MAP_FAILED) {
+                madvise(mapped, static_cast<size_t>(info.st_size), MADV_SEQUENTIAL);
+                mapped_ = static_cast<const std::byte*>(mapped);
+                size_ = static_cast<size_t>(info.st_size);
+            }
+        }
+        if (!mapped_) read_all(fd, path);
+        close(fd);
     }
+    ~FileBytes() {
+        if (mapped_) munmap(const_cast<std::byte*>(mapped_), size_);
+    }
+    FileBytes(const FileBytes&) = delete;
+    FileBytes& operator=(const FileBytes&) = delete;
+
+    std::span<const std::byte> bytes() const { return mapped_ ? std::span(mapped_, size_) : std::span(read_); }
+
+private:
+    void read_all(int fd, const std::string& path) {
+        std::byte buffer[1 << 16];
+        while (true) {
+            const ssize_t got = read(fd, buffer, sizeof buffer);
+            if (got == 0) return;
+            if (got < 0) {
+                if (errno == EINTR) continue;
+                const int error = errno;
+                close(fd);
+                throw std::runtime_error("cannot read trace file '" + path + "': " + std::strerror(error));
+            }
+            read_.insert(read_.end(), buffer, buffer + got);
+        }
+    }
+
+    const std::byte* mapped_ = nullptr;
+    size_t size_ = 0;
+    std::vector<std::byte> read_;
+};
+
+} // namespace
+
+Trace read_trace_file(const std::string& path) {
+    const FileBytes file(path);
     try {
-        return read_trace_bytes(std::span(bytes.get(), static_cast<size_t>(size)));
+        return read_trace_bytes(file.bytes());
     } catch (const TraceFormatError& error) {
         throw TraceFormatError(error.offset(), path + ": " + error.what());
     }

@@ -6,7 +6,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -195,6 +198,58 @@ TEST_CASE("a full buffer drops records and the trace says how many", "[trace_io]
         // Launches after a dropped one still decode to their own numbers.
         for (const Launch& launch : read.launches) CHECK(launch.time_ns == launch.seq * 1000);
     }
+}
+
+TEST_CASE("a trace reads the same through a pipe as from a file", "[trace_io]") {
+    const std::string file = fixtures::scratch_path("piped.uvmt");
+    TrainingLoopShape shape;
+    shape.steps = 4;
+    REQUIRE(write_trace_file(make_training_loop(shape), file) == 0);
+    const std::vector<std::byte> bytes = fixtures::read_file(file);
+    const std::string fifo = fixtures::scratch_path("piped.fifo");
+    std::remove(fifo.c_str());
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    std::thread writer([&] {
+        std::FILE* out = std::fopen(fifo.c_str(), "wb");
+        if (!out) return;
+        std::fwrite(bytes.data(), 1, bytes.size(), out);
+        std::fclose(out);
+    });
+    const Trace piped = read_trace_file(fifo);
+    writer.join();
+    const Trace mapped = read_trace_file(file);
+    CHECK(piped.launches.size() == mapped.launches.size());
+    CHECK(piped.accesses.size() == mapped.accesses.size());
+    CHECK(piped.allocs.size() == mapped.allocs.size());
+    CHECK(piped.launches.back().time_ns == mapped.launches.back().time_ns);
+}
+
+TEST_CASE("a path that is not a readable file names the path and the reason", "[trace_io]") {
+    auto message_of = [](const std::string& path) {
+        try {
+            read_trace_file(path);
+        } catch (const std::runtime_error& error) {
+            return std::string(error.what());
+        }
+        return std::string("no error");
+    };
+    CHECK_THAT(message_of("/nonexistent-dir/trace.uvmt"), Catch::Contains("cannot open trace file '/nonexistent-dir/trace.uvmt'"));
+    CHECK_THAT(message_of("/"), Catch::Contains("cannot read trace file '/'"));
+}
+
+TEST_CASE("durations find their launches when earlier launches were dropped", "[trace_io]") {
+    const std::string path = fixtures::scratch_path("durations_after_drops.uvmt");
+    std::string error;
+    auto writer = TraceWriter::open({path, 1 << 20}, Header{}, error);
+    REQUIRE(writer);
+    // Launches 2 and 3 never reached the trace: from launch 4 on, seq is not the index.
+    for (uint64_t seq : {0, 1, 4, 5, 6}) writer->launch(Launch{.seq = seq}, {});
+    for (uint64_t seq : {0, 1, 4, 5, 6}) writer->kernel_duration(seq, 1000 + seq);
+    writer->kernel_duration(3, 999); // a dropped launch's duration goes nowhere
+    writer->close();
+    const Trace read = read_trace_file(path);
+    REQUIRE(read.launches.size() == 5);
+    for (const Launch& launch : read.launches) CHECK(launch.duration_ns == 1000 + launch.seq);
 }
 
 TEST_CASE("the writer reports a path it cannot open", "[trace_io]") {
