@@ -232,13 +232,16 @@ traces_section() {
     done
 }
 
-# ratio_rows REPORT MODE WHAT GOAL CHECK_KEY CHECK_WHAT: the row of resnet50's step time
-# ratio of MODE (lib or trace) to native against GOAL, and the row of the check that
-# the runs measured what they should (CHECK_KEY must be True).
+# ratio_rows REPORT MODE WHAT GOAL CHECK_KEY CHECK_WHAT: the rows of resnet50's step time
+# ratio of MODE (lib or trace) to native against GOAL, over all steps and as the median of
+# the rounds' own ratios, and the row of the check that the runs measured what they should
+# (CHECK_KEY must be True).
 ratio_rows() {
     local ratio check
     ratio=$(json_value "$1" resnet50 "ratio_$2_over_native")
     add_row "$3" "$ratio" "<= $4" "$(at_most "$ratio" "$4")"
+    ratio=$(json_value "$1" resnet50 "paired_ratio_$2_over_native")
+    add_row "$3, per round" "$ratio" "<= $4" "$(at_most "$ratio" "$4")"
     check=$(json_value "$1" resnet50 "$5")
     add_row "$6" "$check" "True" "$(pass_if_true "$check")"
 }

@@ -119,12 +119,16 @@ def measure_resnet(runner, args):
                "--steps", str(args.steps)]
     modes = ("native", "lib", "trace")
     results = {mode: [] for mode in modes}
+    round_medians = []
     for round_index in range(args.rounds):
+        medians = {}
         for mode in rotated(modes, round_index):
             result = runner.run(f"resnet50 round {round_index + 1}", command, mode, args.timeout)
             if result is not None:
                 results[mode].append(result)
-    report = {"rounds": args.rounds, "batch": args.batch, "runs": results}
+                medians[mode] = result["median_ms"]
+        round_medians.append(medians)
+    report = {"rounds": args.rounds, "batch": args.batch, "runs": results, "round_medians_ms": round_medians}
     for mode in modes:
         steps = [ms for result in results[mode] for ms in result["step_ms"]]
         report[f"{mode}_median_ms"] = statistics.median(steps) if steps else None
@@ -136,6 +140,11 @@ def measure_resnet(runner, args):
             report[f"ratio_{mode}_over_native"] = report[f"{mode}_median_ms"] / report["native_median_ms"]
         else:
             report[f"ratio_{mode}_over_native"] = None
+        # The runs of one round follow each other within minutes: their ratio leaves out
+        # how fast the host was that round, which moves single runs by 10% or more.
+        paired = [r[mode] / r["native"] for r in round_medians if r.get(mode) and r.get("native")]
+        report[f"paired_ratios_{mode}"] = paired
+        report[f"paired_ratio_{mode}_over_native"] = statistics.median(paired) if paired else None
     report["library_active"] = library_was_active(results["lib"])
     report["library_active_tracing"] = library_was_active(results["trace"])
     report["trace_recorded"] = trace_was_recorded(results["trace"])
@@ -236,6 +245,10 @@ def main():
         f"{mode} " + " ".join(f"{ms:.1f}" for ms in resnet[f"{mode}_run_medians_ms"]) for mode in ("native", "lib", "trace")))
     print(f"resnet50 batch {args.batch} step recording a trace: {show(resnet['trace_median_ms'], ' ms', 2)}, "
           f"ratio to native {show(resnet['ratio_trace_over_native'], '', 3)}")
+    for mode, label in (("lib", "uvmrun"), ("trace", "recording")):
+        print(f"resnet50 batch {args.batch} {label}/native per round: "
+              + " ".join(f"{ratio:.3f}" for ratio in resnet[f"paired_ratios_{mode}"])
+              + f", median {show(resnet[f'paired_ratio_{mode}_over_native'], '', 3)}")
     print(f"empty launch: native {show(launch['native_ns_per_launch'], ' ns')}, "
           f"uvmrun {show(launch['lib_ns_per_launch'], ' ns')}, hook {show(launch['hook_ns_per_launch'], ' ns')}; "
           f"recording {show(launch['trace_ns_per_launch'], ' ns')}, hook with recording "
