@@ -22,25 +22,33 @@ protected:
     bool begin_launch(const LaunchView& launch, const Residency& residency) override {
         if (launch.step >= schedule_.launch_count() || residency.chunk_slots() > next_use_.size())
             throw std::logic_error("belady: the launches planned are not the ones of its schedule");
-        current_step_ = launch.step;
+        launch_next_uses_.clear();
+        schedule_.append_next_uses(launch.step, launch_next_uses_);
         return true;
     }
 
     std::optional<std::span<const ChunkId>> future_chunks(uint64_t step, const Residency&) override {
         if (step >= schedule_.launch_count()) return std::nullopt;
-        return schedule_.chunks(step);
+        // Looking ahead often asks for the launch it stopped at last time.
+        if (step != future_step_) {
+            future_.clear();
+            schedule_.append_chunks(step, future_);
+            future_step_ = step;
+        }
+        return future_;
     }
 
     uint64_t eviction_key(ChunkId chunk, const Residency&) const override { return next_use_[chunk]; }
 
-    void on_touch(ChunkId chunk, uint64_t step, size_t index) override {
-        next_use_[chunk] = schedule_.next_use(step, index);
-    }
+    void on_touch(ChunkId chunk, uint64_t, size_t index) override { next_use_[chunk] = launch_next_uses_[index]; }
 
 private:
     const ChunkSchedule& schedule_;
     std::vector<uint64_t> next_use_;
-    uint64_t current_step_ = 0;
+    // The current launch's chunks' next uses, by index.
+    std::vector<uint64_t> launch_next_uses_;
+    std::vector<ChunkId> future_;
+    uint64_t future_step_ = ChunkSchedule::kNever;
 };
 
 } // namespace

@@ -51,15 +51,15 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
             else layout.add_allocation(e.alloc_id, e.size);
         }
     };
-    // First the launches' chunk ranges, which are few, so that the chunk lists,
-    // which are many, are written once into memory of their exact size.
+    // Forward, the launches' chunk ranges (the allocations live at each launch
+    // decide them); then backward, each chunk's next use, cutting the ranges into
+    // pieces where it changes.
     LargeVector<ChunkRange> ranges;
     ranges.reserve(trace.accesses.size());
-    LargeVector<uint32_t> range_begin;
+    LargeVector<uint32_t> range_begin; // accesses, and so ranges, are fewer than 2^32
     range_begin.reserve(launches + 1);
     range_begin.push_back(0);
     std::vector<ChunkRange> launch_ranges;
-    uint64_t chunk_total = 0;
     for (uint64_t i = 0; i < launches; ++i) {
         apply_events_until(i);
         const trace::Launch& launch = trace.launches[i];
@@ -69,7 +69,6 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
         for (const trace::Access& access : accesses)
             if (!layout.is_live(access.alloc_id)) ++dangling_accesses_;
         layout.launch_ranges(accesses, launch_ranges);
-        for (const ChunkRange& r : launch_ranges) chunk_total += r.count();
         ranges.insert(ranges.end(), launch_ranges.begin(), launch_ranges.end());
         range_begin.push_back(static_cast<uint32_t>(ranges.size()));
     }
@@ -77,30 +76,24 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
 
     chunk_size_.resize(layout.chunk_slots());
     for (ChunkId c = 0; c < layout.chunk_slots(); ++c) chunk_size_[c] = layout.chunk_size(c);
-    chunks_.resize(chunk_total);
-    launch_begin_.resize(launches + 1);
-    launch_bytes_.resize(launches);
-    uint64_t written = 0;
-    for (uint64_t i = 0; i < launches; ++i) {
-        launch_begin_[i] = written;
-        uint64_t bytes = 0;
-        for (uint32_t k = range_begin[i]; k < range_begin[i + 1]; ++k)
-            for (ChunkId c = ranges[k].first; c <= ranges[k].last; ++c) {
-                chunks_[written++] = c;
-                bytes += chunk_size_[c];
-            }
-        launch_bytes_[i] = bytes;
-    }
-    launch_begin_[launches] = written;
-
     first_use_.assign(layout.chunk_slots(), kNever);
-    next_use_.resize(chunk_total);
+    launch_bytes_.resize(launches);
+    pieces_.reserve(ranges.size());
+    piece_end_.assign(launches + 1, 0);
     for (uint64_t i = launches; i-- > 0;) {
-        for (uint64_t k = launch_begin_[i]; k < launch_begin_[i + 1]; ++k) {
-            const ChunkId c = chunks_[k];
-            next_use_[k] = first_use_[c] == kNever ? kNeverStored : static_cast<uint32_t>(first_use_[c]);
-            first_use_[c] = i;
+        uint64_t bytes = 0;
+        for (uint32_t k = range_begin[i]; k < range_begin[i + 1]; ++k) {
+            const ChunkRange r = ranges[k];
+            for (ChunkId c = r.first; c <= r.last; ++c) {
+                const uint32_t next = first_use_[c] == kNever ? kNeverStored : static_cast<uint32_t>(first_use_[c]);
+                first_use_[c] = i;
+                bytes += chunk_size_[c];
+                if (c != r.first && pieces_.back().next == next) pieces_.back().last = c;
+                else pieces_.push_back({c, c, next});
+            }
         }
+        launch_bytes_[i] = bytes;
+        piece_end_[i] = pieces_.size();
     }
     // The footprint is the peak of live bytes that are ever touched: memory that
     // is freed and allocated again each step counts once per step, not per cycle.
@@ -116,16 +109,30 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     }
 }
 
+void ChunkSchedule::append_chunks(uint64_t launch, std::vector<ChunkId>& out) const {
+    size_t at = out.size();
+    uint64_t count = 0;
+    for (const Piece& p : pieces(launch)) count += p.count();
+    out.resize(at + count);
+    for (const Piece& p : pieces(launch))
+        for (ChunkId c = p.first; c <= p.last; ++c) out[at++] = c;
+}
+
+void ChunkSchedule::append_next_uses(uint64_t launch, std::vector<uint64_t>& out) const {
+    for (const Piece& p : pieces(launch)) out.insert(out.end(), p.count(), p.next_use());
+}
+
 uint64_t ChunkSchedule::touched_bytes(uint64_t first_launch, uint64_t last_launch) const {
     std::vector<bool> seen(first_use_.size(), false);
     uint64_t bytes = 0;
     last_launch = std::min(last_launch, launch_count());
     for (uint64_t i = first_launch; i < last_launch; ++i)
-        for (ChunkId c : chunks(i))
-            if (!seen[c]) {
-                seen[c] = true;
-                bytes += chunk_size_[c];
-            }
+        for (const Piece& p : pieces(i))
+            for (ChunkId c = p.first; c <= p.last; ++c)
+                if (!seen[c]) {
+                    seen[c] = true;
+                    bytes += chunk_size_[c];
+                }
     return bytes;
 }
 

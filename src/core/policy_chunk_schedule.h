@@ -1,6 +1,10 @@
 // The whole future of a recorded trace in chunk terms: for every launch, the
 // chunks it touches and when each of them is touched next. The belady policy
 // reads the future from it; the simulator drives the residency model from it.
+//
+// A launch's chunks are kept as pieces, runs of adjacent chunks touched next by
+// the same launch: a launch names a few tensors of many chunks each, and a piece
+// takes 12 bytes where the chunks one by one took 12 bytes each.
 #pragma once
 
 #include "core/large_pages.h"
@@ -16,6 +20,8 @@ namespace uvmp {
 class ChunkSchedule {
 public:
     static constexpr uint64_t kNever = UINT64_MAX;
+    // kNever in a piece, which keeps launch indices in 32 bits.
+    static constexpr uint32_t kNeverStored = UINT32_MAX;
 
     // An allocation appearing or going away before launch `launches_before`.
     struct AllocEvent {
@@ -30,18 +36,26 @@ public:
     // chunk_bytes is not a power of two.
     ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes);
 
+    // Chunks first..last, all touched next by launch `next` (kNeverStored: never).
+    struct Piece {
+        ChunkId first;
+        ChunkId last;
+        uint32_t next;
+        uint32_t count() const { return last - first + 1; }
+        uint64_t next_use() const { return next == kNeverStored ? kNever : next; }
+    };
+
     uint64_t chunk_bytes() const { return chunk_bytes_; }
-    uint64_t launch_count() const { return launch_begin_.size() - 1; }
-    // Sorted, each chunk once.
-    std::span<const ChunkId> chunks(uint64_t launch) const {
-        return {chunks_.data() + launch_begin_[launch], launch_begin_[launch + 1] - launch_begin_[launch]};
+    uint64_t launch_count() const { return piece_end_.size() - 1; }
+    // Ascending; the chunks of all pieces are the launch's chunks, each once.
+    std::span<const Piece> pieces(uint64_t launch) const {
+        return {pieces_.data() + piece_end_[launch + 1], piece_end_[launch] - piece_end_[launch + 1]};
     }
-    // The next launch touching chunks(launch)[index], or kNever.
-    uint64_t next_use(uint64_t launch, size_t index) const {
-        const uint32_t next = next_use_[launch_begin_[launch] + index];
-        return next == kNeverStored ? kNever : next;
-    }
-    // Bytes of chunks(launch), all of them.
+    // Appends the launch's chunks to `out`, ascending, each once.
+    void append_chunks(uint64_t launch, std::vector<ChunkId>& out) const;
+    // Appends the launch's chunks' next uses to `out`, in the order of append_chunks.
+    void append_next_uses(uint64_t launch, std::vector<uint64_t>& out) const;
+    // Bytes of the launch's chunks, all of them.
     uint64_t launch_bytes(uint64_t launch) const { return launch_bytes_[launch]; }
     uint64_t first_use(ChunkId chunk) const { return first_use_[chunk]; }
     uint32_t chunk_slots() const { return static_cast<uint32_t>(first_use_.size()); }
@@ -58,15 +72,12 @@ public:
     uint64_t dangling_accesses() const { return dangling_accesses_; }
 
 private:
-    // Launch indices are kept in 32 bits: a chunk list entry is touched once per
-    // use of a chunk, and there are tens of them per launch.
-    static constexpr uint32_t kNeverStored = UINT32_MAX;
-
     uint64_t chunk_bytes_;
     std::vector<AllocEvent> events_;
-    LargeVector<uint64_t> launch_begin_;
-    LargeVector<ChunkId> chunks_;
-    LargeVector<uint32_t> next_use_;
+    // Built backward, so the last launch's pieces come first: launch i's pieces
+    // are [piece_end_[i + 1], piece_end_[i]), and piece_end_[launch_count()] is 0.
+    LargeVector<Piece> pieces_;
+    LargeVector<uint64_t> piece_end_;
     std::vector<uint64_t> first_use_;
     std::vector<uint64_t> chunk_size_;
     LargeVector<uint64_t> launch_bytes_;

@@ -116,6 +116,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     const auto events = schedule.events();
     size_t next_event = 0;
     Plan plan;
+    std::vector<ChunkId> launch_chunks;
     for (uint64_t i = 0; i < launches; ++i) {
         for (; next_event < events.size() && events[next_event].launches_before <= i; ++next_event) {
             const ChunkSchedule::AllocEvent& e = events[next_event];
@@ -123,7 +124,9 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             else residency.add_allocation(e.alloc_id, e.size);
         }
         const trace::Launch& launch = trace.launches[i];
-        const auto chunks = schedule.chunks(i);
+        launch_chunks.clear();
+        schedule.append_chunks(i, launch_chunks);
+        const std::span<const ChunkId> chunks(launch_chunks);
         for (ChunkId c : chunks) residency.pin(c);
         if (schedule.launch_bytes(i) > config.budget_bytes) ++result.oversized_launches;
 

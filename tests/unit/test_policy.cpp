@@ -55,7 +55,8 @@ Run drive(Policy& policy, const trace::Trace& t, const ChunkSchedule& schedule, 
     Run run;
     Plan plan;
     for (uint64_t i = 0; i < schedule.launch_count(); ++i) {
-        const auto chunks = schedule.chunks(i);
+        std::vector<ChunkId> chunks;
+        schedule.append_chunks(i, chunks);
         for (ChunkId c : chunks) r.pin(c);
         LaunchView view{i, t.launches[i].kernel_id,
                         {t.accesses.data() + t.launches[i].first_access, t.launches[i].access_count}, chunks};
