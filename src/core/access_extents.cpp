@@ -6,13 +6,23 @@
 namespace uvmp {
 namespace {
 
-// A pointer seen in the window: where it points and the span of launches using it.
+// One use of a pointer, sorted by where it points.
+struct Keyed {
+    uint64_t offset;
+    uint32_t alloc_id;
+    uint32_t use; // index into the uses
+};
+
+// A distinct pointer in the window: the span of launches using it, and its uses
+// as a run of the sorted Keyed entries.
 struct Pointer {
     uint32_t alloc_id;
     uint64_t offset;
     uint64_t first;
     uint64_t last;
     uint64_t known_end; // end of the longest known-length access from it, or 0
+    size_t keyed_begin;
+    size_t keyed_end;
 };
 
 // Pointers beyond this many higher offsets are not compared: an allocation
@@ -23,38 +33,27 @@ constexpr size_t kMaxCompared = 4096;
 } // namespace
 
 uint64_t infer_access_extents(std::span<const AccessUse> uses, const AllocationSize& size_of) {
-    std::vector<Pointer> pointers;
-    pointers.reserve(uses.size());
-    for (const AccessUse& use : uses) {
-        const trace::Access& a = *use.access;
-        const uint64_t known_end = a.length ? a.offset + a.length : 0;
-        pointers.push_back({a.alloc_id, a.offset, use.position, use.position, known_end});
-    }
-    std::sort(pointers.begin(), pointers.end(), [](const Pointer& x, const Pointer& y) {
+    std::vector<Keyed> keyed(uses.size());
+    for (size_t i = 0; i < uses.size(); ++i)
+        keyed[i] = {uses[i].access->offset, uses[i].access->alloc_id, static_cast<uint32_t>(i)};
+    std::sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) {
         return x.alloc_id != y.alloc_id ? x.alloc_id < y.alloc_id : x.offset < y.offset;
     });
-    // One entry per distinct pointer, spanning all its uses.
-    size_t distinct = 0;
-    for (size_t i = 0; i < pointers.size(); ++i) {
-        if (distinct > 0 && pointers[distinct - 1].alloc_id == pointers[i].alloc_id &&
-            pointers[distinct - 1].offset == pointers[i].offset) {
-            Pointer& p = pointers[distinct - 1];
-            p.first = std::min(p.first, pointers[i].first);
-            p.last = std::max(p.last, pointers[i].last);
-            p.known_end = std::max(p.known_end, pointers[i].known_end);
-        } else {
-            pointers[distinct++] = pointers[i];
+    std::vector<Pointer> pointers;
+    for (size_t i = 0; i < keyed.size();) {
+        const AccessUse& use = uses[keyed[i].use];
+        Pointer p{keyed[i].alloc_id, keyed[i].offset, use.position, use.position, 0, i, i};
+        for (; i < keyed.size() && keyed[i].alloc_id == p.alloc_id && keyed[i].offset == p.offset; ++i) {
+            const AccessUse& u = uses[keyed[i].use];
+            p.first = std::min(p.first, u.position);
+            p.last = std::max(p.last, u.position);
+            if (u.access->length) p.known_end = std::max(p.known_end, p.offset + u.access->length);
         }
+        p.keyed_end = i;
+        pointers.push_back(p);
     }
-    pointers.resize(distinct);
 
-    struct PairHash {
-        size_t operator()(const std::pair<uint32_t, uint64_t>& k) const {
-            return std::hash<uint64_t>()(k.second * 0x9e3779b97f4a7c15ull ^ k.first);
-        }
-    };
-    std::unordered_map<std::pair<uint32_t, uint64_t>, uint64_t, PairHash> end_of;
-    end_of.reserve(pointers.size());
+    uint64_t given = 0;
     for (size_t k = 0; k < pointers.size(); ++k) {
         const Pointer& p = pointers[k];
         const uint64_t size = size_of(p.alloc_id);
@@ -71,17 +70,12 @@ uint64_t infer_access_extents(std::span<const AccessUse> uses, const AllocationS
         }
         // A known-length access from the same pointer reaches at least that far.
         end = std::max(end, std::min(size, p.known_end));
-        end_of.emplace(std::make_pair(p.alloc_id, p.offset), end);
-    }
-
-    uint64_t given = 0;
-    for (const AccessUse& use : uses) {
-        trace::Access& a = *use.access;
-        if (a.length != 0) continue;
-        const auto it = end_of.find({a.alloc_id, a.offset});
-        if (it == end_of.end()) continue;
-        a.length = it->second - a.offset;
-        ++given;
+        for (size_t i = p.keyed_begin; i < p.keyed_end; ++i) {
+            trace::Access& a = *uses[keyed[i].use].access;
+            if (a.length != 0) continue;
+            a.length = end - a.offset;
+            ++given;
+        }
     }
     return given;
 }
