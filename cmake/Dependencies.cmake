@@ -19,6 +19,15 @@ add_library(uvmp_toml INTERFACE)
 target_include_directories(uvmp_toml SYSTEM INTERFACE ${UVMP_TOMLPP_INCLUDE})
 target_compile_definitions(uvmp_toml INTERFACE TOML_HEADER_ONLY=1 TOML_EXCEPTIONS=1)
 
+# uvmtrace reads zstd-compressed traces. Linked statically where the static library
+# is installed, so that the tool runs on machines without libzstd; the preloaded
+# library never links it.
+find_path(UVMP_ZSTD_INCLUDE zstd.h REQUIRED)
+find_library(UVMP_ZSTD_LIBRARY NAMES libzstd.a zstd REQUIRED)
+add_library(uvmp_zstd INTERFACE)
+target_include_directories(uvmp_zstd SYSTEM INTERFACE ${UVMP_ZSTD_INCLUDE})
+target_link_libraries(uvmp_zstd INTERFACE ${UVMP_ZSTD_LIBRARY})
+
 # Only the driver API's types and declarations are used; libcuda itself is opened at run time.
 add_library(uvmp_cuda_headers INTERFACE)
 target_include_directories(uvmp_cuda_headers SYSTEM INTERFACE ${CUDAToolkit_INCLUDE_DIRS})

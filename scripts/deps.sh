@@ -3,7 +3,7 @@
 # (12.8 or newer: headers, nvcc) is expected under /usr/local/cuda or on PATH.
 set -euo pipefail
 packages=(cmake ninja-build g++ libspdlog-dev libfmt-dev catch2 libcli11-dev
-          libtomlplusplus-dev nlohmann-json3-dev python3)
+          libtomlplusplus-dev nlohmann-json3-dev libzstd-dev python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

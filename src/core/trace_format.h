@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -13,6 +14,13 @@ namespace uvmp::trace::format {
 inline constexpr char kMagic[8] = {'U', 'V', 'M', 'P', 'T', 'R', 'C', '\0'};
 inline constexpr size_t kMagicBytes = sizeof(kMagic);
 inline constexpr size_t kPreambleBytes = kMagicBytes + 2 + 2; // magic, u16 major, u16 minor
+
+// A trace compressed with zstd (`zstd trace.uvmt`) starts with a zstd frame's magic
+// number; uvmtrace decompresses it, the reader itself takes only the plain file.
+inline constexpr unsigned char kZstdMagic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+inline bool is_zstd_compressed(const void* bytes, size_t size) {
+    return size >= sizeof(kZstdMagic) && std::memcmp(bytes, kZstdMagic, sizeof(kZstdMagic)) == 0;
+}
 
 // Record types. A reader skips types it does not know within its major version,
 // so new types may be added in a minor version; existing numbers never change.

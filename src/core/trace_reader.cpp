@@ -217,6 +217,10 @@ private:
     void read_preamble() {
         size_t size = static_cast<size_t>(end_ - begin_);
         if (size == 0) throw TraceFormatError(0, "the file is empty, not a uvmprefetch trace");
+        if (format::is_zstd_compressed(begin_, size)) {
+            throw TraceFormatError(0, "the trace is compressed with zstd: uvmtrace reads it as it is; "
+                                      "for anything else decompress it first (zstd -d)");
+        }
         size_t magic_bytes = std::min(size, format::kMagicBytes);
         if (std::memcmp(begin_, format::kMagic, magic_bytes) != 0) {
             throw TraceFormatError(0, "the file is not a uvmprefetch trace (wrong magic bytes at byte 0)");

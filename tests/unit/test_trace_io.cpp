@@ -263,6 +263,10 @@ TEST_CASE("bad files are refused with a reason and an offset", "[trace_io]") {
     SECTION("empty") {
         CHECK_THAT(format_error_of({}), Catch::Contains("empty"));
     }
+    SECTION("compressed with zstd") {
+        auto bytes = bytes_of({0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0});
+        CHECK_THAT(format_error_of(bytes), Catch::Contains("compressed with zstd"));
+    }
     SECTION("wrong magic") {
         auto bytes = bytes_of({'P', 'K', 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0});
         CHECK_THAT(format_error_of(bytes), Catch::Contains("not a uvmprefetch trace"));

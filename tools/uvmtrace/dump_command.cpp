@@ -1,8 +1,8 @@
 // `uvmtrace dump FILE [--json] [--limit N]`: every record, one a line, in the
 // order the program produced them.
 #include "commands.h"
+#include "trace_file.h"
 
-#include "core/trace_reader.h"
 #include "core/trace_summary.h"
 
 #include <fmt/format.h>
@@ -157,7 +157,7 @@ struct DumpArguments {
 };
 
 void dump(const DumpArguments& arguments) {
-    Trace trace = read_trace_file(arguments.path);
+    Trace trace = load_trace(arguments.path);
     const Header& header = trace.header;
     if (arguments.json) {
         std::cout << nlohmann::ordered_json{{"type", "header"},

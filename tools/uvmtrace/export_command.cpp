@@ -1,8 +1,8 @@
 // `uvmtrace export FILE --format perfetto -o OUT.json`: the trace as Chrome
 // trace-event JSON, which Perfetto (ui.perfetto.dev) and chrome://tracing open.
 #include "commands.h"
+#include "trace_file.h"
 
-#include "core/trace_reader.h"
 #include "core/trace_summary.h"
 
 #include <nlohmann/json.hpp>
@@ -157,7 +157,7 @@ struct ExportArguments {
 };
 
 void export_trace(const ExportArguments& arguments) {
-    Trace trace = read_trace_file(arguments.path);
+    Trace trace = load_trace(arguments.path);
     std::ofstream out(arguments.output, std::ios::trunc);
     if (!out) throw std::runtime_error("cannot write '" + arguments.output + "': " + std::strerror(errno));
     const Header& header = trace.header;

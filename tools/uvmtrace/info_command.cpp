@@ -1,8 +1,8 @@
 // `uvmtrace info FILE [--json]`: what a trace holds, in a few lines.
 #include "commands.h"
+#include "trace_file.h"
 
 #include "core/size_parse.h"
-#include "core/trace_reader.h"
 #include "core/trace_summary.h"
 
 #include <fmt/format.h>
@@ -154,7 +154,7 @@ void register_info(CLI::App& app) {
     command->add_option("FILE", arguments->path, "trace file")->required();
     command->add_flag("--json", arguments->json, "print one JSON object instead of text");
     command->callback([arguments] {
-        Trace trace = read_trace_file(arguments->path);
+        Trace trace = load_trace(arguments->path);
         TraceSummary summary = summarize(trace);
         if (arguments->json) {
             std::cout << to_json(trace, summary).dump(2) << "\n";

@@ -2,12 +2,12 @@
 // trace against a policy and budget, offline. With --sweep: step time against
 // budget for every policy, as a table and an SVG plot.
 #include "commands.h"
+#include "trace_file.h"
 
 #include "core/access_extents.h"
 #include "core/policy.h"
 #include "core/simulator.h"
 #include "core/size_parse.h"
-#include "core/trace_reader.h"
 #include "core/trace_repeat.h"
 
 #include <fmt/format.h>
@@ -322,7 +322,7 @@ void run(const SimulateOptions& o) {
     else if (!o.sweep) bad_usage("--budget is required (or --sweep)");
 
     const std::clock_t prepare_start = std::clock();
-    trace::Trace trace = trace::read_trace_file(o.file);
+    trace::Trace trace = load_trace(o.file);
     if (o.repeat_last > 0) {
         try {
             repeat_last_iteration(trace, iteration_bounds(trace), o.repeat_last);
