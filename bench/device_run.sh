@@ -17,6 +17,8 @@
 #   ONLY=oversub  run only the oversubscription benchmark: no GPU tests, no overhead
 #              benchmark (the GPU and build checks still come first)
 #   OVERHEAD_ROUNDS  alternating rounds of the overhead benchmark (default 2)
+#   OVERHEAD_CPUS  run the overhead benchmark's programs on these CPUs only (e.g. 0-7;
+#              default: wherever the scheduler puts them)
 #   DEADLINE_S total seconds the steps may use (default 450, 540 with ONLY=oversub); every
 #              step has its own timeout as well, and a step that no longer fits is marked SKIP
 # A failing step never stops the script: it is marked FAIL and the next step runs.
@@ -35,6 +37,7 @@ OVERSUB=${OVERSUB:-0}
 OVERSUB_WORKLOADS=${OVERSUB_WORKLOADS:-layers,resnet50,gpt2-small}
 OVERSUB_DIVISORS=${OVERSUB_DIVISORS:-1.5,2}
 OVERHEAD_ROUNDS=${OVERHEAD_ROUNDS:-2}
+OVERHEAD_CPUS=${OVERHEAD_CPUS:-}
 if [[ -n $ONLY && $ONLY != oversub ]]; then
     echo "device_run.sh: ONLY=$ONLY is not known; the one choice is ONLY=oversub" >&2
     exit 2
@@ -251,7 +254,8 @@ benchmarks() {
     rm -f "$report"
     run_step "bench: overhead (resnet50 native, uvmrun, uvmrun recording; empty launches)" $((60 + 60 * OVERHEAD_ROUNDS)) \
         "$PYTHON" "$REPO_ROOT/bench/overhead.py" --uvmrun "$UVMRUN" --lib "$LIBRARY" --empty-launch "$EMPTY_LAUNCH" \
-        --budget 32G --rounds "$OVERHEAD_ROUNDS" --timeout 120 --json-out "$report"
+        --budget 32G --rounds "$OVERHEAD_ROUNDS" --timeout 120 --json-out "$report" \
+        ${OVERHEAD_CPUS:+--cpus "$OVERHEAD_CPUS"}
     local status=$STEP_STATUS
     add_row "overhead runs all succeeded" "exit $status" "exit 0" "$(verdict_of_status "$status")"
 

@@ -5,14 +5,15 @@
    a budget above the footprint, and under uvmrun recording an access trace (--trace-out),
    in rounds that each run every mode once, each round starting with the next mode
    (native, lib, trace; lib, trace, native; ...), so that drift of a shared machine and
-   what one run leaves to the next hit every mode alike. Reports the median step time of each mode and the
-   ratios lib/native and trace/native.
+   what one run leaves to the next hit every mode alike; --cpus keeps every run on the
+   same cores. Reports the median step time of each mode, the ratios lib/native and
+   trace/native, and each round's own ratios with their median.
 2. Host time per kernel launch (bench/empty_launch), natively, under uvmrun and under uvmrun
    recording a trace; the differences are what the launch hook costs per launch, without and
    with recording.
 
 Usage: overhead.py --uvmrun PATH --empty-launch PATH [--lib PATH] [--budget 32G]
-                   [--policy none] [--rounds 2] [--json-out FILE]
+                   [--policy none] [--rounds 2] [--cpus 0-7] [--json-out FILE]
 Exit status 0 when every run succeeded, 1 otherwise (the report is printed either way).
 """
 
@@ -26,6 +27,15 @@ import tempfile
 
 MODE_NAMES = {"native": "native", "lib": "uvmrun", "trace": "uvmrun --trace-out"}
 RESNET_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "overhead_resnet50.py")
+
+
+def parse_cpus(text):
+    """"0-7" or "0,2,4-6" as a set of CPU numbers."""
+    cpus = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
 
 
 def last_json_line(output):
@@ -53,6 +63,13 @@ class Runner:
         self.env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False")
         if args.lib:
             self.env["UVMP_LIBRARY"] = os.path.abspath(args.lib)
+        self.cpus = parse_cpus(args.cpus) if args.cpus else None
+
+    def pin(self):
+        """Every run on the same cores: where the scheduler puts a host-bound step moves its
+        time by more than the library does."""
+        if self.cpus:
+            os.sched_setaffinity(0, self.cpus)
 
     def run(self, label, command, mode, timeout):
         """mode: native, lib (under uvmrun) or trace (under uvmrun, recording a trace)."""
@@ -69,7 +86,7 @@ class Runner:
         print(f"--- {label} ({MODE_NAMES[mode]})\n$ {' '.join(command)}", flush=True)
         try:
             completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                       timeout=timeout, env=self.env)
+                                       timeout=timeout, env=self.env, preexec_fn=self.pin)
             status, output = completed.returncode, completed.stdout
         except subprocess.TimeoutExpired as expired:
             output = expired.stdout.decode(errors="replace") if isinstance(expired.stdout, bytes) else (expired.stdout or "")
@@ -207,6 +224,7 @@ def parse_arguments():
                         "earlier runs; learned at a budget above the footprint is measured by "
                         "oversubscription.py)")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per mode (default 2)")
+    parser.add_argument("--cpus", help="run every program on these CPUs only, e.g. 0-7 (default: any)")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--steps", type=int, default=30, help="timed resnet50 steps per run (at least 20)")
@@ -219,6 +237,14 @@ def parse_arguments():
     for label, path in (("--uvmrun", args.uvmrun), ("--empty-launch", args.empty_launch)):
         if not os.path.isfile(path):
             parser.error(f"{label} {path}: no such file")
+    if args.cpus:
+        try:
+            cpus = parse_cpus(args.cpus)
+        except ValueError:
+            parser.error(f"--cpus {args.cpus!r} is not a CPU list such as 0-7 or 0,2,4-6")
+        missing = cpus - os.sched_getaffinity(0)
+        if missing:
+            parser.error(f"--cpus names CPUs this machine does not offer: {sorted(missing)}")
     if args.rounds < 1 or args.steps < 20 or args.launches < 1:
         parser.error("--rounds and --launches must be at least 1, --steps at least 20")
     return args
