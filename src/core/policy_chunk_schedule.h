@@ -3,8 +3,9 @@
 // reads the future from it; the simulator drives the residency model from it.
 //
 // A launch's chunks are kept as pieces, runs of adjacent chunks touched next by
-// the same launch: a launch names a few tensors of many chunks each, and a piece
-// takes 12 bytes where the chunks one by one took 12 bytes each.
+// the same launch: a launch names a few tensors of many chunks each, and one
+// 12-byte piece stands for a tensor's chunks, which listed one by one with their
+// next uses took 12 bytes each.
 #pragma once
 
 #include "core/large_pages.h"
