@@ -1,11 +1,7 @@
 #include "core/trace_reader.h"
 
+#include "core/file_bytes.h"
 #include "core/trace_format.h"
-
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -428,65 +424,17 @@ Trace read_trace_bytes(std::span<const std::byte> bytes) {
     return TraceParser(bytes).parse();
 }
 
-namespace {
-
-// The file's bytes, mapped when it is a regular file (no copy, and its pages
-// come from the page cache instead of fresh memory), else read whole.
-class FileBytes {
-public:
-    explicit FileBytes(const std::string& path) {
-        const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) throw std::runtime_error("cannot open trace file '" + path + "': " + std::strerror(errno));
-        struct stat info {};
-        if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
-            void* mapped = mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-            if (mapped != MAP_FAILED) {
-                madvise(mapped, static_cast<size_t>(info.st_size), MADV_SEQUENTIAL);
-                mapped_ = static_cast<const std::byte*>(mapped);
-                size_ = static_cast<size_t>(info.st_size);
-            }
-        }
-        if (!mapped_) read_all(fd, path);
-        close(fd);
+Trace read_trace_bytes(std::span<const std::byte> bytes, const std::string& source) {
+    try {
+        return read_trace_bytes(bytes);
+    } catch (const TraceFormatError& error) {
+        throw TraceFormatError(error.offset(), source + ": " + error.what());
     }
-    ~FileBytes() {
-        if (mapped_) munmap(const_cast<std::byte*>(mapped_), size_);
-    }
-    FileBytes(const FileBytes&) = delete;
-    FileBytes& operator=(const FileBytes&) = delete;
-
-    std::span<const std::byte> bytes() const { return mapped_ ? std::span(mapped_, size_) : std::span(read_); }
-
-private:
-    void read_all(int fd, const std::string& path) {
-        std::byte buffer[1 << 16];
-        while (true) {
-            const ssize_t got = read(fd, buffer, sizeof buffer);
-            if (got == 0) return;
-            if (got < 0) {
-                if (errno == EINTR) continue;
-                const int error = errno;
-                close(fd);
-                throw std::runtime_error("cannot read trace file '" + path + "': " + std::strerror(error));
-            }
-            read_.insert(read_.end(), buffer, buffer + got);
-        }
-    }
-
-    const std::byte* mapped_ = nullptr;
-    size_t size_ = 0;
-    std::vector<std::byte> read_;
-};
-
-} // namespace
+}
 
 Trace read_trace_file(const std::string& path) {
-    const FileBytes file(path);
-    try {
-        return read_trace_bytes(file.bytes());
-    } catch (const TraceFormatError& error) {
-        throw TraceFormatError(error.offset(), path + ": " + error.what());
-    }
+    const FileBytes file(path, "trace file");
+    return read_trace_bytes(file.bytes(), path);
 }
 
 } // namespace uvmp::trace

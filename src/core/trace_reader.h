@@ -27,5 +27,7 @@ private:
 // cannot be opened or read.
 Trace read_trace_file(const std::string& path);
 Trace read_trace_bytes(std::span<const std::byte> bytes);
+// The same, with `source` (a path) in front of every error message.
+Trace read_trace_bytes(std::span<const std::byte> bytes, const std::string& source);
 
 } // namespace uvmp::trace

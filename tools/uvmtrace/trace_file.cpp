@@ -1,40 +1,21 @@
 #include "trace_file.h"
 
+#include "core/file_bytes.h"
 #include "core/large_pages.h"
 #include "core/trace_format.h"
 #include "core/trace_reader.h"
 
 #include <zstd.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <stdexcept>
-#include <vector>
+#include <string>
 
 namespace uvmp::tools {
 namespace {
 
-bool starts_compressed(const std::string& path) {
-    std::ifstream file(path, std::ios::binary);
-    unsigned char head[sizeof(trace::format::kZstdMagic)] = {};
-    file.read(reinterpret_cast<char*>(head), sizeof head);
-    return file && trace::format::is_zstd_compressed(head, sizeof head);
-}
-
-std::vector<char> read_whole(const std::string& path) {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) throw std::runtime_error("cannot open trace file '" + path + "': " + std::strerror(errno));
-    std::vector<char> bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    if (file.bad()) throw std::runtime_error("cannot read trace file '" + path + "': " + std::strerror(errno));
-    return bytes;
-}
-
-// Decompresses every frame of the file; errors name the offset in the compressed file.
-LargeVector<std::byte> decompressed(const std::string& path) {
-    const std::vector<char> compressed = read_whole(path);
+// Decompresses every frame; errors name the offset in the compressed file.
+LargeVector<std::byte> decompressed(std::span<const std::byte> compressed, const std::string& path) {
     std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> context(ZSTD_createDCtx(), ZSTD_freeDCtx);
     if (!context) throw std::runtime_error("cannot decompress '" + path + "': out of memory");
     LargeVector<std::byte> out;
@@ -67,13 +48,10 @@ LargeVector<std::byte> decompressed(const std::string& path) {
 } // namespace
 
 trace::Trace load_trace(const std::string& path) {
-    if (!starts_compressed(path)) return trace::read_trace_file(path);
-    const LargeVector<std::byte> bytes = decompressed(path);
-    try {
-        return trace::read_trace_bytes(bytes);
-    } catch (const trace::TraceFormatError& error) {
-        throw trace::TraceFormatError(error.offset(), path + " (decompressed): " + error.what());
-    }
+    const FileBytes file(path, "trace file");
+    const std::span<const std::byte> bytes = file.bytes();
+    if (!trace::format::is_zstd_compressed(bytes.data(), bytes.size())) return trace::read_trace_bytes(bytes, path);
+    return trace::read_trace_bytes(decompressed(bytes, path), path + " (decompressed)");
 }
 
 } // namespace uvmp::tools
