@@ -55,7 +55,7 @@ protected:
         auto [entry, added] = chunk_cache_.try_emplace(predicted->extent_hash);
         if (added) {
             const size_t start = cached_chunks_.size();
-            residency.append_launch_chunks(predictor_.accesses(*predicted), cached_chunks_);
+            residency.append_launch_chunks(predictor_.accesses(*predicted), range_scratch_, cached_chunks_);
             entry->second = {start, cached_chunks_.size() - start};
         }
         return std::span<const ChunkId>(cached_chunks_.data() + entry->second.first, entry->second.second);
@@ -158,6 +158,7 @@ private:
     // Chunk lists of predicted launches by extent hash: (start, count) in cached_chunks_.
     std::unordered_map<uint64_t, std::pair<size_t, size_t>> chunk_cache_;
     std::vector<ChunkId> cached_chunks_;
+    std::vector<ChunkRange> range_scratch_;
     uint64_t cached_layout_ = UINT64_MAX;
     std::vector<PredictedUse> uses_;
     uint64_t uses_base_ = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -68,24 +69,23 @@ uint32_t Residency::chunk_count(uint32_t alloc_id) const {
     return slot ? slot->count : 0;
 }
 
-void Residency::append_chunks(const trace::Access& access, std::vector<ChunkId>& out) const {
+std::optional<ChunkRange> Residency::access_range(const trace::Access& access) const {
     const AllocSlot* slot = find(access.alloc_id);
-    if (!slot || !slot->live || access.offset >= slot->size) return;
+    if (!slot || !slot->live || access.offset >= slot->size) return std::nullopt;
     const uint64_t end = access.length == 0 ? slot->size : std::min(slot->size, access.offset + access.length);
-    const uint64_t first = access.offset >> chunk_shift_;
-    const uint64_t last = (end - 1) >> chunk_shift_;
-    for (uint64_t c = first; c <= last; ++c) out.push_back(slot->first + static_cast<ChunkId>(c));
+    return ChunkRange{slot->first + static_cast<ChunkId>(access.offset >> chunk_shift_),
+                      slot->first + static_cast<ChunkId>((end - 1) >> chunk_shift_)};
+}
+
+void Residency::append_chunks(const trace::Access& access, std::vector<ChunkId>& out) const {
+    if (const auto range = access_range(access))
+        for (ChunkId c = range->first; c <= range->last; ++c) out.push_back(c);
 }
 
 void Residency::launch_ranges(std::span<const trace::Access> accesses, std::vector<ChunkRange>& out) const {
     out.clear();
-    for (const trace::Access& access : accesses) {
-        const AllocSlot* slot = find(access.alloc_id);
-        if (!slot || !slot->live || access.offset >= slot->size) continue;
-        const uint64_t end = access.length == 0 ? slot->size : std::min(slot->size, access.offset + access.length);
-        out.push_back({slot->first + static_cast<ChunkId>(access.offset >> chunk_shift_),
-                       slot->first + static_cast<ChunkId>((end - 1) >> chunk_shift_)});
-    }
+    for (const trace::Access& access : accesses)
+        if (const auto range = access_range(access)) out.push_back(*range);
     std::sort(out.begin(), out.end(), [](const ChunkRange& a, const ChunkRange& b) { return a.first < b.first; });
     // Overlapping or adjacent ranges become one.
     size_t merged = 0;
@@ -96,8 +96,8 @@ void Residency::launch_ranges(std::span<const trace::Access> accesses, std::vect
     out.resize(merged);
 }
 
-void Residency::append_launch_chunks(std::span<const trace::Access> accesses, std::vector<ChunkId>& out) const {
-    thread_local std::vector<ChunkRange> ranges;
+void Residency::append_launch_chunks(std::span<const trace::Access> accesses, std::vector<ChunkRange>& ranges,
+                                     std::vector<ChunkId>& out) const {
     launch_ranges(accesses, ranges);
     for (const ChunkRange& r : ranges)
         for (ChunkId c = r.first; c <= r.last; ++c) out.push_back(c);

@@ -12,6 +12,7 @@
 #include "core/trace_model.h"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -27,7 +28,6 @@ inline constexpr ChunkId kNoChunk = UINT32_MAX;
 struct ChunkRange {
     ChunkId first = 0;
     ChunkId last = 0;
-    uint32_t count() const { return last - first + 1; }
 };
 
 class Residency {
@@ -46,8 +46,8 @@ public:
     // is gone). False when the id is unknown or already removed.
     bool remove_allocation(uint32_t alloc_id);
     bool is_live(uint32_t alloc_id) const;
-    // Changes whenever an allocation is added or removed: what append_chunks
-    // returns for an access may have changed since a caller last looked.
+    // Changes whenever an allocation is added or removed: the chunks of an access
+    // may have changed since a caller last looked.
     uint64_t layout_version() const { return layout_version_; }
     // kNoChunk / 0 for unknown ids.
     ChunkId first_chunk(uint32_t alloc_id) const;
@@ -59,7 +59,9 @@ public:
     // Appends the chunks that a launch's accesses touch, in ascending order, each once.
     // Each access covers one range of chunks, so the ranges are merged, not the chunks
     // sorted: a launch names a few tensors of many chunks each.
-    void append_launch_chunks(std::span<const trace::Access> accesses, std::vector<ChunkId>& out) const;
+    // `ranges` is the caller's scratch: its contents are replaced.
+    void append_launch_chunks(std::span<const trace::Access> accesses, std::vector<ChunkRange>& ranges,
+                              std::vector<ChunkId>& out) const;
     // The same chunks as ranges, replacing what `out` held: ascending, none
     // overlapping or adjacent to the next.
     void launch_ranges(std::span<const trace::Access> accesses, std::vector<ChunkRange>& out) const;
@@ -122,6 +124,8 @@ private:
     void lru_unlink(ChunkId chunk);
     void lru_push_back(ChunkId chunk);
     const AllocSlot* find(uint32_t alloc_id) const;
+    // The chunks one access touches; nullopt for an unknown or removed allocation.
+    std::optional<ChunkRange> access_range(const trace::Access& access) const;
 
     uint64_t budget_bytes_;
     uint64_t chunk_bytes_;

@@ -102,7 +102,7 @@ void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
     launches_ = launch.seq;
 
     chunk_scratch_.clear();
-    residency.append_launch_chunks(launch.accesses, chunk_scratch_);
+    residency.append_launch_chunks(launch.accesses, range_scratch_, chunk_scratch_);
 
     LaunchView view;
     view.step = launch.seq;

@@ -69,10 +69,11 @@ TEST_CASE("residency: a launch's chunks come sorted and once, whatever its acces
         {4, 0, 0},                  // unknown: nothing
         {1, 12 * kMiB, 0},          // past the end: nothing
     };
-    r.append_launch_chunks(accesses, out);
+    std::vector<ChunkRange> scratch{{7, 9}}; // replaced
+    r.append_launch_chunks(accesses, scratch, out);
     CHECK(out == std::vector<ChunkId>{99, 0, 1, 2, 3, 5, 6});
 
-    // The same as every access's chunks, sorted, each once; also past the stack's room.
+    // The same as every access's chunks, sorted, each once, for a long access list too.
     std::vector<trace::Access> many;
     for (uint32_t i = 0; i < 100; ++i) many.push_back({1 + i % 2, (i * 7 % 10) * kMiB, (i % 3) * kMiB});
     std::vector<ChunkId> expected;
@@ -80,7 +81,7 @@ TEST_CASE("residency: a launch's chunks come sorted and once, whatever its acces
     std::sort(expected.begin(), expected.end());
     expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
     std::vector<ChunkId> merged;
-    r.append_launch_chunks(many, merged);
+    r.append_launch_chunks(many, scratch, merged);
     CHECK(merged == expected);
 }
 
