@@ -30,7 +30,10 @@ public:
 protected:
     bool begin_launch(const LaunchView& launch, const Residency& residency) override {
         current_step_ = launch.step;
-        if (chunk_uses_.size() < residency.chunk_slots()) chunk_uses_.resize(residency.chunk_slots());
+        if (chunk_uses_.size() < residency.chunk_slots()) {
+            chunk_uses_.resize(residency.chunk_slots());
+            is_listed_.resize(residency.chunk_slots(), false);
+        }
         predictor_.observe(launch.kernel_id, launch.accesses);
         drop_past_uses();
         return predictor_.continued();
@@ -98,7 +101,10 @@ protected:
             } else {
                 uses.head = entry;
                 uses.head_step = step;
-                listed_.push_back(chunk);
+                if (!is_listed_[chunk]) {
+                    is_listed_[chunk] = true;
+                    listed_.push_back(chunk);
+                }
             }
             uses.tail = entry;
             uses.tail_step = step;
@@ -107,6 +113,7 @@ protected:
 
     void forget_future() override {
         for (ChunkId chunk : listed_) {
+            is_listed_[chunk] = false;
             ChunkUses& uses = chunk_uses_[chunk];
             // Lists that ran out, or whose uses all went to history, stay as they are.
             if (uses.tail == kNone || uses.tail < uses_base_) continue;
@@ -164,9 +171,11 @@ private:
     uint64_t uses_base_ = 0;
     size_t uses_front_ = 0;
     std::vector<ChunkUses> chunk_uses_;
-    // Chunks that started a list since the future was last forgotten (some
-    // more than once): forgetting visits them, not every use.
+    // Chunks that started a list since the future was last forgotten, each once
+    // (a steady loop starts one per chunk every iteration and never forgets):
+    // forgetting visits them, not every use.
     std::vector<ChunkId> listed_;
+    std::vector<bool> is_listed_;
 };
 
 } // namespace
