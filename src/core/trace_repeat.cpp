@@ -2,6 +2,7 @@
 
 #include "core/simulator.h"
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -24,13 +25,17 @@ void repeat_last_iteration(trace::Trace& trace, std::span<const uint64_t> bounds
 
     // Launches after the last full iteration did not repeat in full: drop them.
     trace.launches.resize(end);
-    std::erase_if(trace.iterations, [&](const trace::Iteration& m) { return m.launches_before > end; });
+    // A mark at `end` starts the next, partial iteration: the first copy puts it back.
+    std::erase_if(trace.iterations, [&](const trace::Iteration& m) { return m.launches_before >= end; });
     const uint64_t period = end - begin;
     const uint64_t span_ns = trace.launches[end - 1].time_ns - trace.launches[begin].time_ns +
                              trace.launches[end - 1].duration_ns;
     trace.launches.reserve(end + period * times);
     uint64_t period_accesses = 0;
     for (uint64_t i = begin; i < end; ++i) period_accesses += trace.launches[i].access_count;
+    if (trace.accesses.size() + period_accesses * times > UINT32_MAX)
+        throw std::invalid_argument("repeating it " + std::to_string(times) +
+                                    " times makes more than 2^32 accesses: repeat it fewer times");
     trace.accesses.reserve(trace.accesses.size() + period_accesses * times);
     uint64_t next_mark = trace.iterations.empty() ? 0 : trace.iterations.back().index + 1;
     for (uint32_t copy = 1; copy <= times; ++copy) {
@@ -38,7 +43,7 @@ void repeat_last_iteration(trace::Trace& trace, std::span<const uint64_t> bounds
         const uint64_t shift_ns = span_ns * copy;
         for (uint64_t i = begin; i < end; ++i) {
             trace::Launch launch = trace.launches[i];
-            launch.seq = trace.launches.size();
+            launch.seq = trace.launches.back().seq + 1; // launches dropped by the recorder keep their gap
             launch.time_ns += shift_ns;
             launch.first_access = static_cast<uint32_t>(trace.accesses.size());
             for (uint32_t k = 0; k < launch.access_count; ++k)

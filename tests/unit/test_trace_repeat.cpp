@@ -37,3 +37,15 @@ TEST_CASE("trace repeat: an iteration that allocates, or no iteration at all, is
     single.iterations.clear();
     CHECK_THROWS_AS(repeat_last_iteration(single, iteration_bounds(single), 1), std::invalid_argument);
 }
+
+TEST_CASE("trace repeat: a mark where the repeated iteration ends is not doubled", "[repeat]") {
+    auto t = loop_trace(3, 8, 3); // marks before launches 0, 3 and 6
+    t.launches.resize(7);         // the recording stopped inside the third iteration
+    const auto bounds = iteration_bounds(t);
+    REQUIRE(bounds.back() == 6);
+    repeat_last_iteration(t, bounds, 2);
+    REQUIRE(t.launches.size() == 12);
+    std::vector<uint64_t> marked;
+    for (const trace::Iteration& m : t.iterations) marked.push_back(m.launches_before);
+    CHECK(marked == std::vector<uint64_t>{0, 3, 6, 9});
+}
