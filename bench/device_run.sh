@@ -42,6 +42,10 @@ if [[ -n $ONLY && $ONLY != oversub ]]; then
     echo "device_run.sh: ONLY=$ONLY is not known; the one choice is ONLY=oversub" >&2
     exit 2
 fi
+if [[ ! $OVERHEAD_ROUNDS =~ ^[1-9][0-9]*$ ]]; then
+    echo "device_run.sh: OVERHEAD_ROUNDS=$OVERHEAD_ROUNDS must be a whole number of at least 1" >&2
+    exit 2
+fi
 # Alone, the oversubscription benchmark may use nearly all of a 600 s device call.
 if [[ $ONLY == oversub ]]; then DEADLINE_S=${DEADLINE_S:-540}; else DEADLINE_S=${DEADLINE_S:-450}; fi
 
@@ -277,6 +281,8 @@ benchmarks() {
     add_row "launch hook cost ns per launch" "$hook" "<= $HOOK_NS_GOAL" "$(at_most "$hook" "$HOOK_NS_GOAL")"
     hook=$(json_value "$report" empty_launch trace_hook_ns_per_launch)
     add_row "launch hook ns per launch, recording" "$hook" "<= $HOOK_NS_GOAL" "$(at_most "$hook" "$HOOK_NS_GOAL")"
+    hook=$(json_value "$report" empty_launch trace_recorded)
+    add_row "empty launches recorded whole" "$hook" "True" "$(pass_if_true "$hook")"
 }
 
 # Budgets at F/1.5 and F/2 of each workload's footprint, policies demand-lru and learned,

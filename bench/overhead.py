@@ -63,13 +63,6 @@ class Runner:
         self.env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False")
         if args.lib:
             self.env["UVMP_LIBRARY"] = os.path.abspath(args.lib)
-        self.cpus = parse_cpus(args.cpus) if args.cpus else None
-
-    def pin(self):
-        """Every run on the same cores: where the scheduler puts a host-bound step moves its
-        time by more than the library does."""
-        if self.cpus:
-            os.sched_setaffinity(0, self.cpus)
 
     def run(self, label, command, mode, timeout):
         """mode: native, lib (under uvmrun) or trace (under uvmrun, recording a trace)."""
@@ -86,7 +79,7 @@ class Runner:
         print(f"--- {label} ({MODE_NAMES[mode]})\n$ {' '.join(command)}", flush=True)
         try:
             completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                       timeout=timeout, env=self.env, preexec_fn=self.pin)
+                                       timeout=timeout, env=self.env)
             status, output = completed.returncode, completed.stdout
         except subprocess.TimeoutExpired as expired:
             output = expired.stdout.decode(errors="replace") if isinstance(expired.stdout, bytes) else (expired.stdout or "")
@@ -131,22 +124,32 @@ def rotated(modes, round_index):
     return modes[shift:] + modes[:shift]
 
 
+MODES = ("native", "lib", "trace")
+
+
+def run_rounds(runner, label, command, rounds, timeout):
+    """Runs every mode once a round, in rotated order. Returns each mode's results and,
+    per round, each mode's result of that round."""
+    results = {mode: [] for mode in MODES}
+    by_round = []
+    for round_index in range(rounds):
+        this_round = {}
+        for mode in rotated(MODES, round_index):
+            result = runner.run(f"{label} round {round_index + 1}", command, mode, timeout)
+            if result is not None:
+                results[mode].append(result)
+                this_round[mode] = result
+        by_round.append(this_round)
+    return results, by_round
+
+
 def measure_resnet(runner, args):
     command = [sys.executable, RESNET_SCRIPT, "--batch", str(args.batch), "--warmup", str(args.warmup),
                "--steps", str(args.steps)]
-    modes = ("native", "lib", "trace")
-    results = {mode: [] for mode in modes}
-    round_medians = []
-    for round_index in range(args.rounds):
-        medians = {}
-        for mode in rotated(modes, round_index):
-            result = runner.run(f"resnet50 round {round_index + 1}", command, mode, args.timeout)
-            if result is not None:
-                results[mode].append(result)
-                medians[mode] = result["median_ms"]
-        round_medians.append(medians)
+    results, by_round = run_rounds(runner, "resnet50", command, args.rounds, args.timeout)
+    round_medians = [{mode: result["median_ms"] for mode, result in r.items()} for r in by_round]
     report = {"rounds": args.rounds, "batch": args.batch, "runs": results, "round_medians_ms": round_medians}
-    for mode in modes:
+    for mode in MODES:
         steps = [ms for result in results[mode] for ms in result["step_ms"]]
         report[f"{mode}_median_ms"] = statistics.median(steps) if steps else None
         report[f"{mode}_run_medians_ms"] = [result["median_ms"] for result in results[mode]]
@@ -182,24 +185,19 @@ def trace_was_recorded(results):
 
 def measure_launch(runner, args):
     command = [args.empty_launch, str(args.launches)]
-    modes = ("native", "lib", "trace")
-    results = {mode: [] for mode in modes}
-    for round_index in range(args.rounds):
-        for mode in rotated(modes, round_index):
-            result = runner.run(f"empty_launch round {round_index + 1}", command, mode, args.launch_timeout)
-            if result is not None:
-                results[mode].append(result)
+    results, _ = run_rounds(runner, "empty_launch", command, args.rounds, args.launch_timeout)
     report = {"launches": args.launches, "runs": results}
-    for mode in modes:
+    for mode in MODES:
         values = [result["ns_per_launch"] for result in results[mode]]
         report[f"{mode}_ns_per_launch"] = statistics.median(values) if values else None
-    # What the hook adds to a launch, and what recording the launch adds on top of that.
+    # What the hook adds to a launch, without and with recording.
     for key, mode in (("hook_ns_per_launch", "lib"), ("trace_hook_ns_per_launch", "trace")):
         if report["native_ns_per_launch"] is not None and report[f"{mode}_ns_per_launch"] is not None:
             report[key] = report[f"{mode}_ns_per_launch"] - report["native_ns_per_launch"]
         else:
             report[key] = None
     report["library_active"] = library_was_active(results["lib"])
+    report["trace_recorded"] = trace_was_recorded(results["trace"])
     return report
 
 
@@ -237,12 +235,15 @@ def parse_arguments():
     for label, path in (("--uvmrun", args.uvmrun), ("--empty-launch", args.empty_launch)):
         if not os.path.isfile(path):
             parser.error(f"{label} {path}: no such file")
+    args.cpu_set = None
     if args.cpus:
         try:
-            cpus = parse_cpus(args.cpus)
+            args.cpu_set = parse_cpus(args.cpus)
         except ValueError:
+            args.cpu_set = set()
+        if not args.cpu_set:
             parser.error(f"--cpus {args.cpus!r} is not a CPU list such as 0-7 or 0,2,4-6")
-        missing = cpus - os.sched_getaffinity(0)
+        missing = args.cpu_set - os.sched_getaffinity(0)
         if missing:
             parser.error(f"--cpus names CPUs this machine does not offer: {sorted(missing)}")
     if args.rounds < 1 or args.steps < 20 or args.launches < 1:
@@ -252,6 +253,10 @@ def parse_arguments():
 
 def main():
     args = parse_arguments()
+    if args.cpu_set:
+        # Every run on the same cores (the programs it starts inherit this): where the
+        # scheduler puts a host-bound step moves its time by more than the library does.
+        os.sched_setaffinity(0, args.cpu_set)
     with tempfile.TemporaryDirectory(prefix="uvmp-overhead-") as workdir:
         runner = Runner(args, workdir)
         report = {"budget": args.budget, "failures": runner.failures}
