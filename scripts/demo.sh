@@ -9,11 +9,16 @@ build=${UVMP_BUILD_DIR:-build}
 if nvidia-smi -L >/dev/null 2>&1 && [ -x "$build/examples/layers_static" ]; then
   "$build/tools/uvmrun/uvmrun" --budget 1G -- "$build/examples/layers_static" --mb 1536
 else
+  # The GPT-2 trace holds three steps; the learned policy learns in the first ones, so
+  # its last step is repeated to show a longer job's steady state. The synthetic trace
+  # frees and allocates every step, so it cannot be repeated, and has steps enough.
   trace=examples/traces/gpt2-small-b16.uvmt
-  [ -f "$trace" ] || trace=examples/traces/synthetic.uvmt
+  repeat=(--repeat-last 5)
+  if [ ! -f "$trace" ]; then
+    trace=examples/traces/synthetic.uvmt
+    repeat=()
+  fi
   "$build/tools/uvmtrace/uvmtrace" info "$trace"
-  # The trace holds three steps; the learned policy learns in the first ones, so the
-  # last step is repeated to show a longer job's steady state.
-  "$build/tools/uvmtrace/uvmtrace" simulate "$trace" --repeat-last 5 --sweep --plot "$build/simulate-sweep.svg"
+  "$build/tools/uvmtrace/uvmtrace" simulate "$trace" "${repeat[@]}" --sweep --plot "$build/simulate-sweep.svg"
   echo "plot: $build/simulate-sweep.svg"
 fi

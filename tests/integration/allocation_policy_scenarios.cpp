@@ -1,10 +1,8 @@
 #include "allocation_policy_scenarios.h"
 
-#include <cstdlib>
-#include <string>
-
 #include "library_api.h"
 
+#include <cstdlib>
 #include <string>
 
 namespace uvmp_integration {
