@@ -18,8 +18,12 @@ bool Executor::enqueue(Task task, size_t limit) {
         started_ = true;
         std::thread(&Executor::run, this).detach();
     }
+    // Only a sleeping worker is woken, once: a wake-up is a system call on the
+    // application's launch path, and a busy or gathering worker finds the task anyway.
+    const bool wake = worker_sleeping_;
+    worker_sleeping_ = false;
     lock.unlock();
-    wake_.notify_one();
+    if (wake) wake_.notify_one();
     return true;
 }
 
@@ -50,6 +54,7 @@ void Executor::forget_after_fork() {
     streams_.clear();
     started_ = false;
     stopping_ = false;
+    worker_sleeping_ = false;
 }
 
 void Executor::run() {
@@ -57,7 +62,14 @@ void Executor::run() {
         Task task;
         {
             std::unique_lock lock(mutex_);
-            wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+            if (tasks_.empty() && !stopping_) {
+                worker_sleeping_ = true;
+                wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+                worker_sleeping_ = false;
+                // Woken by the first task of a burst (the application launching kernels):
+                // let the burst gather for a moment instead of being woken for each launch.
+                wake_.wait_for(lock, kGatherTime, [this] { return stopping_; });
+            }
             if (stopping_) return;
             task = std::move(tasks_.front());
             tasks_.pop_front();
