@@ -104,9 +104,16 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     // (an eviction has to wait for that).
     LargeVector<double> ready_at(schedule.chunk_slots(), 0.0);
     LargeVector<double> busy_until(schedule.chunk_slots(), 0.0);
-    LargeVector<double> kernel_end(launches, 0.0);
-    // Bytes moved in and out before each launch, to tell the steps apart.
-    LargeVector<uint64_t> in_before(launches + 1, 0), out_before(launches + 1, 0);
+    // At each iteration bound, before its launch: when the kernels so far ended, and
+    // the bytes moved in and out so far (to tell the steps apart).
+    struct AtBound {
+        double kernels_end = 0;
+        uint64_t in_bytes = 0;
+        uint64_t out_bytes = 0;
+    };
+    std::vector<AtBound> at_bound(bounds.size());
+    size_t next_bound = 0;
+    while (next_bound < bounds.size() && bounds[next_bound] == 0) ++next_bound;
     double copy_free = 0.0;
     double compute_free = 0.0;
     // The application issues launch i while the GPU runs launch i - 1: transfers
@@ -194,7 +201,6 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         for (ChunkId c : chunks) busy_until[c] = end;
         compute_free = end;
         previous_kernel_start = start;
-        kernel_end[i] = end;
 
         result.compute_seconds += compute;
         result.evicted_bytes += evict_bytes + fault_evict_bytes;
@@ -202,8 +208,8 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         result.demand_bytes += demand_bytes;
         result.evict_calls += plan.evict.size();
         result.prefetch_calls += plan.prefetch.size();
-        in_before[i + 1] = result.prefetched_bytes + result.demand_bytes;
-        out_before[i + 1] = result.evicted_bytes;
+        for (; next_bound < bounds.size() && bounds[next_bound] == i + 1; ++next_bound)
+            at_bound[next_bound] = {end, result.prefetched_bytes + result.demand_bytes, result.evicted_bytes};
     }
 
     result.total_seconds = compute_free;
@@ -213,19 +219,19 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     result.step_seconds = result.total_seconds;
     uint64_t reference_begin = 0, reference_end = launches;
     if (bounds.size() >= 2) {
-        auto end_before = [&](uint64_t launch) { return launch == 0 ? 0.0 : kernel_end[launch - 1]; };
+        auto step_time = [&](size_t k) { return at_bound[k + 1].kernels_end - at_bound[k].kernels_end; };
         std::vector<double> steady;
-        for (size_t k = 1; k + 1 < bounds.size(); ++k) steady.push_back(end_before(bounds[k + 1]) - end_before(bounds[k]));
+        for (size_t k = 1; k + 1 < bounds.size(); ++k) steady.push_back(step_time(k));
         const size_t first_steady = steady.empty() ? 0 : 1;
-        if (steady.empty()) steady.push_back(end_before(bounds[1]) - end_before(bounds[0]));
+        if (steady.empty()) steady.push_back(step_time(0));
         result.step_seconds = median(steady);
         // The step whose time is closest to the median.
         size_t typical = first_steady;
         for (size_t k = 0; k < steady.size(); ++k)
             if (std::abs(steady[k] - result.step_seconds) < std::abs(steady[typical - first_steady] - result.step_seconds))
                 typical = k + first_steady;
-        result.step_in_bytes = in_before[bounds[typical + 1]] - in_before[bounds[typical]];
-        result.step_out_bytes = out_before[bounds[typical + 1]] - out_before[bounds[typical]];
+        result.step_in_bytes = at_bound[typical + 1].in_bytes - at_bound[typical].in_bytes;
+        result.step_out_bytes = at_bound[typical + 1].out_bytes - at_bound[typical].out_bytes;
         result.steady_steps = bounds.size() > 2 ? bounds.size() - 2 : 1;
         // The second iteration stands for all steady ones in the bound below.
         const size_t reference = bounds.size() > 2 ? 1 : 0;

@@ -87,12 +87,12 @@ struct SimResult {
 // out. Empty when fewer than one full iteration is found.
 std::vector<uint64_t> iteration_bounds(const trace::Trace& trace);
 
-// The last full iteration of iteration_bounds' result, as launches [begin, end);
-// nullopt when there is none.
+// Launches [begin, end).
 struct LaunchRange {
     uint64_t begin = 0;
     uint64_t end = 0;
 };
+// The last full iteration of iteration_bounds' result; nullopt when there is none.
 std::optional<LaunchRange> last_full_iteration(std::span<const uint64_t> bounds);
 
 // `schedule` must have been built from `trace` with config.chunk_bytes and
