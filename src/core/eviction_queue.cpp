@@ -54,14 +54,19 @@ bool EvictionQueue::erase(ChunkId chunk) {
     return true;
 }
 
-void EvictionQueue::heap_erase(size_t slot) {
+bool EvictionQueue::remove_slot(size_t slot) {
     position_[slots_[slot].chunk] = kAbsent;
     const Entry last = slots_.back();
     slots_.pop_back();
-    if (slot == slots_.size()) return;
+    if (slot == slots_.size()) return false;
     place(slot, last);
+    return true;
+}
+
+void EvictionQueue::heap_erase(size_t slot) {
+    if (!remove_slot(slot)) return;
     // The moved entry may belong above or below its new place.
-    if (slot > kFirst && before(last, slots_[parent_of(slot)])) sift_up(slot);
+    if (slot > kFirst && before(slots_[slot], slots_[parent_of(slot)])) sift_up(slot);
     else sift_down(slot);
 }
 
@@ -85,10 +90,7 @@ void EvictionQueue::assign(const std::vector<Entry>& entries) {
         if (at == kInRun) {
             run_erase(entry.chunk);
         } else if (at != kAbsent) { // listed before: out of the heap, which is not ordered yet
-            position_[entry.chunk] = kAbsent;
-            const Entry last = slots_.back();
-            slots_.pop_back();
-            if (at != slots_.size()) place(at, last);
+            remove_slot(at);
         }
         if (entry.key >= ordered_from_) {
             run_insert(entry.chunk, entry.key);

@@ -91,6 +91,8 @@ private:
         position_[entry.chunk] = static_cast<uint32_t>(slot);
     }
     void grow_to(ChunkId chunk);
+    // Moves the last entry into `slot`; false when `slot` was the last (nothing moved).
+    bool remove_slot(size_t slot);
     void heap_erase(size_t slot);
     // The child that goes first among those from slot `first` on (at most kArity).
     size_t best_child(size_t first) const;

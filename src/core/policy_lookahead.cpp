@@ -118,6 +118,8 @@ void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out
     }
     const uint64_t last_step = step + config_.max_lookahead_launches;
     const ChunkId slots = residency.chunk_slots(); // no allocation comes or goes while planning
+    // Memory allocated later (or freed by then) has nothing to fetch yet.
+    auto exists = [&](ChunkId c) { return c < slots && residency.is_chunk_live(c); };
     for (; horizon_step_ <= last_step; ++horizon_step_, horizon_index_ = 0) {
         const auto future = future_chunks(horizon_step_, residency);
         if (!future) return;
@@ -128,7 +130,7 @@ void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out
             size_t end = horizon_index_;
             while (end < future->size()) {
                 const ChunkId c = (*future)[end];
-                if (c >= slots || !residency.is_chunk_live(c) || !residency.is_resident(c)) break;
+                if (!exists(c) || !residency.is_resident(c)) break;
                 ++end;
             }
             if (end > horizon_index_) {
@@ -137,8 +139,7 @@ void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out
                 continue;
             }
             const ChunkId c = (*future)[horizon_index_];
-            // Memory allocated later (or freed by then) has nothing to fetch yet.
-            if (c >= slots || !residency.is_chunk_live(c)) {
+            if (!exists(c)) {
                 ++horizon_index_;
                 continue;
             }

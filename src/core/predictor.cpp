@@ -1,5 +1,7 @@
 #include "core/predictor.h"
 
+#include "core/loop_seed.h"
+
 #include <algorithm>
 
 namespace uvmp {

@@ -18,7 +18,6 @@
 // the most recent period is frozen into a loop and the history dropped.
 #pragma once
 
-#include "core/loop_seed.h"
 #include "core/trace_model.h"
 
 #include <cstdint>
@@ -27,6 +26,8 @@
 #include <vector>
 
 namespace uvmp {
+
+struct LoopSeed;
 
 struct PredictorConfig {
     // Preceding launches compared when re-synchronising.
