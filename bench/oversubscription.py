@@ -388,6 +388,9 @@ def table_rows(runs, workloads):
             def per_step_gb(key):
                 return stats[key] / workload.steps_run / 1e9 if key in stats else None
 
+            def per_call_us(ns_key, count_key):
+                return stats[ns_key] / 1e3 / stats[count_key] if stats.get(count_key) else None
+
             rows.append({
                 "workload": workload.name,
                 "budget": "-" if label is None else label,
@@ -405,10 +408,8 @@ def table_rows(runs, workloads):
                 "gb_populated": stats["bytes_populated"] / 1e9 if "bytes_populated" in stats else None,
                 "unplanned": stats.get("launches_unplanned"),
                 "gb_demand_per_step": per_step_gb("bytes_demand_estimated"),
-                "us_per_launch": stats["launch_call_ns"] / 1e3 / stats["launch_calls_timed"]
-                if stats.get("launch_calls_timed") else None,
-                "us_per_move_call": stats["move_call_ns"] / 1e3 / stats["move_calls"]
-                if stats.get("move_calls") else None,
+                "us_per_launch": per_call_us("launch_call_ns", "launch_calls_timed"),
+                "us_per_move_call": per_call_us("move_call_ns", "move_calls"),
                 "losses_equal": losses_verdict(run, native),
             })
     return rows
