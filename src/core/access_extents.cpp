@@ -1,6 +1,9 @@
 #include "core/access_extents.h"
 
+#include "core/radix_pass.h"
+
 #include <algorithm>
+#include <bit>
 #include <unordered_map>
 
 namespace uvmp {
@@ -30,15 +33,44 @@ struct Pointer {
 // quadratic scan.
 constexpr size_t kMaxCompared = 4096;
 
+// By allocation, then offset. Both usually fit one 64-bit number, sorted by
+// its bytes in linear time.
+void sort_by_place(std::vector<Keyed>& keyed, unsigned offset_bits, unsigned id_bits) {
+    if (offset_bits + id_bits > 64) {
+        std::sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) {
+            return x.alloc_id != y.alloc_id ? x.alloc_id < y.alloc_id : x.offset < y.offset;
+        });
+        return;
+    }
+    struct Packed {
+        uint64_t place;
+        uint32_t index;
+    };
+    std::vector<Packed> packed(keyed.size());
+    for (size_t i = 0; i < keyed.size(); ++i)
+        packed[i] = {(offset_bits == 64 ? 0 : uint64_t{keyed[i].alloc_id} << offset_bits) | keyed[i].offset, static_cast<uint32_t>(i)};
+    uint64_t differing = 0;
+    for (const Packed& p : packed) differing |= p.place ^ packed.front().place;
+    std::vector<Packed> scratch;
+    for (unsigned shift = 0; shift < 64; shift += 8)
+        if ((differing >> shift) & 0xff)
+            radix_pass(packed, scratch, [shift](const Packed& p) { return (p.place >> shift) & 0xff; });
+    std::vector<Keyed> sorted(keyed.size());
+    for (size_t i = 0; i < packed.size(); ++i) sorted[i] = keyed[packed[i].index];
+    keyed.swap(sorted);
+}
+
 } // namespace
 
 uint64_t infer_access_extents(std::span<const AccessUse> uses, const AllocationSize& size_of) {
     std::vector<Keyed> keyed(uses.size());
-    for (size_t i = 0; i < uses.size(); ++i)
+    uint64_t offset_bits = 0, id_bits = 0;
+    for (size_t i = 0; i < uses.size(); ++i) {
         keyed[i] = {uses[i].access->offset, uses[i].access->alloc_id, static_cast<uint32_t>(i)};
-    std::sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) {
-        return x.alloc_id != y.alloc_id ? x.alloc_id < y.alloc_id : x.offset < y.offset;
-    });
+        offset_bits |= keyed[i].offset;
+        id_bits |= keyed[i].alloc_id;
+    }
+    sort_by_place(keyed, static_cast<unsigned>(std::bit_width(offset_bits)), static_cast<unsigned>(std::bit_width(id_bits)));
     std::vector<Pointer> pointers;
     for (size_t i = 0; i < keyed.size();) {
         const AccessUse& use = uses[keyed[i].use];

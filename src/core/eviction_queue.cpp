@@ -1,62 +1,133 @@
 #include "core/eviction_queue.h"
 
+#include "core/radix_pass.h"
+
 #include <algorithm>
 
 namespace uvmp {
 
 void EvictionQueue::grow_to(ChunkId chunk) {
     // Chunk ids grow by whole allocations: grow geometrically, not one id at a time.
-    const size_t n = std::max<size_t>(static_cast<size_t>(chunk) + 1, 2 * position_.size());
-    position_.resize(n, kAbsent);
+    const size_t n = std::max<size_t>(static_cast<size_t>(chunk) + 1, 2 * member_of_.size());
+    member_of_.resize(n, kAbsent);
     run_stamp_.resize(n, 0);
     run_key_.resize(n, 0);
 }
 
+void EvictionQueue::settle_heap_top() {
+    while (heap_size() > 0) {
+        HeapEntry& top = slots_[kFirst];
+        const Block& block = blocks_[top.block];
+        // A block in the heap has a member, so this stops within its range.
+        ChunkId highest = block.last;
+        while (member_of_[highest] != top.block) --highest;
+        if (highest == block.last) return;
+        blocks_[top.block].last = highest;
+        top.last = highest;
+        sift_down(kFirst);
+    }
+}
+
 EvictionQueue::Entry EvictionQueue::top() {
     settle_run();
-    if (run_begin_ == run_.size()) return slots_[kFirst];
+    settle_heap_top();
+    const Entry heap_top =
+        heap_size() > 0 ? Entry{slots_[kFirst].key, slots_[kFirst].last} : Entry{};
+    if (run_begin_ == run_.size()) return heap_top;
     const RunEntry& best = run_[run_begin_];
-    if (heap_size() > 0 && before(slots_[kFirst].key, slots_[kFirst].chunk, best.key, best.chunk)) return slots_[kFirst];
+    if (heap_size() > 0 && before(heap_top.key, heap_top.chunk, best.key, best.chunk)) return heap_top;
     return {best.key, best.chunk};
 }
 
-void EvictionQueue::set(ChunkId chunk, uint64_t key) {
-    if (chunk >= position_.size()) grow_to(chunk);
-    const uint32_t at = position_[chunk];
+uint32_t EvictionQueue::new_block(uint64_t key, ChunkId first, ChunkId last) {
+    uint32_t index;
+    if (!free_blocks_.empty()) {
+        index = free_blocks_.back();
+        free_blocks_.pop_back();
+    } else {
+        index = static_cast<uint32_t>(blocks_.size());
+        blocks_.emplace_back();
+    }
+    blocks_[index] = {key, first, last, last - first + 1, 0};
+    for (ChunkId c = first; c <= last; ++c) member_of_[c] = index;
+    heap_chunks_ += last - first + 1;
+    return index;
+}
+
+void EvictionQueue::leave_block(uint32_t block, uint32_t count) {
+    heap_chunks_ -= count;
+    Block& b = blocks_[block];
+    b.live -= count;
+    if (b.live != 0) return;
+    if (unordered_) remove_slot(b.slot);
+    else heap_erase(b.slot);
+    free_blocks_.push_back(block);
+}
+
+void EvictionQueue::detach(ChunkId first, ChunkId last) {
+    // Adjacent chunks mostly left one block together: count them, and leave once.
+    uint32_t block = kAbsent;
+    uint32_t count = 0;
+    for (ChunkId c = first; c <= last; ++c) {
+        const uint32_t member = member_of_[c];
+        if (member == kAbsent) continue;
+        if (member == kInRun) {
+            run_erase(c);
+            continue;
+        }
+        member_of_[c] = kAbsent;
+        if (member != block) {
+            if (count) leave_block(block, count);
+            block = member;
+            count = 0;
+        }
+        ++count;
+    }
+    if (count) leave_block(block, count);
+}
+
+void EvictionQueue::set_range(ChunkId first, ChunkId last, uint64_t key) {
+    if (last >= member_of_.size()) grow_to(last);
     const bool ordered = key >= ordered_from_;
-    if (at == kInRun) {
-        if (run_key_[chunk] == key) return;
-        run_erase(chunk);
-    } else if (at != kAbsent) {
-        if (!ordered) {
-            const uint64_t old_key = slots_[at].key;
-            if (key == old_key) return;
-            slots_[at].key = key;
-            if (key > old_key) sift_up(at);
-            else sift_down(at);
+    const uint32_t member = member_of_[first];
+    if (member == kInRun && first == last && run_key_[first] == key) return;
+    // A tensor set again whole is a block of its own already: it moves with
+    // its new key in one heap step, as a single chunk would.
+    if (member < kInRun && !ordered && blocks_[member].live == last - first + 1) {
+        bool whole = true;
+        for (ChunkId c = first + 1; c <= last && whole; ++c) whole = member_of_[c] == member;
+        if (whole) {
+            Block& block = blocks_[member];
+            const HeapEntry old = slots_[block.slot];
+            block.key = key;
+            block.first = first;
+            block.last = last;
+            slots_[block.slot] = {key, last, member};
+            if (unordered_) return;
+            if (before(slots_[block.slot], old)) sift_up(block.slot);
+            else sift_down(block.slot);
             return;
         }
-        heap_erase(at);
     }
+    detach(first, last);
     if (ordered) {
-        run_insert(chunk, key);
+        for (ChunkId c = first; c <= last; ++c) run_insert(c, key);
         return;
     }
-    slots_.push_back({key, chunk});
-    position_[chunk] = static_cast<uint32_t>(slots_.size() - 1);
-    sift_up(slots_.size() - 1);
+    const uint32_t block = new_block(key, first, last);
+    slots_.push_back({key, last, block});
+    blocks_[block].slot = static_cast<uint32_t>(slots_.size() - 1);
+    if (!unordered_) sift_up(slots_.size() - 1);
 }
 
 bool EvictionQueue::erase(ChunkId chunk) {
     if (!contains(chunk)) return false;
-    if (position_[chunk] == kInRun) run_erase(chunk);
-    else heap_erase(position_[chunk]);
+    detach(chunk, chunk);
     return true;
 }
 
 bool EvictionQueue::remove_slot(size_t slot) {
-    position_[slots_[slot].chunk] = kAbsent;
-    const Entry last = slots_.back();
+    const HeapEntry last = slots_.back();
     slots_.pop_back();
     if (slot == slots_.size()) return false;
     place(slot, last);
@@ -71,11 +142,18 @@ void EvictionQueue::heap_erase(size_t slot) {
 }
 
 void EvictionQueue::clear() {
-    for (size_t slot = kFirst; slot < slots_.size(); ++slot) position_[slots_[slot].chunk] = kAbsent;
+    for (size_t slot = kFirst; slot < slots_.size(); ++slot) {
+        const Block& block = blocks_[slots_[slot].block];
+        for (ChunkId c = block.first; c <= block.last; ++c)
+            if (member_of_[c] == slots_[slot].block) member_of_[c] = kAbsent;
+    }
     slots_.resize(kFirst);
+    blocks_.clear();
+    free_blocks_.clear();
+    heap_chunks_ = 0;
     for (const std::vector<RunEntry>* entries : {&run_, &arrived_})
         for (const RunEntry& entry : *entries)
-            if (position_[entry.chunk] == kInRun) position_[entry.chunk] = kAbsent;
+            if (member_of_[entry.chunk] == kInRun) member_of_[entry.chunk] = kAbsent;
     run_.clear();
     arrived_.clear();
     run_begin_ = 0;
@@ -84,28 +162,16 @@ void EvictionQueue::clear() {
 
 void EvictionQueue::assign(const std::vector<Entry>& entries) {
     clear();
-    for (const Entry& entry : entries) {
-        if (entry.chunk >= position_.size()) grow_to(entry.chunk);
-        const uint32_t at = position_[entry.chunk];
-        if (at == kInRun) {
-            run_erase(entry.chunk);
-        } else if (at != kAbsent) { // listed before: out of the heap, which is not ordered yet
-            remove_slot(at);
-        }
-        if (entry.key >= ordered_from_) {
-            run_insert(entry.chunk, entry.key);
-        } else {
-            position_[entry.chunk] = static_cast<uint32_t>(slots_.size());
-            slots_.push_back(entry);
-        }
-    }
+    unordered_ = true;
+    for (const Entry& entry : entries) set(entry.chunk, entry.key);
+    unordered_ = false;
     // Floyd's bottom-up construction: every node that has children, last first.
     if (heap_size() > 1)
         for (size_t slot = parent_of(slots_.size() - 1) + 1; slot-- > kFirst;) sift_down(slot);
 }
 
 void EvictionQueue::run_insert(ChunkId chunk, uint64_t key) {
-    position_[chunk] = kInRun;
+    member_of_[chunk] = kInRun;
     run_key_[chunk] = key;
     arrived_.push_back({key, chunk, ++run_stamp_[chunk]});
     ++run_live_;
@@ -114,7 +180,7 @@ void EvictionQueue::run_insert(ChunkId chunk, uint64_t key) {
 }
 
 void EvictionQueue::run_erase(ChunkId chunk) {
-    position_[chunk] = kAbsent;
+    member_of_[chunk] = kAbsent;
     --run_live_;
 }
 
@@ -157,14 +223,7 @@ void EvictionQueue::sort_best_first(std::vector<RunEntry>& entries) {
         key_bits |= entry.key ^ entries.front().key;
         chunk_bits |= entry.chunk ^ entries.front().chunk;
     }
-    sorted_.resize(entries.size());
-    auto pass = [&](auto byte_of) {
-        size_t start[257] = {};
-        for (const RunEntry& entry : entries) ++start[byte_of(entry) + 1];
-        for (size_t b = 1; b < 257; ++b) start[b] += start[b - 1];
-        for (const RunEntry& entry : entries) sorted_[start[byte_of(entry)]++] = entry;
-        entries.swap(sorted_);
-    };
+    auto pass = [&](auto byte_of) { radix_pass(entries, sorted_, byte_of); };
     // Best first: larger bytes first.
     for (unsigned shift = 0; shift < 32; shift += 8)
         if ((chunk_bits >> shift) & 0xff) pass([shift](const RunEntry& e) { return 0xff - ((e.chunk >> shift) & 0xff); });
@@ -177,7 +236,7 @@ size_t EvictionQueue::best_child(size_t first) const {
     if (first + kArity <= n) {
         // All four children: a tournament computed without branches, as which
         // child wins is unpredictable.
-        const Entry* child = &slots_[first];
+        const HeapEntry* child = &slots_[first];
         const size_t left = before(child[1], child[0]);
         const size_t right = 2 + static_cast<size_t>(before(child[3], child[2]));
         return first + left + (right - left) * static_cast<size_t>(before(child[right], child[left]));
@@ -189,7 +248,7 @@ size_t EvictionQueue::best_child(size_t first) const {
 }
 
 void EvictionQueue::sift_up(size_t slot) {
-    const Entry moving = slots_[slot];
+    const HeapEntry moving = slots_[slot];
     while (slot > kFirst) {
         const size_t parent = parent_of(slot);
         if (!before(moving, slots_[parent])) break;
@@ -200,7 +259,7 @@ void EvictionQueue::sift_up(size_t slot) {
 }
 
 void EvictionQueue::sift_down(size_t slot) {
-    const Entry moving = slots_[slot];
+    const HeapEntry moving = slots_[slot];
     const size_t n = slots_.size();
     while (true) {
         const size_t first = first_child_of(slot);

@@ -1,14 +1,20 @@
-// The eviction candidates of the look-ahead policies: chunks by eviction key,
-// one entry per chunk, so that a key changes in place instead of leaving a
-// stale entry behind. The top is the largest key, among equal keys the largest
-// chunk id.
+// The eviction candidates of the look-ahead policies: chunks by eviction key.
+// The top is the largest key, among equal keys the largest chunk id.
+//
+// A launch touches tensors of many adjacent chunks, and all chunks of a tensor
+// get the same key at once: the heap holds blocks, runs of chunks set to one
+// key by one call, so a tensor of fifty chunks costs one heap entry and not
+// fifty. A chunk set again leaves its block, which keeps its range and ranks by
+// its highest chunk id as it was; the range is narrowed to the block's highest
+// remaining member when the block reaches the top, so the order stays that of
+// single chunks.
 //
 // Keys at or above `ordered_from` (the policy's choice) are kept apart in a
 // sorted run, for keys that arrive in bulk or in order: a policy that ranks
 // chunks it knows nothing about by recency raises many of them at once and
 // pushes the ones just used at the far end. There taking the top is O(1) and
 // a batch is merged in once, where the heap would move every entry through
-// all of its levels. The other keys live in a 4-ary indexed max-heap.
+// all of its levels. The blocks live in a 4-ary indexed max-heap.
 #pragma once
 
 #include "core/residency.h"
@@ -32,13 +38,16 @@ public:
         : ordered_from_(ordered_from) {}
 
     bool empty() const { return size() == 0; }
-    size_t size() const { return heap_size() + run_live_; }
-    bool contains(ChunkId chunk) const { return chunk < position_.size() && position_[chunk] != kAbsent; }
+    // Chunks in the queue.
+    size_t size() const { return heap_chunks_ + run_live_; }
+    bool contains(ChunkId chunk) const { return chunk < member_of_.size() && member_of_[chunk] != kAbsent; }
     // The top entry. Undefined when empty.
     Entry top();
 
     // Inserts the chunk, or moves it to its new key.
-    void set(ChunkId chunk, uint64_t key);
+    void set(ChunkId chunk, uint64_t key) { set_range(chunk, chunk, key); }
+    // The same for chunks first..last (first <= last), all to one key.
+    void set_range(ChunkId first, ChunkId last, uint64_t key);
     // False when the chunk was not in the queue.
     bool erase(ChunkId chunk);
     void clear();
@@ -49,9 +58,27 @@ private:
     static constexpr uint32_t kAbsent = UINT32_MAX;
     static constexpr uint32_t kInRun = UINT32_MAX - 1;
     // Four children a node: half the depth of a binary heap, so fewer entries
-    // move (each move also updates the moved chunk's position).
+    // move (each move also updates the moved block's slot).
     static constexpr size_t kArity = 4;
-    static constexpr size_t kLine = kArity * sizeof(Entry);
+
+    // Chunks first..last set to `key` by one call, of which `live` are still
+    // members (member_of_ names the block); `last` is an upper bound of the
+    // highest member until the block reaches the top.
+    struct Block {
+        uint64_t key;
+        ChunkId first;
+        ChunkId last;
+        uint32_t live;
+        uint32_t slot; // in the heap
+    };
+    // The heap orders blocks by their key and highest chunk, copied here so
+    // that comparing two reads the heap alone.
+    struct HeapEntry {
+        uint64_t key;
+        ChunkId last;
+        uint32_t block;
+    };
+    static constexpr size_t kLine = kArity * sizeof(HeapEntry);
     // The root sits at slot kFirst, so that the children of every node fill one
     // cache line: a step down reads one line, not two.
     static constexpr size_t kFirst = kArity - 1;
@@ -82,15 +109,22 @@ private:
     static bool before(uint64_t key_a, ChunkId a, uint64_t key_b, ChunkId b) {
         return (key_a > key_b) | ((key_a == key_b) & (a > b));
     }
-    static bool before(const Entry& a, const Entry& b) { return before(a.key, a.chunk, b.key, b.chunk); }
+    static bool before(const HeapEntry& a, const HeapEntry& b) { return before(a.key, a.last, b.key, b.last); }
     static bool before(const RunEntry& a, const RunEntry& b) { return before(a.key, a.chunk, b.key, b.chunk); }
 
     size_t heap_size() const { return slots_.size() - kFirst; }
-    void place(size_t slot, const Entry& entry) {
+    void place(size_t slot, const HeapEntry& entry) {
         slots_[slot] = entry;
-        position_[entry.chunk] = static_cast<uint32_t>(slot);
+        blocks_[entry.block].slot = static_cast<uint32_t>(slot);
     }
     void grow_to(ChunkId chunk);
+    // Takes the chunks first..last out of wherever they are.
+    void detach(ChunkId first, ChunkId last);
+    // `count` members left the block; the block goes when none is left.
+    void leave_block(uint32_t block, uint32_t count);
+    uint32_t new_block(uint64_t key, ChunkId first, ChunkId last);
+    // Narrows the top block to its highest member until the top's is exact.
+    void settle_heap_top();
     // Moves the last entry into `slot`; false when `slot` was the last (nothing moved).
     bool remove_slot(size_t slot);
     void heap_erase(size_t slot);
@@ -100,7 +134,7 @@ private:
     void sift_down(size_t slot);
 
     bool live(const RunEntry& entry) const {
-        return position_[entry.chunk] == kInRun && run_stamp_[entry.chunk] == entry.stamp;
+        return member_of_[entry.chunk] == kInRun && run_stamp_[entry.chunk] == entry.stamp;
     }
     void run_insert(ChunkId chunk, uint64_t key);
     void run_erase(ChunkId chunk);
@@ -110,8 +144,13 @@ private:
 
     uint64_t ordered_from_;
     // The heap from slot kFirst on; the slots before it are never read.
-    std::vector<Entry, LineAllocator<Entry>> slots_ = std::vector<Entry, LineAllocator<Entry>>(kFirst);
-    std::vector<uint32_t> position_; // heap slot per chunk id, kInRun or kAbsent
+    std::vector<HeapEntry, LineAllocator<HeapEntry>> slots_ = std::vector<HeapEntry, LineAllocator<HeapEntry>>(kFirst);
+    std::vector<Block> blocks_;
+    std::vector<uint32_t> free_blocks_;
+    // Building the heap at once (assign): blocks leave without keeping the order.
+    bool unordered_ = false;
+    std::vector<uint32_t> member_of_; // per chunk id: its block, kInRun or kAbsent
+    size_t heap_chunks_ = 0;
     // Best first from run_begin_ on; arrived_ is not merged in yet.
     std::vector<RunEntry> run_;
     size_t run_begin_ = 0;

@@ -76,7 +76,8 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
 
     chunk_size_.resize(layout.chunk_slots());
     for (ChunkId c = 0; c < layout.chunk_slots(); ++c) chunk_size_[c] = layout.chunk_size(c);
-    first_use_.assign(layout.chunk_slots(), kNever);
+    // Next uses in 32 bits while building: a quarter of the memory traffic of the pass.
+    std::vector<uint32_t> next_use(layout.chunk_slots(), kNeverStored);
     launch_bytes_.resize(launches);
     pieces_.reserve(ranges.size());
     piece_end_.assign(launches + 1, 0);
@@ -84,17 +85,23 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
         uint64_t bytes = 0;
         for (uint32_t k = range_begin[i]; k < range_begin[i + 1]; ++k) {
             const ChunkRange r = ranges[k];
-            for (ChunkId c = r.first; c <= r.last; ++c) {
-                const uint32_t next = first_use_[c] == kNever ? kNeverStored : static_cast<uint32_t>(first_use_[c]);
-                first_use_[c] = i;
-                bytes += chunk_size_[c];
-                if (c != r.first && pieces_.back().next == next) pieces_.back().last = c;
-                else pieces_.push_back({c, c, next});
+            // Only an allocation's last chunk can be short.
+            bytes += uint64_t{r.last - r.first} * chunk_bytes + chunk_size_[r.last];
+            for (ChunkId c = r.first; c <= r.last;) {
+                const uint32_t next = next_use[c];
+                ChunkId end = c + 1;
+                while (end <= r.last && next_use[end] == next) ++end;
+                pieces_.push_back({c, end - 1, next});
+                std::fill(next_use.begin() + c, next_use.begin() + end, static_cast<uint32_t>(i));
+                c = end;
             }
         }
         launch_bytes_[i] = bytes;
         piece_end_[i] = pieces_.size();
     }
+    first_use_.resize(layout.chunk_slots());
+    for (ChunkId c = 0; c < layout.chunk_slots(); ++c)
+        first_use_[c] = next_use[c] == kNeverStored ? kNever : next_use[c];
     // The footprint is the peak of live bytes that are ever touched: memory that
     // is freed and allocated again each step counts once per step, not per cycle.
     uint64_t live_touched = 0;

@@ -8,6 +8,19 @@ void LookaheadPolicy::push_key(ChunkId chunk, const Residency& residency) {
     queue_.set(chunk, eviction_key(chunk, residency));
 }
 
+void LookaheadPolicy::push_keys(std::span<const ChunkId> chunks, const Residency& residency) {
+    // The chunks of one tensor mostly share their key: one queue entry for them all.
+    size_t i = 0;
+    while (i < chunks.size()) {
+        const ChunkId first = chunks[i];
+        const uint64_t key = eviction_key(first, residency);
+        size_t end = i + 1;
+        while (end < chunks.size() && chunks[end] == first + (end - i) && eviction_key(chunks[end], residency) == key) ++end;
+        queue_.set_range(first, chunks[end - 1], key);
+        i = end;
+    }
+}
+
 ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) {
     bool rebuilt = false;
     while (true) {
@@ -101,7 +114,7 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
 
     fetch_ahead(launch.step, residency, out);
 
-    for (ChunkId c : launch.chunks) push_key(c, residency);
+    push_keys(launch.chunks, residency);
     for (ChunkId c : pinned_aside_)
         if (residency.is_resident(c)) push_key(c, residency);
     pinned_aside_.clear();
@@ -110,7 +123,26 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
     if (queue_.size() > 2 * residency.resident_chunk_count() + 1024) rebuild_queue(residency);
 }
 
+void LookaheadPolicy::note_key(ChunkId chunk, uint64_t key) {
+    if (pending_.count > 0 && chunk == pending_.first + pending_.count && key == pending_.key) {
+        ++pending_.count;
+        return;
+    }
+    flush_keys();
+    pending_ = {chunk, 1, key};
+}
+
+void LookaheadPolicy::flush_keys() {
+    if (pending_.count > 0) queue_.set_range(pending_.first, pending_.first + pending_.count - 1, pending_.key);
+    pending_.count = 0;
+}
+
 void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out) {
+    fetch_ahead_until_full(step, residency, out);
+    flush_keys();
+}
+
+void LookaheadPolicy::fetch_ahead_until_full(uint64_t step, Residency& residency, Plan& out) {
     if (!horizon_valid_ || horizon_step_ <= step) {
         horizon_step_ = step + 1;
         horizon_index_ = 0;
@@ -145,6 +177,7 @@ void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out
             }
             const uint64_t size = residency.chunk_size(c);
             while (residency.free_bytes() < size) {
+                flush_keys();
                 // Only chunks needed after this one may make room for it.
                 const ChunkId victim = pop_victim(residency, horizon_step_);
                 if (victim == kNoChunk) return;
@@ -153,7 +186,7 @@ void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out
             residency.make_resident(c, step);
             Plan::add(out.prefetch, c, residency);
             on_future_uses({&c, 1}, horizon_step_);
-            push_key(c, residency);
+            note_key(c, eviction_key(c, residency));
             ++horizon_index_;
         }
     }

@@ -41,10 +41,18 @@ protected:
 
 private:
     void push_key(ChunkId chunk, const Residency& residency);
+    // `chunks` ascending.
+    void push_keys(std::span<const ChunkId> chunks, const Residency& residency);
     // The unpinned resident chunk with the largest key above `above`, or kNoChunk.
     ChunkId pop_victim(const Residency& residency, uint64_t above);
     void evict(ChunkId chunk, Residency& residency, Plan& out);
     void fetch_ahead(uint64_t step, Residency& residency, Plan& out);
+    void fetch_ahead_until_full(uint64_t step, Residency& residency, Plan& out);
+    // Keys of chunks fetched one by one, set in the queue as runs: extends the
+    // pending run or flushes it and starts another. Flushed before any look
+    // for a victim, so the queue is complete whenever it is read.
+    void note_key(ChunkId chunk, uint64_t key);
+    void flush_keys();
     void rebuild_queue(const Residency& residency);
 
     LookaheadConfig config_;
@@ -55,6 +63,12 @@ private:
     std::vector<ChunkId> pinned_aside_;
     std::vector<EvictionQueue::Entry> rebuild_entries_;
     std::vector<ChunkId> changed_keys_;
+    struct KeyRun {
+        ChunkId first = 0;
+        uint32_t count = 0;
+        uint64_t key = 0;
+    };
+    KeyRun pending_;
     uint64_t horizon_step_ = 0; // next launch to fetch for
     size_t horizon_index_ = 0;  // next chunk of that launch
     bool horizon_valid_ = false;

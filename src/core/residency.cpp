@@ -16,7 +16,7 @@ Residency::Residency(uint64_t budget_bytes, uint64_t chunk_bytes)
 }
 
 void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
-    if (slot_of_id_.count(alloc_id))
+    if (find(alloc_id))
         throw std::invalid_argument("allocation " + std::to_string(alloc_id) + " was added twice");
     const uint64_t count = (size_bytes + chunk_bytes_ - 1) >> chunk_shift_;
     if (chunks_.size() + count >= kNoChunk)
@@ -28,7 +28,12 @@ void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
     slot.size = size_bytes;
     const auto slot_index = static_cast<uint32_t>(allocs_.size());
     allocs_.push_back(slot);
-    slot_of_id_.emplace(alloc_id, slot_index);
+    if (alloc_id < kDenseIds) {
+        if (alloc_id >= slot_by_id_.size()) slot_by_id_.resize(std::max<size_t>(alloc_id + 1, 2 * slot_by_id_.size()), 0);
+        slot_by_id_[alloc_id] = slot_index + 1;
+    } else {
+        slot_of_sparse_id_.emplace(alloc_id, slot_index);
+    }
     ChunkState state;
     state.alloc_slot = slot_index;
     chunks_.resize(chunks_.size() + count, state);
@@ -36,9 +41,9 @@ void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
 }
 
 bool Residency::remove_allocation(uint32_t alloc_id) {
-    const auto it = slot_of_id_.find(alloc_id);
-    if (it == slot_of_id_.end() || !allocs_[it->second].live) return false;
-    AllocSlot& slot = allocs_[it->second];
+    AllocSlot* found = const_cast<AllocSlot*>(find(alloc_id));
+    if (!found || !found->live) return false;
+    AllocSlot& slot = *found;
     for (ChunkId c = slot.first; c < slot.first + slot.count; ++c) {
         if (chunks_[c].resident) evict(c);
         chunks_[c].pins = 0;
@@ -50,8 +55,13 @@ bool Residency::remove_allocation(uint32_t alloc_id) {
 }
 
 const Residency::AllocSlot* Residency::find(uint32_t alloc_id) const {
-    const auto it = slot_of_id_.find(alloc_id);
-    return it == slot_of_id_.end() ? nullptr : &allocs_[it->second];
+    if (alloc_id < slot_by_id_.size()) {
+        const uint32_t slot = slot_by_id_[alloc_id];
+        return slot ? &allocs_[slot - 1] : nullptr;
+    }
+    if (alloc_id < kDenseIds) return nullptr;
+    const auto it = slot_of_sparse_id_.find(alloc_id);
+    return it == slot_of_sparse_id_.end() ? nullptr : &allocs_[it->second];
 }
 
 bool Residency::is_live(uint32_t alloc_id) const {

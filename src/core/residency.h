@@ -135,7 +135,11 @@ private:
     uint64_t resident_chunks_ = 0;
     uint64_t layout_version_ = 0;
     std::vector<AllocSlot> allocs_;
-    std::unordered_map<uint32_t, uint32_t> slot_of_id_;
+    // Allocation ids are handed out in sequence: a table finds the small ones
+    // (slot + 1, 0 for none), a hash map any others.
+    static constexpr uint32_t kDenseIds = 1u << 22;
+    std::vector<uint32_t> slot_by_id_;
+    std::unordered_map<uint32_t, uint32_t> slot_of_sparse_id_;
     LargeVector<ChunkState> chunks_;
     ChunkId lru_head_ = kNoChunk;
     ChunkId lru_tail_ = kNoChunk;

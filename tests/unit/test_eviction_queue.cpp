@@ -104,3 +104,38 @@ TEST_CASE("eviction queue: keys set in batches between looks at the top", "[poli
         for (int pops = random() % 100; pops > 0 && !keys.empty(); --pops) pop_expected_top(queue, keys);
     }
 }
+
+TEST_CASE("eviction queue: runs of chunks set to one key keep the order of single chunks", "[policy][queue]") {
+    // Ranges overlap earlier ones, chunks leave them one by one, and blocks of
+    // equal keys interleave: the top must still be the largest key, then chunk.
+    const uint64_t ordered_from = GENERATE(UINT64_MAX, 30, 0);
+    std::mt19937 random(13);
+    EvictionQueue queue(ordered_from);
+    std::map<ChunkId, uint64_t> keys;
+    for (int op = 0; op < 20000; ++op) {
+        const ChunkId first = random() % 400;
+        const uint64_t key = random() % 40;
+        switch (random() % 5) {
+        case 0:
+        case 1: {
+            const ChunkId last = first + static_cast<ChunkId>(random() % 24);
+            queue.set_range(first, last, key);
+            for (ChunkId c = first; c <= last; ++c) keys[c] = key;
+            break;
+        }
+        case 2:
+            queue.set(first, key);
+            keys[first] = key;
+            break;
+        case 3:
+            CHECK(queue.erase(first) == (keys.erase(first) == 1));
+            break;
+        case 4:
+            for (int pops = random() % 6; pops > 0 && !keys.empty(); --pops) pop_expected_top(queue, keys);
+            break;
+        }
+        REQUIRE(queue.size() == keys.size());
+    }
+    while (!keys.empty()) pop_expected_top(queue, keys);
+    CHECK(queue.empty());
+}
