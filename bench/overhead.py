@@ -168,7 +168,31 @@ def measure_resnet(runner, args):
     report["library_active"] = library_was_active(results["lib"])
     report["library_active_tracing"] = library_was_active(results["trace"])
     report["trace_recorded"] = trace_was_recorded(results["trace"])
+    add_hook_costs(report, results)
     return report
+
+
+def add_hook_costs(report, results):
+    """What the library's own launch work costs inside the program, from the hooks it times
+    (one launch in 64): per launch, per step, and what recording adds as a share of the
+    native step. Unlike step times, host CPU time spent in the hook does not move with how
+    busy the GPU is or how fast the host happened to be that run beyond its own work."""
+    for mode in ("lib", "trace"):
+        counters = [result.get("library_counters") or {} for result in results[mode]]
+        timed = sum(c.get("hooks_timed", 0) for c in counters)
+        report[f"{mode}_hook_ns"] = sum(c.get("hook_ns", 0) for c in counters) / timed if timed else None
+        marks = sum(c.get("iterations", 0) for c in counters)
+        seen = sum(c.get("launches_seen", 0) for c in counters)
+        report[f"{mode}_launches_per_step"] = seen / marks if marks else None
+    per_step = report["trace_launches_per_step"]
+    if report["lib_hook_ns"] is not None and report["trace_hook_ns"] is not None and per_step:
+        added_ms = (report["trace_hook_ns"] - report["lib_hook_ns"]) * per_step / 1e6
+        report["recording_hook_ms_per_step"] = added_ms
+        native = report["native_median_ms"]
+        report["recording_hook_share_of_step"] = added_ms / native if native else None
+    else:
+        report["recording_hook_ms_per_step"] = None
+        report["recording_hook_share_of_step"] = None
 
 
 def trace_was_recorded(results):
@@ -280,6 +304,12 @@ def main():
         print(f"resnet50 batch {args.batch} {label}/native per round: "
               + " ".join(f"{ratio:.3f}" for ratio in resnet[f"paired_ratios_{mode}"])
               + f", median {show(resnet[f'paired_ratio_{mode}_over_native'], '', 3)}")
+    print(f"resnet50 library's own work per launch (one in 64 timed in the program): uvmrun "
+          f"{show(resnet['lib_hook_ns'], ' ns')}, recording {show(resnet['trace_hook_ns'], ' ns')}; recording adds "
+          f"{show(resnet['recording_hook_ms_per_step'], ' ms', 3)} per step of "
+          f"{show(resnet['trace_launches_per_step'], ' launches', 0)}, "
+          f"{show(None if resnet['recording_hook_share_of_step'] is None else 100 * resnet['recording_hook_share_of_step'], '%', 2)} "
+          "of the native step")
     print(f"empty launch: native {show(launch['native_ns_per_launch'], ' ns')}, "
           f"uvmrun {show(launch['lib_ns_per_launch'], ' ns')}, hook {show(launch['hook_ns_per_launch'], ' ns')}; "
           f"recording {show(launch['trace_ns_per_launch'], ' ns')}, hook with recording "

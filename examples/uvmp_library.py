@@ -17,7 +17,7 @@ class LibraryCounters:
                 "bytes_populated bytes_prefetched bytes_evicted iterations budget_bytes "
                 "guard_limit_bytes trace_records_written trace_records_dropped launches_unplanned move_calls "
                 "move_call_ns bytes_demand_estimated launches_with_demand launch_calls_timed launch_call_ns "
-                "launches_captured launches_fenced"
+                "launches_captured launches_fenced hooks_timed hook_ns"
             ).split()
         ]
 

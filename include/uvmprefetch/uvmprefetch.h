@@ -64,6 +64,9 @@ typedef struct uvmp_stats {
     uint64_t launches_captured;     /* launches into a graph being captured: not planned */
     uint64_t launches_fenced;       /* launches given a fence (an event the moves planned for
                                        them wait on); none while all memory fits the budget */
+    uint64_t hooks_timed;           /* launches whose hook was timed: one in 64 */
+    uint64_t hook_ns;               /* host time the library's own work took in those launches
+                                       (finding accesses, planning, recording), not the driver's */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

@@ -89,6 +89,12 @@ std::vector<std::string> Stats::summary_lines() const {
                         " on average in the driver, " + n(launches_fenced) + " fenced; " + n(launches_with_demand) +
                         " launches needed " + sz(bytes_demand_estimated) +
                         " the policy had not made resident ahead (faulted in or fetched late)");
+    if (v(hooks_timed)) {
+        char text[48];
+        std::snprintf(text, sizeof text, "%.0f ns", static_cast<double>(v(hook_ns)) / static_cast<double>(v(hooks_timed)));
+        lines.push_back(std::string("launch hook: ") + text + " of the library's own work per launch (" + n(hooks_timed) +
+                        " launches timed)");
+    }
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
     if (v(trace_records_written) || v(trace_records_dropped))

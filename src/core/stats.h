@@ -21,7 +21,7 @@ namespace uvmp {
     X(iterations) X(budget_bytes) X(guard_limit_bytes) X(trace_records_written)                    \
     X(trace_records_dropped) X(launches_unplanned) X(move_calls) X(move_call_ns)                  \
     X(bytes_demand_estimated) X(launches_with_demand) X(launch_calls_timed) X(launch_call_ns)        \
-    X(launches_captured) X(launches_fenced)
+    X(launches_captured) X(launches_fenced) X(hooks_timed) X(hook_ns)
 
 struct Stats {
 #define UVMP_DECLARE_COUNTER(name) std::atomic<uint64_t> name{0};

@@ -80,6 +80,8 @@ public:
     void forget_after_fork();
 
 private:
+    // observe_launch's work, which it times now and then.
+    void observe_launch_untimed(const LaunchSite& site, uint64_t seq);
     struct PassthroughAllocation {
         uint64_t bytes;
         int device;

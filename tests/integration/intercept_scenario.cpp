@@ -420,6 +420,9 @@ void check_converted(const FakeDriverHelpers& fake, const Allocations& m,
                      tally.launches_with_converted_pointer);
     checks.expect_eq("stats.access_entries", stats->access_entries,
                      tally.converted_pointer_words);
+    // Launches 0, 64, 128, ... are timed.
+    checks.expect_eq("stats.hooks_timed (one launch in 64)", stats->hooks_timed, (tally.launches + 63) / 64);
+    checks.expect(stats->hooks_timed == 0 || stats->hook_ns > 0, "the timed hooks took some time");
 
     for (int i = 0; i < 3; ++i) api.mark_iteration();
     const auto after_marks = api.stats();
