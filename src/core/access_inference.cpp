@@ -6,17 +6,40 @@
 namespace uvmp {
 namespace {
 
-// Parameter storage carries no alignment promise we can rely on for by-value
-// structs, so words are copied out rather than dereferenced in place.
-void scan_words(const unsigned char* bytes, size_t size, const Registry& registry,
-                std::vector<AccessHit>& hits) {
-    for (size_t at = 0; at + sizeof(uint64_t) <= size; at += sizeof(uint64_t)) {
-        uint64_t word;
-        std::memcpy(&word, bytes + at, sizeof word);
-        if (word == 0) continue;
-        if (auto hit = registry.find(word)) hits.push_back(*hit);
+// The words of a launch that may be pointers of ours, looked up in the
+// registry in batches, each under one lock: a launch has dozens of candidate
+// words, and a lock per word cost more than the look-ups.
+class WordBatch {
+public:
+    WordBatch(const Registry& registry, std::vector<AccessHit>& hits) : registry_(registry), hits_(hits) {}
+    ~WordBatch() { flush(); }
+    WordBatch(const WordBatch&) = delete;
+    WordBatch& operator=(const WordBatch&) = delete;
+
+    // Parameter storage carries no alignment promise we can rely on for by-value
+    // structs, so words are copied out rather than dereferenced in place.
+    void scan(const unsigned char* bytes, size_t size) {
+        for (size_t at = 0; at + sizeof(uint64_t) <= size; at += sizeof(uint64_t)) {
+            uint64_t word;
+            std::memcpy(&word, bytes + at, sizeof word);
+            if (word == 0 || !registry_.may_contain(word)) continue;
+            words_[count_++] = word;
+            if (count_ == kWords) flush();
+        }
     }
-}
+
+private:
+    void flush() {
+        registry_.find_all({words_, count_}, hits_);
+        count_ = 0;
+    }
+
+    static constexpr size_t kWords = 64;
+    const Registry& registry_;
+    std::vector<AccessHit>& hits_;
+    uint64_t words_[kWords];
+    size_t count_ = 0;
+};
 
 } // namespace
 
@@ -53,17 +76,18 @@ void KernelTable::clear() {
 void scan_kernel_params(const KernelInfo& info, void* const* params, const Registry& registry,
                         std::vector<AccessHit>& hits) {
     if (!params) return;
+    WordBatch batch(registry, hits);
     for (size_t i = 0; i < info.params.size(); ++i) {
         const auto* p = static_cast<const unsigned char*>(params[i]);
         if (!p) continue;
-        scan_words(p, info.params[i].size, registry, hits);
+        batch.scan(p, info.params[i].size);
     }
 }
 
 void scan_param_buffer(const void* buffer, size_t bytes, const Registry& registry,
                        std::vector<AccessHit>& hits) {
     if (!buffer) return;
-    scan_words(static_cast<const unsigned char*>(buffer), bytes, registry, hits);
+    WordBatch(registry, hits).scan(static_cast<const unsigned char*>(buffer), bytes);
 }
 
 } // namespace uvmp

@@ -37,10 +37,19 @@ std::optional<Allocation> Registry::find_base(uint64_t base) const {
 }
 
 std::optional<AccessHit> Registry::find(uint64_t address) const {
-    if (address < low_.load(std::memory_order_relaxed) ||
-        address >= high_.load(std::memory_order_relaxed))
-        return std::nullopt;
+    if (!may_contain(address)) return std::nullopt;
     std::shared_lock lock(mutex_);
+    return find_locked(address);
+}
+
+void Registry::find_all(std::span<const uint64_t> addresses, std::vector<AccessHit>& hits) const {
+    if (addresses.empty()) return;
+    std::shared_lock lock(mutex_);
+    for (uint64_t address : addresses)
+        if (auto hit = find_locked(address)) hits.push_back(*hit);
+}
+
+std::optional<AccessHit> Registry::find_locked(uint64_t address) const {
     auto it = by_base_.upper_bound(address);
     if (it == by_base_.begin()) return std::nullopt;
     --it;

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <vector>
 
 namespace uvmp {
@@ -35,6 +36,13 @@ public:
     std::optional<Allocation> find_base(uint64_t base) const;
     // The allocation containing address, if any.
     std::optional<AccessHit> find(uint64_t address) const;
+    // False when no live allocation can contain the address: a check without the lock.
+    bool may_contain(uint64_t address) const {
+        return address >= low_.load(std::memory_order_relaxed) && address < high_.load(std::memory_order_relaxed);
+    }
+    // Appends, in order, a hit for each address that lies in an allocation. One
+    // shared lock for all of them: a launch's parameter words are looked up together.
+    void find_all(std::span<const uint64_t> addresses, std::vector<AccessHit>& hits) const;
     bool contains(uint64_t address) const { return find(address).has_value(); }
 
     size_t size() const;
@@ -42,6 +50,8 @@ public:
     void clear();
 
 private:
+    std::optional<AccessHit> find_locked(uint64_t address) const;
+
     mutable std::shared_mutex mutex_;
     std::map<uint64_t, Allocation> by_base_;
     uint32_t next_id_ = 1;

@@ -53,6 +53,39 @@ TEST_CASE("parameter words that point into allocations become access hits") {
     CHECK(hits.size() == 2);
 }
 
+TEST_CASE("a parameter block with more candidate words than one look-up batch keeps every hit in order") {
+    uvmp::Registry r;
+    const uint32_t a = r.add(0x10000, 0x10000, 0, nullptr);
+    const uint32_t b = r.add(0x40000, 0x1000, 0, nullptr);
+    // 200 words inside the bounds of the two allocations: every third one misses
+    // (between them), the others alternate between the two.
+    std::vector<uint64_t> block(200);
+    std::vector<std::pair<uint32_t, uint64_t>> expected;
+    for (size_t i = 0; i < block.size(); ++i) {
+        if (i % 3 == 2) {
+            block[i] = 0x30000 + i;
+        } else if (i % 2 == 0) {
+            block[i] = 0x10000 + 8 * i;
+            expected.emplace_back(a, 8 * i);
+        } else {
+            block[i] = 0x40000 + i;
+            expected.emplace_back(b, i);
+        }
+    }
+    std::vector<uvmp::AccessHit> hits;
+    uvmp::scan_param_buffer(block.data(), block.size() * sizeof(uint64_t), r, hits);
+    REQUIRE(hits.size() == expected.size());
+    for (size_t i = 0; i < hits.size(); ++i) {
+        CHECK(hits[i].alloc_id == expected[i].first);
+        CHECK(hits[i].offset == expected[i].second);
+    }
+    // The same words one at a time.
+    std::vector<uvmp::AccessHit> one_by_one;
+    for (uint64_t word : block)
+        if (auto hit = r.find(word)) one_by_one.push_back(*hit);
+    CHECK(one_by_one.size() == hits.size());
+}
+
 TEST_CASE("kernel table describes each function once") {
     int calls = 0;
     uvmp::KernelTable t([&](const void*, uvmp::KernelInfo& info) {
