@@ -59,7 +59,7 @@ typedef struct uvmp_stats {
     uint64_t bytes_demand_estimated; /* bytes launches needed that the policy had not made
                                         resident before them: faulted in, or fetched late */
     uint64_t launches_with_demand;  /* launches with such bytes: likely stalls */
-    uint64_t launch_calls_timed;    /* launch calls timed (only with a policy on) */
+    uint64_t launch_calls_timed;    /* launch calls timed (one in 64, only with a policy on) */
     uint64_t launch_call_ns;        /* host time the application spent inside them */
     uint64_t launches_captured;     /* launches into a graph being captured: not planned */
     uint64_t launches_fenced;       /* launches given a fence (an event the moves planned for

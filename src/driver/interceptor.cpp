@@ -317,10 +317,8 @@ void Interceptor::describe_kernel(const void* handle, KernelInfo& info) const {
 uint64_t Interceptor::observe_launch(const LaunchSite& site) {
     const uint64_t seq = launch_seq_.fetch_add(1, std::memory_order_relaxed);
     stats_.add(stats_.launches_seen);
-    // What the hook costs, in the program itself: a few launches in many are
-    // timed, so that the clock reads do not add to what they measure.
-    constexpr uint64_t kHookSampleEvery = 64;
-    const bool timed = seq % kHookSampleEvery == 0;
+    // What the hook costs, in the program itself.
+    const bool timed = seq % kSampleEvery == 0;
     const uint64_t hook_start = timed ? monotonic_ns() : 0;
     observe_launch_untimed(site, seq);
     if (timed) {

@@ -27,7 +27,7 @@ public:
             icpt->observe_launch(LaunchSite{flavor, f, params, extra, stream, {gx, gy, gz}, {bx, by, bz}});
         timed_ = KernelTiming::running();
         if (timed_) KernelTiming::before_launch(seq);
-        if (icpt->times_launch_calls()) {
+        if (icpt->times_launch_call(seq)) {
             timing_call_ = icpt;
             call_start_ = std::chrono::steady_clock::now();
         }
