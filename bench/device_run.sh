@@ -177,14 +177,27 @@ check_build() {
     UVMP_LIBRARY=$LIBRARY timeout 20 "$UVMRUN" --dry-run -- true || echo "uvmrun --dry-run failed (exit $?)"
 }
 
+# wait_or_fault_summary FILE: the probe's JSON as one cell: per size in MiB, fault (f),
+# prefetch then wait (w) and prefetch beside the fault (b), in ms; n/a when absent.
+wait_or_fault_summary() {
+    "$PYTHON" - "$1" <<'EOF'
+import json, sys
+try:
+    runs = json.load(open(sys.argv[1]))["runs"]
+    print("; ".join(f"{r['bytes'] >> 20} f{r['fault_ms']:.2f} w{r['prefetch_wait_ms']:.2f} b{r['prefetch_beside_ms']:.2f}"
+                    for r in runs))
+except Exception:
+    print("n/a")
+EOF
+}
+
 probe_section() {
     # Data a kernel needs now: fault it in, prefetch and wait, or both at once.
     run_step "wait-or-fault probe" 120 "$WAIT_OR_FAULT_PROBE"
     local wait_status=$STEP_STATUS
     grep '^{"runs"' "$STEP_OUTPUT" | tail -n 1 >"$OUT/wait_or_fault.json" || true
-    add_row "probe: wait-or-fault table (ms, 64M/256M/1G)" "$(grep -A3 '^size' "$STEP_OUTPUT" | tail -n 3 |
-        awk '{printf "%s%s f%s w%s b%s", (NR > 1 ? "; " : ""), $1, $4, $5, $6}')" "(measure)" \
-        "$(verdict_of_status "$wait_status")"
+    add_row "probe: wait-or-fault table (ms, 64M/256M/1G)" "$(wait_or_fault_summary "$OUT/wait_or_fault.json")" \
+        "(measure)" "$(verdict_of_status "$wait_status")"
 
     run_step "populate probe" 90 "$POPULATE_PROBE" 2
     local status=$STEP_STATUS

@@ -5,11 +5,11 @@
 // Prints "ns per launch: X", "total: Y ms" and one JSON line for scripts.
 
 #include "cuda_check.h"
+#include "probe_args.h"
 #include "probe_timing.h"
 
 #include <cuda_runtime.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -29,14 +29,13 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (argc == 2) {
-        char* end = nullptr;
-        errno = 0;
-        launches = std::strtol(argv[1], &end, 10);
-        if (errno != 0 || end == argv[1] || *end != '\0' || launches < 1 || launches > 1000000000L) {
+        const auto n = bench::whole_number_in(argv[1], 1, 1000000000L);
+        if (!n) {
             std::fprintf(stderr, "empty_launch: invalid N '%s': expected a whole number from 1 to 1000000000\n",
                          argv[1]);
             return 2;
         }
+        launches = *n;
     }
 
     // The first launch loads the module and creates the context's launch state; it is

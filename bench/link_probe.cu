@@ -9,6 +9,7 @@
 // exit 77 when the GPU lacks the free memory.
 
 #include "cuda_check.h"
+#include "probe_args.h"
 #include "probe_guard.h"
 #include "probe_timing.h"
 
@@ -37,9 +38,18 @@ double gbps(size_t bytes, double ms) { return static_cast<double>(bytes) / (ms *
 
 int main(int argc, char** argv) {
     size_t mib = 2048;
-    if (argc > 2 || (argc == 2 && (std::sscanf(argv[1], "%zu", &mib) != 1 || mib == 0 || mib > 4096))) {
+    if (argc > 2) {
         std::fprintf(stderr, "usage: link_probe [MiB, 1 to 4096]\n");
         return 2;
+    }
+    if (argc == 2) {
+        const auto value = bench::whole_number_in(argv[1], 1, 4096);
+        if (!value) {
+            std::fprintf(stderr, "link_probe: invalid size '%s': expected a whole number of MiB from 1 to 4096\n",
+                         argv[1]);
+            return 2;
+        }
+        mib = static_cast<size_t>(*value);
     }
     const size_t bytes = mib * kMiB;
     int device = 0;

@@ -158,22 +158,6 @@ class Bench:
             return float("inf")
         return self.args.deadline_s - (time.monotonic() - self.start)
 
-    def execute(self, command, timeout):
-        """(status, output); status 124 on a timeout. The command runs in a session of its
-        own so that a timeout ends every process it started."""
-        try:
-            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                       env=self.env, start_new_session=True)
-        except OSError as error:
-            return 127, f"cannot start {command[0]}: {error}\n"
-        try:
-            output, _ = process.communicate(timeout=timeout)
-            return process.returncode, output
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            output, _ = process.communicate()
-            return 124, (output or "") + f"\n(killed after {timeout:.0f} s)\n"
-
     def run(self, workload, mode, budget_label=None, budget_bytes=None, record_trace=False):
         """One run of `workload`; mode is native, none, learned or demand-lru. Returns the
         run's record, also kept in self.runs."""
@@ -199,7 +183,7 @@ class Bench:
         print(f"--- {workload.name}, {mode}, budget {budget_label or '-'} (timeout {timeout:.0f} s)\n"
               f"$ {' '.join(command)}", flush=True)
         began = time.monotonic()
-        status, output = self.execute(command, timeout)
+        status, output = execute(command, timeout, self.env)
         record["wall_s"] = round(time.monotonic() - began, 1)
         record["exit"] = status
         # Per-step lines are many; the tail holds the summary, the counters and any error.
@@ -223,6 +207,24 @@ class Bench:
         print(f"--- {record['status']} (exit {status}, {record['wall_s']} s, median "
               f"{fmt(record['median_ms'], 3)} ms)", flush=True)
         return record
+
+
+def execute(command, timeout, env=None):
+    """(status, output, stderr included); status 124 on a timeout, 127 when the command
+    cannot start. The command runs in a session of its own so that a timeout ends every
+    process it started."""
+    try:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   env=env, start_new_session=True)
+    except OSError as error:
+        return 127, f"cannot start {command[0]}: {error}\n"
+    try:
+        output, _ = process.communicate(timeout=timeout)
+        return process.returncode, output
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        return 124, (output or "") + f"\n(killed after {timeout:.0f} s)\n"
 
 
 def simulate_bound(args, workload, budget_bytes):
@@ -276,12 +278,7 @@ def measure_link(args):
     if not args.link_probe:
         return
     print(f"--- link speeds\n$ {args.link_probe}", flush=True)
-    try:
-        completed = subprocess.run([args.link_probe], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   timeout=120)
-        output, status = completed.stdout, completed.returncode
-    except (OSError, subprocess.TimeoutExpired) as error:
-        output, status = f"{error}\n", None
+    status, output = execute([args.link_probe], 120)
     print(output, end="", flush=True)
     figures = None
     for line in reversed(output.splitlines()):

@@ -9,12 +9,12 @@
 // Prints one line per path and one JSON line; exit 77 when the GPU lacks the free memory.
 
 #include "cuda_check.h"
+#include "probe_args.h"
 #include "probe_guard.h"
 #include "probe_timing.h"
 
 #include <cuda_runtime.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -67,14 +67,12 @@ int main(int argc, char** argv) {
         return 2;
     }
     if (argc == 2) {
-        char* end = nullptr;
-        errno = 0;
-        const long value = std::strtol(argv[1], &end, 10);
-        if (errno != 0 || end == argv[1] || *end != '\0' || value < 1 || value > 2) {
+        const auto value = bench::whole_number_in(argv[1], 1, 2);
+        if (!value) {
             std::fprintf(stderr, "populate_probe: invalid size '%s': expected 1 or 2 (GiB per buffer)\n", argv[1]);
             return 2;
         }
-        gib_per_buffer = static_cast<size_t>(value);
+        gib_per_buffer = static_cast<size_t>(*value);
     }
     const size_t bytes = gib_per_buffer * kGiB;
 
