@@ -132,7 +132,7 @@ uint64_t infer_access_extents(trace::Trace& trace, std::span<const uint64_t> bou
         uses.clear();
         for (uint64_t i = cuts[w]; i < cuts[w + 1]; ++i) {
             const trace::Launch& launch = trace.launches[i];
-            if (static_cast<uint64_t>(launch.first_access) + launch.access_count > trace.accesses.size()) continue;
+            if (!trace.has_accesses_of(launch)) continue;
             for (uint32_t k = 0; k < launch.access_count; ++k)
                 uses.push_back({i, &trace.accesses[launch.first_access + k]});
         }

@@ -19,14 +19,12 @@ std::optional<LoopSeed> loop_seed_from_trace(const trace::Trace& trace, std::str
     LoopSeed seed;
     for (uint64_t i = begin; i < end; ++i) {
         const trace::Launch& launch = trace.launches[i];
-        if (static_cast<uint64_t>(launch.first_access) + launch.access_count > trace.accesses.size())
-            return fail("a launch names accesses beyond the access table");
+        if (!trace.has_accesses_of(launch)) return fail("a launch names accesses beyond the access table");
         LoopSeed::Launch out;
         out.kernel_id = launch.kernel_id;
         out.first_access = static_cast<uint32_t>(seed.accesses.size());
         out.access_count = launch.access_count;
-        for (uint32_t k = 0; k < launch.access_count; ++k) {
-            trace::Access access = trace.accesses[launch.first_access + k];
+        for (trace::Access access : trace.accesses_of(launch)) {
             access.length = 0; // extents are the policy's business, as online
             const auto size = sizes.find(access.alloc_id);
             if (size == sizes.end()) return fail("a launch names an allocation the trace does not hold");

@@ -63,9 +63,9 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     for (uint64_t i = 0; i < launches; ++i) {
         apply_events_until(i);
         const trace::Launch& launch = trace.launches[i];
-        if (static_cast<uint64_t>(launch.first_access) + launch.access_count > trace.accesses.size())
+        if (!trace.has_accesses_of(launch))
             throw std::invalid_argument("launch " + std::to_string(i) + " names accesses beyond the access table");
-        const std::span<const trace::Access> accesses(trace.accesses.data() + launch.first_access, launch.access_count);
+        const std::span<const trace::Access> accesses = trace.accesses_of(launch);
         for (const trace::Access& access : accesses)
             if (!layout.is_live(access.alloc_id)) ++dangling_accesses_;
         layout.launch_ranges(accesses, launch_ranges);

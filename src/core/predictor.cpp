@@ -241,8 +241,9 @@ bool Predictor::switch_to_kept_loop(uint32_t kernel_id, uint64_t signature) {
         steps_ = std::move(found.steps);
         step_accesses_ = std::move(found.accesses);
         rebuild_index();
+        // The loop holds a step of this kernel at least, so this locates the launch.
         resync(kernel_id, signature);
-        return located_;
+        return true;
     }
     return false;
 }

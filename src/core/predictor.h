@@ -103,7 +103,8 @@ private:
     void push_step(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses);
     void maybe_freeze();
     void unfreeze();
-    // Makes the most recent kept loop holding this launch the current one.
+    // Makes the most recent kept loop holding this launch's kernel the current
+    // one, located at the launch; false when no kept loop holds it.
     bool switch_to_kept_loop(uint32_t kernel_id, uint64_t signature);
     void keep_current_loop();
     void rebuild_index();

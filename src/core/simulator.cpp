@@ -140,7 +140,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         LaunchView view;
         view.step = i;
         view.kernel_id = launch.kernel_id;
-        view.accesses = std::span<const trace::Access>(trace.accesses.data() + launch.first_access, launch.access_count);
+        view.accesses = trace.accesses_of(launch);
         view.chunks = chunks;
         plan.clear();
         policy->plan(view, residency, plan);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <span>
 #include <vector>
 
 namespace uvmp::trace {
@@ -108,6 +109,16 @@ struct Trace {
     std::vector<Move> moves;
     std::vector<Iteration> iterations;
     uint64_t dropped_records = 0; // records the recorder could not keep (buffer full)
+
+    // Whether the launch's access list lies within the access table (a reader
+    // checks it; a trace built in memory may not hold it).
+    bool has_accesses_of(const Launch& launch) const {
+        return static_cast<uint64_t>(launch.first_access) + launch.access_count <= accesses.size();
+    }
+    // The launch's accesses; has_accesses_of(launch) must hold.
+    std::span<const Access> accesses_of(const Launch& launch) const {
+        return {accesses.data() + launch.first_access, launch.access_count};
+    }
 };
 
 } // namespace uvmp::trace

@@ -95,9 +95,8 @@ std::string text_line(const Trace& trace, const Event& event) {
     case EventType::Launch: {
         const Launch& launch = trace.launches[event.index];
         std::string accesses;
-        for (uint32_t a = 0; a < launch.access_count; ++a) {
-            const Access& access = trace.accesses[launch.first_access + a];
-            accesses += fmt::format("{}{}", a == 0 ? "" : " ", access.alloc_id);
+        for (const Access& access : trace.accesses_of(launch)) {
+            accesses += fmt::format("{}{}", accesses.empty() ? "" : " ", access.alloc_id);
             if (access.offset != 0 || access.length != 0) accesses += fmt::format("+{}:{}", access.offset, access.length);
         }
         return fmt::format("launch seq={} kernel={} grid={},{},{} block={},{},{} stream={:#x} t={} duration={} "
@@ -136,8 +135,7 @@ nlohmann::ordered_json json_line(const Trace& trace, const Event& event) {
     case EventType::Launch: {
         const Launch& launch = trace.launches[event.index];
         nlohmann::ordered_json accesses = nlohmann::ordered_json::array();
-        for (uint32_t a = 0; a < launch.access_count; ++a) {
-            const Access& access = trace.accesses[launch.first_access + a];
+        for (const Access& access : trace.accesses_of(launch)) {
             accesses.push_back({{"id", access.alloc_id}, {"offset", access.offset}, {"length", access.length}});
         }
         return {{"type", "launch"}, {"seq", launch.seq}, {"kernel_id", launch.kernel_id},

@@ -82,7 +82,7 @@ void export_launches(const Trace& trace, EventStream& events) {
                                       ? trace.kernel_names[launch.kernel_id]
                                       : "kernel#" + std::to_string(launch.kernel_id);
         Json accesses = Json::array();
-        for (uint32_t a = 0; a < launch.access_count; ++a) accesses.push_back(trace.accesses[launch.first_access + a].alloc_id);
+        for (const trace::Access& access : trace.accesses_of(launch)) accesses.push_back(access.alloc_id);
         events.add({{"ph", "X"},
                     {"cat", "kernel"},
                     {"name", name},
