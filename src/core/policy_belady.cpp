@@ -22,8 +22,8 @@ protected:
     bool begin_launch(const LaunchView& launch, const Residency& residency) override {
         if (launch.step >= schedule_.launch_count() || residency.chunk_slots() > next_use_.size())
             throw std::logic_error("belady: the launches planned are not the ones of its schedule");
-        launch_next_uses_.clear();
-        schedule_.append_next_uses(launch.step, launch_next_uses_);
+        launch_pieces_ = schedule_.pieces(launch.step);
+        piece_ = 0;
         return true;
     }
 
@@ -40,13 +40,18 @@ protected:
 
     uint64_t eviction_key(ChunkId chunk, const Residency&) const override { return next_use_[chunk]; }
 
-    void on_touch(ChunkId chunk, uint64_t, size_t index) override { next_use_[chunk] = launch_next_uses_[index]; }
+    // Chunks come in ascending order, as the launch's pieces do.
+    void on_touch(ChunkId chunk, uint64_t, size_t) override {
+        while (launch_pieces_[piece_].last < chunk) ++piece_;
+        next_use_[chunk] = launch_pieces_[piece_].next_use();
+    }
 
 private:
     const ChunkSchedule& schedule_;
     std::vector<uint64_t> next_use_;
-    // The current launch's chunks' next uses, by index.
-    std::vector<uint64_t> launch_next_uses_;
+    // The current launch's pieces, and the one holding the chunk last touched.
+    std::span<const ChunkSchedule::Piece> launch_pieces_;
+    size_t piece_ = 0;
     std::vector<ChunkId> future_;
     uint64_t future_step_ = ChunkSchedule::kNever;
 };

@@ -125,10 +125,6 @@ void ChunkSchedule::append_chunks(uint64_t launch, std::vector<ChunkId>& out) co
         for (ChunkId c = p.first; c <= p.last; ++c) out[at++] = c;
 }
 
-void ChunkSchedule::append_next_uses(uint64_t launch, std::vector<uint64_t>& out) const {
-    for (const Piece& p : pieces(launch)) out.insert(out.end(), p.count(), p.next_use());
-}
-
 uint64_t ChunkSchedule::touched_bytes(uint64_t first_launch, uint64_t last_launch) const {
     std::vector<bool> seen(first_use_.size(), false);
     uint64_t bytes = 0;

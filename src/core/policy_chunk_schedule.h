@@ -54,8 +54,6 @@ public:
     }
     // Appends the launch's chunks to `out`, ascending, each once.
     void append_chunks(uint64_t launch, std::vector<ChunkId>& out) const;
-    // Appends the launch's chunks' next uses to `out`, in the order of append_chunks.
-    void append_next_uses(uint64_t launch, std::vector<uint64_t>& out) const;
     // Bytes of the launch's chunks, all of them.
     uint64_t launch_bytes(uint64_t launch) const { return launch_bytes_[launch]; }
     uint64_t first_use(ChunkId chunk) const { return first_use_[chunk]; }
