@@ -16,13 +16,22 @@ void DeviceBudget::configure(const Config& config, uint64_t free_at_start, uint6
 
 bool DeviceBudget::try_reserve(uint64_t bytes) {
     const uint64_t before = converted_live_.fetch_add(bytes, std::memory_order_relaxed);
+    note_crossing(before, before + bytes);
     if (!guard_enforced_ || before + bytes <= guard_limit_) return true;
-    converted_live_.fetch_sub(bytes, std::memory_order_relaxed);
+    release(bytes);
     return false;
 }
 
 void DeviceBudget::release(uint64_t bytes) {
-    converted_live_.fetch_sub(bytes, std::memory_order_relaxed);
+    const uint64_t before = converted_live_.fetch_sub(bytes, std::memory_order_relaxed);
+    note_crossing(before, before - bytes);
+}
+
+void DeviceBudget::note_crossing(uint64_t before, uint64_t after) {
+    if (!devices_over_) return;
+    const bool was_over = before > budget_, is_over = after > budget_;
+    if (!was_over && is_over) devices_over_->fetch_add(1, std::memory_order_release);
+    else if (was_over && !is_over) devices_over_->fetch_sub(1, std::memory_order_release);
 }
 
 void DeviceBudget::report(uint64_t other_live_bytes, uint64_t& free_out, uint64_t& total_out) const {

@@ -21,6 +21,12 @@ public:
     bool try_reserve(uint64_t bytes);
     void release(uint64_t bytes);
 
+    // Keeps `*devices_over` counting this device while its converted memory exceeds
+    // its budget: a caller that asks on every launch whether all converted memory
+    // fits reads one counter instead of every device. Set before any reservation.
+    void count_over_budget_in(std::atomic<uint32_t>* devices_over) { devices_over_ = devices_over; }
+    bool over_budget() const { return converted_live() > budget_; }
+
     uint64_t guard_limit() const { return guard_limit_; }
     uint64_t budget() const { return budget_; }
     uint64_t total() const { return total_; }
@@ -41,6 +47,11 @@ private:
     uint64_t total_ = 0;
     bool guard_enforced_ = true;
     std::atomic<uint64_t> converted_live_{0};
+    std::atomic<uint32_t>* devices_over_ = nullptr;
+
+    // Counts a crossing of the budget by one change of converted_live_ from `before`
+    // to `after`: each change is one atomic step, so the crossings alternate.
+    void note_crossing(uint64_t before, uint64_t after);
 };
 
 } // namespace uvmp

@@ -56,10 +56,8 @@ DeviceBudget* Interceptor::budget_for_current_device(const DriverTable& table, C
     if (!budget.configured()) {
         size_t free_bytes = 0, total_bytes = 0;
         if (table.cuMemGetInfo_v2(&free_bytes, &total_bytes) != CUDA_SUCCESS) return nullptr;
+        budget.count_over_budget_in(&devices_over_budget_);
         budget.configure(config_, free_bytes, total_bytes);
-        const size_t slots = static_cast<size_t>(device) + 1;
-        if (budget_slots_used_.load(std::memory_order_relaxed) < slots)
-            budget_slots_used_.store(slots, std::memory_order_release);
         if (device == 0) {
             stats_.budget_bytes.store(budget.budget(), std::memory_order_relaxed);
             stats_.guard_limit_bytes.store(budget.guard_limit(), std::memory_order_relaxed);
@@ -407,12 +405,7 @@ bool Interceptor::launch_is_captured(const LaunchSite& site) const {
 }
 
 bool Interceptor::all_converted_memory_fits() const {
-    const size_t used = budget_slots_used_.load(std::memory_order_acquire);
-    for (size_t d = 0; d < used; ++d) {
-        const DeviceBudget& budget = budgets_[d];
-        if (budget.configured() && budget.converted_live() > budget.budget()) return false;
-    }
-    return true;
+    return devices_over_budget_.load(std::memory_order_acquire) == 0;
 }
 
 CUevent Interceptor::record_fence(const LaunchSite& site) {

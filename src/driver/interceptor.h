@@ -118,7 +118,7 @@ private:
     KernelTable kernels_;
     Executor executor_;
     std::array<DeviceBudget, 64> budgets_;
-    std::atomic<size_t> budget_slots_used_{0}; // budgets_[0, this) may be configured
+    std::atomic<uint32_t> devices_over_budget_{0}; // kept by the budgets themselves
     std::mutex budgets_mutex_;
 
     std::mutex passthrough_mutex_;

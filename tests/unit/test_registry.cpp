@@ -129,3 +129,31 @@ TEST_CASE("the physical guard refuses past free-at-start less the reserve") {
     CHECK(t == 8ull << 30);
     CHECK(f == 0);
 }
+
+TEST_CASE("a budget counts itself over while its converted memory exceeds it") {
+    uvmp::Config c;
+    c.reserve = 0;
+    c.budget = uvmp::SizeOrPercent{false, 4ull << 30, 0};
+    std::atomic<uint32_t> over{0};
+    uvmp::DeviceBudget first, second;
+    first.count_over_budget_in(&over);
+    second.count_over_budget_in(&over);
+    first.configure(c, 10ull << 30, 16ull << 30);
+    second.configure(c, 10ull << 30, 16ull << 30);
+    REQUIRE(first.budget() == 4ull << 30);
+    CHECK(first.try_reserve(4ull << 30)); // at the budget, not over it
+    CHECK(over == 0);
+    CHECK(first.try_reserve(1));
+    CHECK(over == 1);
+    CHECK(second.try_reserve(5ull << 30));
+    CHECK(over == 2);
+    CHECK(first.try_reserve(1ull << 30)); // further over: counted once
+    CHECK(over == 2);
+    CHECK_FALSE(second.try_reserve(6ull << 30)); // refused by the guard: no change
+    CHECK(over == 2);
+    first.release((1ull << 30) + 1);
+    CHECK(over == 1);
+    CHECK_FALSE(first.over_budget());
+    second.release(5ull << 30);
+    CHECK(over == 0);
+}
