@@ -153,9 +153,19 @@ private:
     // Uses up to the current launch are history; drop them now and then.
     void drop_past_uses() {
         while (uses_front_ < uses_.size() && uses_[uses_front_].step < current_step_) ++uses_front_;
-        if (uses_front_ > 4096 && uses_front_ * 2 > uses_.size()) {
+        // Only when most are history: what stays is moved, and the less of it the better.
+        if (uses_front_ > 4096 && uses_front_ * 4 > uses_.size() * 3) {
+            const uint64_t new_base = uses_base_ + uses_front_;
+            // A list whose first use went unused still leads on to later ones: skip
+            // what is dropped now, as on_touch would, so that when uses are dropped
+            // changes nothing. (Only listed chunks have lists in uses_.)
+            for (ChunkId chunk : listed_) {
+                ChunkUses& uses = chunk_uses_[chunk];
+                while (uses.head != kNone && uses.head >= uses_base_ && uses.head < new_base)
+                    uses.head = uses_[uses.head - uses_base_].next;
+            }
             uses_.erase(uses_.begin(), uses_.begin() + static_cast<std::ptrdiff_t>(uses_front_));
-            uses_base_ += uses_front_;
+            uses_base_ = new_base;
             uses_front_ = 0;
         }
     }
