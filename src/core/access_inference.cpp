@@ -12,7 +12,6 @@ namespace {
 class WordBatch {
 public:
     WordBatch(const Registry& registry, std::vector<AccessHit>& hits) : registry_(registry), hits_(hits) {}
-    ~WordBatch() { flush(); }
     WordBatch(const WordBatch&) = delete;
     WordBatch& operator=(const WordBatch&) = delete;
 
@@ -28,11 +27,13 @@ public:
         }
     }
 
-private:
+    // Looks up what is left; the hits are complete after it.
     void flush() {
         registry_.find_all({words_, count_}, hits_);
         count_ = 0;
     }
+
+private:
 
     static constexpr size_t kWords = 64;
     const Registry& registry_;
@@ -82,12 +83,15 @@ void scan_kernel_params(const KernelInfo& info, void* const* params, const Regis
         if (!p) continue;
         batch.scan(p, info.params[i].size);
     }
+    batch.flush();
 }
 
 void scan_param_buffer(const void* buffer, size_t bytes, const Registry& registry,
                        std::vector<AccessHit>& hits) {
     if (!buffer) return;
-    WordBatch(registry, hits).scan(static_cast<const unsigned char*>(buffer), bytes);
+    WordBatch batch(registry, hits);
+    batch.scan(static_cast<const unsigned char*>(buffer), bytes);
+    batch.flush();
 }
 
 } // namespace uvmp

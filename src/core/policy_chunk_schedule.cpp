@@ -85,8 +85,9 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
         uint64_t bytes = 0;
         for (uint32_t k = range_begin[i]; k < range_begin[i + 1]; ++k) {
             const ChunkRange r = ranges[k];
-            // Only an allocation's last chunk can be short.
-            bytes += uint64_t{r.last - r.first} * chunk_bytes + chunk_size_[r.last];
+            // A range may span the end of one allocation and the start of the next,
+            // so the short last chunk of an allocation can sit inside it.
+            for (ChunkId c = r.first; c <= r.last; ++c) bytes += chunk_size_[c];
             for (ChunkId c = r.first; c <= r.last;) {
                 const uint32_t next = next_use[c];
                 ChunkId end = c + 1;

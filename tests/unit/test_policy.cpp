@@ -195,3 +195,21 @@ TEST_CASE("policy: belady faults no more than demand-lru on random launches", "[
         CHECK(belady_run.demand_bytes + belady_run.prefetch_bytes <= lru_run.demand_bytes);
     }
 }
+
+TEST_CASE("chunk schedule: a launch's bytes count a short last chunk inside a merged range", "[policy]") {
+    // Allocation 0 ends in a 1 MiB chunk; allocation 1 follows it in chunk ids, so a launch
+    // touching both sees one merged range of chunks 0-2.
+    trace::Trace t;
+    t.allocs.push_back({0, 0, 3 * kMiB});
+    t.allocs.push_back({1, 0, 2 * kMiB});
+    trace::Launch l;
+    l.first_access = 0;
+    l.access_count = 2;
+    t.accesses.push_back({0, 0, 0});
+    t.accesses.push_back({1, 0, 0});
+    t.launches.push_back(l);
+    const ChunkSchedule schedule(t, 2 * kMiB);
+    REQUIRE(schedule.pieces(0).size() == 1);
+    CHECK(schedule.pieces(0)[0].count() == 3);
+    CHECK(schedule.launch_bytes(0) == 5 * kMiB);
+}
