@@ -34,7 +34,6 @@ public:
     }
 
 private:
-
     static constexpr size_t kWords = 64;
     const Registry& registry_;
     std::vector<AccessHit>& hits_;

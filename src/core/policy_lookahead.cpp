@@ -10,15 +10,8 @@ void LookaheadPolicy::push_key(ChunkId chunk, const Residency& residency) {
 
 void LookaheadPolicy::push_keys(std::span<const ChunkId> chunks, const Residency& residency) {
     // The chunks of one tensor mostly share their key: one queue entry for them all.
-    size_t i = 0;
-    while (i < chunks.size()) {
-        const ChunkId first = chunks[i];
-        const uint64_t key = eviction_key(first, residency);
-        size_t end = i + 1;
-        while (end < chunks.size() && chunks[end] == first + (end - i) && eviction_key(chunks[end], residency) == key) ++end;
-        queue_.set_range(first, chunks[end - 1], key);
-        i = end;
-    }
+    for (ChunkId c : chunks) note_key(c, eviction_key(c, residency));
+    flush_keys();
 }
 
 ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) {

@@ -41,14 +41,14 @@ protected:
 
 private:
     void push_key(ChunkId chunk, const Residency& residency);
-    // `chunks` ascending.
+    // Sets the keys of `chunks` (ascending), a run of adjacent chunks with one key at a time.
     void push_keys(std::span<const ChunkId> chunks, const Residency& residency);
     // The unpinned resident chunk with the largest key above `above`, or kNoChunk.
     ChunkId pop_victim(const Residency& residency, uint64_t above);
     void evict(ChunkId chunk, Residency& residency, Plan& out);
     void fetch_ahead(uint64_t step, Residency& residency, Plan& out);
     void fetch_ahead_until_full(uint64_t step, Residency& residency, Plan& out);
-    // Keys of chunks fetched one by one, set in the queue as runs: extends the
+    // Keys of chunks met one by one, set in the queue as runs: extends the
     // pending run or flushes it and starts another. Flushed before any look
     // for a victim, so the queue is complete whenever it is read.
     void note_key(ChunkId chunk, uint64_t key);

@@ -41,9 +41,9 @@ void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
 }
 
 bool Residency::remove_allocation(uint32_t alloc_id) {
-    AllocSlot* found = const_cast<AllocSlot*>(find(alloc_id));
-    if (!found || !found->live) return false;
-    AllocSlot& slot = *found;
+    const auto index = slot_index(alloc_id);
+    if (!index || !allocs_[*index].live) return false;
+    AllocSlot& slot = allocs_[*index];
     for (ChunkId c = slot.first; c < slot.first + slot.count; ++c) {
         if (chunks_[c].resident) evict(c);
         chunks_[c].pins = 0;
@@ -54,14 +54,19 @@ bool Residency::remove_allocation(uint32_t alloc_id) {
     return true;
 }
 
-const Residency::AllocSlot* Residency::find(uint32_t alloc_id) const {
+std::optional<uint32_t> Residency::slot_index(uint32_t alloc_id) const {
     if (alloc_id < slot_by_id_.size()) {
         const uint32_t slot = slot_by_id_[alloc_id];
-        return slot ? &allocs_[slot - 1] : nullptr;
+        return slot ? std::optional<uint32_t>(slot - 1) : std::nullopt;
     }
-    if (alloc_id < kDenseIds) return nullptr;
+    if (alloc_id < kDenseIds) return std::nullopt;
     const auto it = slot_of_sparse_id_.find(alloc_id);
-    return it == slot_of_sparse_id_.end() ? nullptr : &allocs_[it->second];
+    return it == slot_of_sparse_id_.end() ? std::nullopt : std::optional<uint32_t>(it->second);
+}
+
+const Residency::AllocSlot* Residency::find(uint32_t alloc_id) const {
+    const auto index = slot_index(alloc_id);
+    return index ? &allocs_[*index] : nullptr;
 }
 
 bool Residency::is_live(uint32_t alloc_id) const {

@@ -123,6 +123,8 @@ private:
 
     void lru_unlink(ChunkId chunk);
     void lru_push_back(ChunkId chunk);
+    // Where the allocation's slot is in allocs_; nullopt for an unknown id.
+    std::optional<uint32_t> slot_index(uint32_t alloc_id) const;
     const AllocSlot* find(uint32_t alloc_id) const;
     // The chunks one access touches; nullopt for an unknown or removed allocation.
     std::optional<ChunkRange> access_range(const trace::Access& access) const;
