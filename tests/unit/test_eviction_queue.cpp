@@ -30,6 +30,17 @@ void pop_expected_top(EvictionQueue& queue, std::map<ChunkId, uint64_t>& keys) {
     keys.erase(top_chunk);
 }
 
+// Sets a key in both the queue and the reference.
+void set_both(EvictionQueue& queue, std::map<ChunkId, uint64_t>& keys, ChunkId chunk, uint64_t key) {
+    queue.set(chunk, key);
+    keys[chunk] = key;
+}
+
+// Erases from both: the queue must say whether the chunk was there as the reference does.
+void erase_both(EvictionQueue& queue, std::map<ChunkId, uint64_t>& keys, ChunkId chunk) {
+    CHECK(queue.erase(chunk) == (keys.erase(chunk) == 1));
+}
+
 } // namespace
 
 TEST_CASE("eviction queue: the top is always the largest key, ties to the largest chunk", "[policy][queue]") {
@@ -45,11 +56,10 @@ TEST_CASE("eviction queue: the top is always the largest key, ties to the larges
         switch (random() % 4) {
         case 0:
         case 1:
-            queue.set(chunk, key);
-            keys[chunk] = key;
+            set_both(queue, keys, chunk, key);
             break;
         case 2:
-            CHECK(queue.erase(chunk) == (keys.erase(chunk) == 1));
+            erase_both(queue, keys, chunk);
             break;
         case 3:
             if (!keys.empty()) pop_expected_top(queue, keys);
@@ -93,12 +103,8 @@ TEST_CASE("eviction queue: keys set in batches between looks at the top", "[poli
         for (int i = 0; i < batch; ++i) {
             const ChunkId chunk = random() % 3000;
             const uint64_t key = ranked_after ? --lowest : 500 + random() % 2'000'000;
-            if (random() % 8 == 0) {
-                CHECK(queue.erase(chunk) == (keys.erase(chunk) == 1));
-            } else {
-                queue.set(chunk, key);
-                keys[chunk] = key;
-            }
+            if (random() % 8 == 0) erase_both(queue, keys, chunk);
+            else set_both(queue, keys, chunk, key);
         }
         REQUIRE(queue.size() == keys.size());
         for (int pops = random() % 100; pops > 0 && !keys.empty(); --pops) pop_expected_top(queue, keys);
@@ -124,11 +130,10 @@ TEST_CASE("eviction queue: runs of chunks set to one key keep the order of singl
             break;
         }
         case 2:
-            queue.set(first, key);
-            keys[first] = key;
+            set_both(queue, keys, first, key);
             break;
         case 3:
-            CHECK(queue.erase(first) == (keys.erase(first) == 1));
+            erase_both(queue, keys, first);
             break;
         case 4:
             for (int pops = random() % 6; pops > 0 && !keys.empty(); --pops) pop_expected_top(queue, keys);
