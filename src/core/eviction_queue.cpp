@@ -211,8 +211,15 @@ void EvictionQueue::settle_run() {
 }
 
 void EvictionQueue::sort_best_first(std::vector<RunEntry>& entries) {
+    // The common batch is one launch's chunks set to one key, ranges in
+    // ascending order: exactly worst first.
+    const auto best_first = [](const RunEntry& a, const RunEntry& b) { return before(a, b); };
+    if (std::is_sorted(entries.rbegin(), entries.rend(), best_first)) {
+        std::reverse(entries.begin(), entries.end());
+        return;
+    }
     if (entries.size() < 64) {
-        std::sort(entries.begin(), entries.end(), [](const RunEntry& a, const RunEntry& b) { return before(a, b); });
+        std::sort(entries.begin(), entries.end(), best_first);
         return;
     }
     // A batch is a thousand keys that differ in a few low bits (recency), where

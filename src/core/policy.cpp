@@ -13,7 +13,7 @@ void Plan::clear() {
 void Plan::add(std::vector<ChunkSpan>& spans, ChunkId chunk, const Residency& residency) {
     if (!spans.empty()) {
         ChunkSpan& last = spans.back();
-        if (last.first + last.count == chunk && residency.alloc_id_of(last.first) == residency.alloc_id_of(chunk)) {
+        if (last.first + last.count == chunk && residency.same_allocation(last.first, chunk)) {
             ++last.count;
             return;
         }
@@ -38,8 +38,7 @@ void Plan::coalesce_evictions(const Residency& residency) {
     for (size_t i = 1; i < evict.size(); ++i) {
         ChunkSpan& last = evict[out];
         const ChunkSpan& next = evict[i];
-        if (last.first + last.count == next.first &&
-            residency.alloc_id_of(last.first) == residency.alloc_id_of(next.first))
+        if (last.first + last.count == next.first && residency.same_allocation(last.first, next.first))
             last.count += next.count;
         else
             evict[++out] = next;

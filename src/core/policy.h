@@ -30,8 +30,9 @@ struct LaunchView {
     uint64_t step = 0; // launch index in the program, counting from 0
     uint32_t kernel_id = 0;
     std::span<const trace::Access> accesses;
-    // The chunks the accesses touch, ascending, each once (Residency::append_launch_chunks).
-    std::span<const ChunkId> chunks;
+    // The chunks the accesses touch: ascending ranges, none overlapping
+    // (Residency::launch_ranges, or finer).
+    std::span<const ChunkRange> ranges;
 };
 
 // A run of adjacent chunks of one allocation: one transfer call.

@@ -3,6 +3,7 @@
 #include "core/policy_chunk_schedule.h"
 #include "core/policy_lookahead.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace uvmp {
@@ -23,16 +24,15 @@ protected:
         if (launch.step >= schedule_.launch_count() || residency.chunk_slots() > next_use_.size())
             throw std::logic_error("belady: the launches planned are not the ones of its schedule");
         launch_pieces_ = schedule_.pieces(launch.step);
-        piece_ = 0;
         return true;
     }
 
-    std::optional<std::span<const ChunkId>> future_chunks(uint64_t step, const Residency&) override {
+    std::optional<std::span<const ChunkRange>> future_ranges(uint64_t step, const Residency&) override {
         if (step >= schedule_.launch_count()) return std::nullopt;
         // Looking ahead often asks for the launch it stopped at last time.
         if (step != future_step_) {
             future_.clear();
-            schedule_.append_chunks(step, future_);
+            for (const ChunkSchedule::Piece& p : schedule_.pieces(step)) future_.push_back({p.first, p.last});
             future_step_ = step;
         }
         return future_;
@@ -40,19 +40,36 @@ protected:
 
     uint64_t eviction_key(ChunkId chunk, const Residency&) const override { return next_use_[chunk]; }
 
-    // Chunks come in ascending order, as the launch's pieces do.
-    void on_touch(ChunkId chunk, uint64_t, size_t) override {
-        while (launch_pieces_[piece_].last < chunk) ++piece_;
-        next_use_[chunk] = launch_pieces_[piece_].next_use();
+    // Ranges come in ascending order, as the launch's pieces do.
+    void on_touch(ChunkRange range, uint64_t) override {
+        for_each_piece_in(range, [&](ChunkId first, ChunkId last, uint64_t next) {
+            std::fill(next_use_.begin() + first, next_use_.begin() + last + 1, next);
+        });
+    }
+
+    // A piece's chunks share their next use: one key for them all.
+    void note_launch_keys(ChunkRange range, const Residency&) override {
+        for_each_piece_in(range, [&](ChunkId first, ChunkId last, uint64_t next) { note_key({first, last}, next); });
     }
 
 private:
+    // The parts of the current launch's pieces within `range`, in order.
+    template <class F>
+    void for_each_piece_in(ChunkRange range, F&& f) const {
+        size_t k = std::partition_point(launch_pieces_.begin(), launch_pieces_.end(),
+                                        [&](const ChunkSchedule::Piece& p) { return p.last < range.first; }) -
+                   launch_pieces_.begin();
+        for (; k < launch_pieces_.size() && launch_pieces_[k].first <= range.last; ++k) {
+            const ChunkSchedule::Piece& p = launch_pieces_[k];
+            f(std::max(p.first, range.first), std::min(p.last, range.last), p.next_use());
+        }
+    }
+
     const ChunkSchedule& schedule_;
     std::vector<uint64_t> next_use_;
-    // The current launch's pieces, and the one holding the chunk last touched.
-    std::span<const ChunkSchedule::Piece> launch_pieces_;
-    size_t piece_ = 0;
-    std::vector<ChunkId> future_;
+    std::span<const ChunkSchedule::Piece> launch_pieces_; // the current launch's
+
+    std::vector<ChunkRange> future_;
     uint64_t future_step_ = ChunkSchedule::kNever;
 };
 

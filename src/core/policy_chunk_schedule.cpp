@@ -87,13 +87,15 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
             const ChunkRange r = ranges[k];
             // A range may span the end of one allocation and the start of the next,
             // so the short last chunk of an allocation can sit inside it.
-            for (ChunkId c = r.first; c <= r.last; ++c) bytes += chunk_size_[c];
-            for (ChunkId c = r.first; c <= r.last;) {
+            const size_t range_end = size_t{r.last} + 1;
+            for (size_t c = r.first; c < range_end; ++c) bytes += chunk_size_[c];
+            for (size_t c = r.first; c < range_end;) {
                 const uint32_t next = next_use[c];
-                ChunkId end = c + 1;
-                while (end <= r.last && next_use[end] == next) ++end;
-                pieces_.push_back({c, end - 1, next});
-                std::fill(next_use.begin() + c, next_use.begin() + end, static_cast<uint32_t>(i));
+                size_t end = c + 1;
+                while (end < range_end && next_use[end] == next) ++end;
+                pieces_.push_back({static_cast<ChunkId>(c), static_cast<ChunkId>(end - 1), next});
+                std::fill(next_use.begin() + static_cast<std::ptrdiff_t>(c), next_use.begin() + static_cast<std::ptrdiff_t>(end),
+                          static_cast<uint32_t>(i));
                 c = end;
             }
         }

@@ -12,8 +12,7 @@ public:
 
     void plan(const LaunchView& launch, Residency& residency, Plan& out) override {
         uint64_t missing_bytes = 0;
-        for (ChunkId c : launch.chunks)
-            if (!residency.is_resident(c)) missing_bytes += residency.chunk_size(c);
+        for (const ChunkRange& r : launch.ranges) missing_bytes += residency.missing_bytes(r);
 
         ChunkId victim = residency.lru_front();
         while (residency.free_bytes() < missing_bytes && victim != kNoChunk) {
@@ -25,13 +24,8 @@ public:
             victim = next;
         }
 
-        for (ChunkId c : launch.chunks) {
-            if (!residency.is_resident(c)) {
-                residency.make_resident(c, launch.step);
-                Plan::add(out.demand, c, residency);
-            }
-            residency.touch(c, launch.step);
-        }
+        for (const ChunkRange& r : launch.ranges)
+            residency.use(r, launch.step, [&](ChunkId c) { Plan::add(out.demand, c, residency); });
     }
 };
 

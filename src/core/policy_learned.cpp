@@ -39,7 +39,7 @@ protected:
         return predictor_.continued();
     }
 
-    std::optional<std::span<const ChunkId>> future_chunks(uint64_t step, const Residency& residency) override {
+    std::optional<std::span<const ChunkRange>> future_ranges(uint64_t step, const Residency& residency) override {
         // Right after a miss the predictor's guess of where the program is can
         // be wrong, and acting on it moves many times the working set (the
         // first step's one-off set-up launches cause most misses). Demand
@@ -48,47 +48,49 @@ protected:
         const Predictor::Step* predicted = predictor_.predict(step - current_step_);
         if (!predicted) return std::nullopt;
         // Looking ahead restarts after every failed prediction and visits the
-        // same launches again: keep their chunk lists until an allocation
+        // same launches again: keep their chunk ranges until an allocation
         // comes or goes.
         if (cached_layout_ != residency.layout_version()) {
-            chunk_cache_.clear();
-            cached_chunks_.clear();
+            range_cache_.clear();
+            cached_ranges_.clear();
             cached_layout_ = residency.layout_version();
         }
-        auto [entry, added] = chunk_cache_.try_emplace(predicted->extent_hash);
+        auto [entry, added] = range_cache_.try_emplace(predicted->extent_hash);
         if (added) {
-            const size_t start = cached_chunks_.size();
-            residency.append_launch_chunks(predictor_.accesses(*predicted), range_scratch_, cached_chunks_);
-            entry->second = {start, cached_chunks_.size() - start};
+            residency.launch_ranges(predictor_.accesses(*predicted), range_scratch_);
+            entry->second = {cached_ranges_.size(), range_scratch_.size()};
+            cached_ranges_.insert(cached_ranges_.end(), range_scratch_.begin(), range_scratch_.end());
         }
-        return std::span<const ChunkId>(cached_chunks_.data() + entry->second.first, entry->second.second);
+        return std::span<const ChunkRange>(cached_ranges_.data() + entry->second.first, entry->second.second);
     }
 
-    uint64_t eviction_key(ChunkId chunk, const Residency& residency) const override {
-        const uint64_t step = predicted_use(chunk);
-        if (step != kNone) return step;
-        return kUnpredicted + (kUnpredicted - 1 - std::min(residency.last_use(chunk), kUnpredicted - 1));
-    }
+    uint64_t eviction_key(ChunkId chunk, const Residency& residency) const override { return key_of(chunk, residency); }
 
-    void on_touch(ChunkId chunk, uint64_t step, size_t) override {
-        ChunkUses& uses = chunk_uses_[chunk];
-        // The first predicted use is still ahead. (One dropped from uses_ never
-        // is: only uses before the current launch are dropped.)
-        if (uses.head == kNone || uses.head_step > step) return;
-        // This use was the first predicted one: the next predicted use moves up.
-        uint64_t entry = uses.head;
-        while (entry != kNone && (entry < uses_base_ || uses_[entry - uses_base_].step <= step))
-            entry = entry < uses_base_ ? kNone : uses_[entry - uses_base_].next;
-        if (entry == kNone) {
-            uses = ChunkUses{};
-        } else {
-            uses.head = entry;
-            uses.head_step = uses_[entry - uses_base_].step;
+    void on_touch(ChunkRange range, uint64_t step) override {
+        for (ChunkId c = range.first; c <= range.last; ++c) {
+            ChunkUses& uses = chunk_uses_[c];
+            // Mostly the first predicted use is still ahead, or there is none.
+            // (One dropped from uses_ never is: only uses before the current launch are dropped.)
+            if (uses.head != kNone && uses.head_step <= step) pass_use(uses, step);
         }
     }
 
-    void on_future_uses(std::span<const ChunkId> chunks, uint64_t step) override {
-        for (ChunkId chunk : chunks) {
+    void note_launch_keys(ChunkRange range, const Residency& residency) override {
+        // The chunks of a tensor mostly share their key: noted as one run.
+        ChunkId run_first = range.first;
+        uint64_t run_key = key_of(run_first, residency);
+        for (ChunkId c = range.first + 1; c <= range.last; ++c) {
+            const uint64_t key = key_of(c, residency);
+            if (key == run_key) continue;
+            note_key({run_first, c - 1}, run_key);
+            run_first = c;
+            run_key = key;
+        }
+        note_key({run_first, range.last}, run_key);
+    }
+
+    void on_future_uses(ChunkRange chunks, uint64_t step) override {
+        for (ChunkId chunk = chunks.first; chunk <= chunks.last; ++chunk) {
             ChunkUses& uses = chunk_uses_[chunk];
             const bool had_prediction = uses.head_step > current_step_;
             // Looking ahead again over launches it has seen (after an eviction sent
@@ -144,6 +146,25 @@ private:
         uint64_t tail_step = 0;
     };
 
+    uint64_t key_of(ChunkId chunk, const Residency& residency) const {
+        const uint64_t step = predicted_use(chunk);
+        if (step != kNone) return step;
+        return kUnpredicted + (kUnpredicted - 1 - std::min(residency.last_use(chunk), kUnpredicted - 1));
+    }
+
+    // The use at or before `step` was the first predicted one: the next predicted use moves up.
+    void pass_use(ChunkUses& uses, uint64_t step) const {
+        uint64_t entry = uses.head;
+        while (entry != kNone && (entry < uses_base_ || uses_[entry - uses_base_].step <= step))
+            entry = entry < uses_base_ ? kNone : uses_[entry - uses_base_].next;
+        if (entry == kNone) {
+            uses = ChunkUses{};
+        } else {
+            uses.head = entry;
+            uses.head_step = uses_[entry - uses_base_].step;
+        }
+    }
+
     uint64_t predicted_use(ChunkId chunk) const {
         // A use at or before the current launch did not happen: no prediction.
         const uint64_t step = chunk_uses_[chunk].head_step;
@@ -172,9 +193,9 @@ private:
 
     Predictor predictor_;
     uint64_t current_step_ = 0;
-    // Chunk lists of predicted launches by extent hash: (start, count) in cached_chunks_.
-    std::unordered_map<uint64_t, std::pair<size_t, size_t>> chunk_cache_;
-    std::vector<ChunkId> cached_chunks_;
+    // Chunk ranges of predicted launches by extent hash: (start, count) in cached_ranges_.
+    std::unordered_map<uint64_t, std::pair<size_t, size_t>> range_cache_;
+    std::vector<ChunkRange> cached_ranges_;
     std::vector<ChunkRange> range_scratch_;
     uint64_t cached_layout_ = UINT64_MAX;
     std::vector<PredictedUse> uses_;

@@ -8,10 +8,8 @@ void LookaheadPolicy::push_key(ChunkId chunk, const Residency& residency) {
     queue_.set(chunk, eviction_key(chunk, residency));
 }
 
-void LookaheadPolicy::push_keys(std::span<const ChunkId> chunks, const Residency& residency) {
-    // The chunks of one tensor mostly share their key: one queue entry for them all.
-    for (ChunkId c : chunks) note_key(c, eviction_key(c, residency));
-    flush_keys();
+void LookaheadPolicy::note_launch_keys(ChunkRange range, const Residency& residency) {
+    for (ChunkId c = range.first; c <= range.last; ++c) note_key(c, eviction_key(c, residency));
 }
 
 ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) {
@@ -54,7 +52,8 @@ void LookaheadPolicy::evict(ChunkId chunk, Residency& residency, Plan& out) {
     const uint64_t next_use = eviction_key(chunk, residency);
     if (horizon_valid_ && next_use < horizon_step_) {
         horizon_step_ = next_use;
-        horizon_index_ = 0;
+        horizon_range_ = 0;
+        horizon_offset_ = 0;
     }
     residency.evict(chunk);
     Plan::add(out.evict, chunk, residency);
@@ -85,21 +84,15 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
     // The launch's own chunks first: whatever is missing faults in on demand,
     // displacing the chunks needed farthest ahead.
     uint64_t missing_bytes = 0;
-    for (ChunkId c : launch.chunks)
-        if (!residency.is_resident(c)) missing_bytes += residency.chunk_size(c);
+    for (const ChunkRange& r : launch.ranges) missing_bytes += residency.missing_bytes(r);
     while (residency.free_bytes() < missing_bytes) {
         const ChunkId victim = pop_victim(residency, 0);
         if (victim == kNoChunk) break; // the launch alone exceeds the budget
         evict(victim, residency, out);
     }
-    for (size_t i = 0; i < launch.chunks.size(); ++i) {
-        const ChunkId c = launch.chunks[i];
-        if (!residency.is_resident(c)) {
-            residency.make_resident(c, launch.step);
-            Plan::add(out.demand, c, residency);
-        }
-        residency.touch(c, launch.step);
-        on_touch(c, launch.step, i);
+    for (const ChunkRange& r : launch.ranges) {
+        residency.use(r, launch.step, [&](ChunkId c) { Plan::add(out.demand, c, residency); });
+        on_touch(r, launch.step);
     }
     // The launch's chunks are pinned until it is planned, so their new keys
     // (needed later now) can wait until the end: looking for victims then
@@ -107,7 +100,9 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
 
     fetch_ahead(launch.step, residency, out);
 
-    push_keys(launch.chunks, residency);
+    // The chunks of one tensor mostly share their key: one queue entry for them all.
+    for (const ChunkRange& r : launch.ranges) note_launch_keys(r, residency);
+    flush_keys();
     for (ChunkId c : pinned_aside_)
         if (residency.is_resident(c)) push_key(c, residency);
     pinned_aside_.clear();
@@ -116,13 +111,14 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
     if (queue_.size() > 2 * residency.resident_chunk_count() + 1024) rebuild_queue(residency);
 }
 
-void LookaheadPolicy::note_key(ChunkId chunk, uint64_t key) {
-    if (pending_.count > 0 && chunk == pending_.first + pending_.count && key == pending_.key) {
-        ++pending_.count;
+void LookaheadPolicy::note_key(ChunkRange range, uint64_t key) {
+    const uint32_t count = range.last - range.first + 1;
+    if (pending_.count > 0 && range.first == pending_.first + pending_.count && key == pending_.key) {
+        pending_.count += count;
         return;
     }
     flush_keys();
-    pending_ = {chunk, 1, key};
+    pending_ = {range.first, count, key};
 }
 
 void LookaheadPolicy::flush_keys() {
@@ -138,49 +134,50 @@ void LookaheadPolicy::fetch_ahead(uint64_t step, Residency& residency, Plan& out
 void LookaheadPolicy::fetch_ahead_until_full(uint64_t step, Residency& residency, Plan& out) {
     if (!horizon_valid_ || horizon_step_ <= step) {
         horizon_step_ = step + 1;
-        horizon_index_ = 0;
+        horizon_range_ = 0;
+        horizon_offset_ = 0;
         horizon_valid_ = true;
     }
     const uint64_t last_step = step + config_.max_lookahead_launches;
     const ChunkId slots = residency.chunk_slots(); // no allocation comes or goes while planning
-    // Memory allocated later (or freed by then) has nothing to fetch yet.
-    auto exists = [&](ChunkId c) { return c < slots && residency.is_chunk_live(c); };
-    for (; horizon_step_ <= last_step; ++horizon_step_, horizon_index_ = 0) {
-        const auto future = future_chunks(horizon_step_, residency);
+    for (; horizon_step_ <= last_step; ++horizon_step_, horizon_range_ = 0, horizon_offset_ = 0) {
+        const auto future = future_ranges(horizon_step_, residency);
         if (!future) return;
-        while (horizon_index_ < future->size()) {
+        while (horizon_range_ < future->size()) {
+            const ChunkRange range = (*future)[horizon_range_];
+            const ChunkId c = range.first + horizon_offset_;
             // Most chunks are resident already: they are only noted as used then.
             // A future use only brings a key down (needed sooner); an entry left
-            // too high is corrected when it reaches the top of the queue.
-            size_t end = horizon_index_;
-            while (end < future->size()) {
-                const ChunkId c = (*future)[end];
-                if (!exists(c) || !residency.is_resident(c)) break;
-                ++end;
-            }
-            if (end > horizon_index_) {
-                on_future_uses(future->subspan(horizon_index_, end - horizon_index_), horizon_step_);
-                horizon_index_ = end;
+            // too high is corrected when it reaches the top of the queue. (A
+            // resident chunk exists: memory allocated later, or freed by then, has
+            // nothing to fetch yet.)
+            ChunkId end = c;
+            while (end <= range.last && end < slots && residency.is_resident(end)) ++end;
+            if (end > c) on_future_uses({c, end - 1}, horizon_step_);
+            if (end > range.last) {
+                ++horizon_range_;
+                horizon_offset_ = 0;
                 continue;
             }
-            const ChunkId c = (*future)[horizon_index_];
-            if (!exists(c)) {
-                ++horizon_index_;
+            horizon_offset_ = end - range.first;
+            if (end >= slots || !residency.is_chunk_live(end)) {
+                ++horizon_offset_;
                 continue;
             }
-            const uint64_t size = residency.chunk_size(c);
+            const uint64_t size = residency.chunk_size(end);
             while (residency.free_bytes() < size) {
-                flush_keys();
-                // Only chunks needed after this one may make room for it.
+                // Only chunks needed after this one may make room for it. The
+                // chunks fetched so far are needed no later, so they can wait
+                // outside the queue: their run grows as long as they come adjacent.
                 const ChunkId victim = pop_victim(residency, horizon_step_);
                 if (victim == kNoChunk) return;
                 evict(victim, residency, out);
             }
-            residency.make_resident(c, step);
-            Plan::add(out.prefetch, c, residency);
-            on_future_uses({&c, 1}, horizon_step_);
-            note_key(c, eviction_key(c, residency));
-            ++horizon_index_;
+            residency.make_resident(end, step);
+            Plan::add(out.prefetch, end, residency);
+            on_future_uses({end, end}, horizon_step_);
+            note_key(end, eviction_key(end, residency));
+            ++horizon_offset_;
         }
     }
 }

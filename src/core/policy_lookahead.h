@@ -23,35 +23,37 @@ protected:
     // First thing for every launch. False when what was known of the future no
     // longer holds: fetching ahead restarts from the next launch.
     virtual bool begin_launch(const LaunchView& launch, const Residency& residency) = 0;
-    // The chunks that launch `step` (after the current one) will touch, sorted,
-    // each once; nullopt when unknown. Valid until the next call.
-    virtual std::optional<std::span<const ChunkId>> future_chunks(uint64_t step, const Residency& residency) = 0;
+    // The chunks that launch `step` (after the current one) will touch, as
+    // ascending ranges, none overlapping; nullopt when unknown. Valid until the next call.
+    virtual std::optional<std::span<const ChunkRange>> future_ranges(uint64_t step, const Residency& residency) = 0;
     // Larger means needed later, so evicted sooner.
     virtual uint64_t eviction_key(ChunkId chunk, const Residency& residency) const = 0;
-    // The current launch touches `chunk`, the `index`-th of its chunks.
-    virtual void on_touch(ChunkId chunk, uint64_t step, size_t index) {}
-    // Looking ahead found these chunks used at `step`, in this order. A key may
-    // only go down (the chunk is needed sooner than thought).
-    virtual void on_future_uses(std::span<const ChunkId> chunks, uint64_t step) {}
+    // The current launch touches these chunks (its ranges come in ascending order).
+    virtual void on_touch(ChunkRange range, uint64_t step) {}
+    // Sets the keys of the current launch's chunks in `range` once it is planned,
+    // through note_key: by default chunk by chunk from eviction_key().
+    virtual void note_launch_keys(ChunkRange range, const Residency& residency);
+    // Looking ahead found these chunks used at `step`, in ascending order. A key
+    // may only go down (the chunk is needed sooner than thought).
+    virtual void on_future_uses(ChunkRange chunks, uint64_t step) {}
     // Forget everything learned about the future (after begin_launch returned
     // false), reporting every chunk whose key that changes through key_changed().
     virtual void forget_future() {}
     // A chunk's key changed outside on_touch and on_future_uses.
     void key_changed(ChunkId chunk) { changed_keys_.push_back(chunk); }
+    // Keys of chunks met in ascending order, set in the queue as runs: extends
+    // the pending run or flushes it and starts another. Flushed before any look
+    // for a victim that the pending run's keys could rank above.
+    void note_key(ChunkId chunk, uint64_t key) { note_key({chunk, chunk}, key); }
+    void note_key(ChunkRange range, uint64_t key);
 
 private:
     void push_key(ChunkId chunk, const Residency& residency);
-    // Sets the keys of `chunks` (ascending), a run of adjacent chunks with one key at a time.
-    void push_keys(std::span<const ChunkId> chunks, const Residency& residency);
     // The unpinned resident chunk with the largest key above `above`, or kNoChunk.
     ChunkId pop_victim(const Residency& residency, uint64_t above);
     void evict(ChunkId chunk, Residency& residency, Plan& out);
     void fetch_ahead(uint64_t step, Residency& residency, Plan& out);
     void fetch_ahead_until_full(uint64_t step, Residency& residency, Plan& out);
-    // Keys of chunks met one by one, set in the queue as runs: extends the
-    // pending run or flushes it and starts another. Flushed before any look
-    // for a victim, so the queue is complete whenever it is read.
-    void note_key(ChunkId chunk, uint64_t key);
     void flush_keys();
     void rebuild_queue(const Residency& residency);
 
@@ -70,7 +72,8 @@ private:
     };
     KeyRun pending_;
     uint64_t horizon_step_ = 0; // next launch to fetch for
-    size_t horizon_index_ = 0;  // next chunk of that launch
+    size_t horizon_range_ = 0;  // next range of that launch
+    uint32_t horizon_offset_ = 0; // next chunk of that range, counted from its first
     bool horizon_valid_ = false;
 };
 

@@ -19,11 +19,11 @@ void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
     if (find(alloc_id))
         throw std::invalid_argument("allocation " + std::to_string(alloc_id) + " was added twice");
     const uint64_t count = (size_bytes + chunk_bytes_ - 1) >> chunk_shift_;
-    if (chunks_.size() + count >= kNoChunk)
+    if (state_.size() + count >= kNoChunk)
         throw std::length_error("too many chunks: use a larger chunk size");
     AllocSlot slot;
     slot.id = alloc_id;
-    slot.first = static_cast<ChunkId>(chunks_.size());
+    slot.first = static_cast<ChunkId>(state_.size());
     slot.count = static_cast<uint32_t>(count);
     slot.size = size_bytes;
     const auto slot_index = static_cast<uint32_t>(allocs_.size());
@@ -34,10 +34,21 @@ void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
     } else {
         slot_of_sparse_id_.emplace(alloc_id, slot_index);
     }
-    ChunkState state;
-    state.alloc_slot = slot_index;
-    chunks_.resize(chunks_.size() + count, state);
+    const size_t slots = state_.size() + count;
+    last_use_.resize(slots, 0);
+    alloc_slot_.resize(slots, slot_index);
+    links_.resize(slots);
+    pins_.resize(slots, 0);
+    state_.resize(slots, kLive);
     ++layout_version_;
+}
+
+void Residency::reserve_chunk_slots(uint32_t slots) {
+    last_use_.reserve(slots);
+    alloc_slot_.reserve(slots);
+    links_.reserve(slots);
+    pins_.reserve(slots);
+    state_.reserve(slots);
 }
 
 bool Residency::remove_allocation(uint32_t alloc_id) {
@@ -45,9 +56,9 @@ bool Residency::remove_allocation(uint32_t alloc_id) {
     if (!index || !allocs_[*index].live) return false;
     AllocSlot& slot = allocs_[*index];
     for (ChunkId c = slot.first; c < slot.first + slot.count; ++c) {
-        if (chunks_[c].resident) evict(c);
-        chunks_[c].pins = 0;
-        chunks_[c].live = false;
+        if (is_resident(c)) evict(c);
+        pins_[c] = 0;
+        state_[c] = 0;
     }
     slot.live = false;
     ++layout_version_;
@@ -119,20 +130,19 @@ void Residency::append_launch_chunks(std::span<const trace::Access> accesses, st
 }
 
 uint64_t Residency::chunk_offset(ChunkId chunk) const {
-    return static_cast<uint64_t>(chunk - allocs_[chunks_[chunk].alloc_slot].first) << chunk_shift_;
+    return static_cast<uint64_t>(chunk - allocs_[alloc_slot_[chunk]].first) << chunk_shift_;
 }
 
 uint64_t Residency::chunk_size(ChunkId chunk) const {
-    const AllocSlot& slot = allocs_[chunks_[chunk].alloc_slot];
+    const AllocSlot& slot = allocs_[alloc_slot_[chunk]];
     const uint64_t offset = static_cast<uint64_t>(chunk - slot.first) << chunk_shift_;
     return std::min(chunk_bytes_, slot.size - offset);
 }
 
 void Residency::make_resident(ChunkId chunk, uint64_t step) {
-    ChunkState& state = chunks_[chunk];
-    if (state.resident) return;
-    state.resident = true;
-    state.last_use = step;
+    if (is_resident(chunk)) return;
+    state_[chunk] |= kResident;
+    last_use_[chunk] = step;
     resident_bytes_ += chunk_size(chunk);
     ++resident_chunks_;
     peak_resident_bytes_ = std::max(peak_resident_bytes_, resident_bytes_);
@@ -140,40 +150,74 @@ void Residency::make_resident(ChunkId chunk, uint64_t step) {
 }
 
 void Residency::evict(ChunkId chunk) {
-    ChunkState& state = chunks_[chunk];
-    if (!state.resident) return;
-    state.resident = false;
+    if (!is_resident(chunk)) return;
+    state_[chunk] &= static_cast<uint8_t>(~kResident);
     resident_bytes_ -= chunk_size(chunk);
     --resident_chunks_;
     lru_unlink(chunk);
 }
 
 void Residency::touch(ChunkId chunk, uint64_t step) {
-    ChunkState& state = chunks_[chunk];
-    state.last_use = step;
-    if (!state.resident || lru_tail_ == chunk) return;
+    last_use_[chunk] = step;
+    if (!is_resident(chunk) || lru_tail_ == chunk) return;
     lru_unlink(chunk);
     lru_push_back(chunk);
 }
 
+uint64_t Residency::missing_bytes(ChunkRange range) const {
+    // Mostly none is missing: count them without branches first.
+    const uint8_t* state = state_.data();
+    uint32_t missing = 0;
+    for (size_t c = range.first, end = size_t{range.last} + 1; c < end; ++c) missing += (state[c] & kResident) == 0;
+    if (missing == 0) return 0;
+    uint64_t bytes = 0;
+    for (ChunkId c = range.first; c <= range.last; ++c)
+        if (!is_resident(c)) bytes += chunk_size(c);
+    return bytes;
+}
+
 void Residency::unpin(ChunkId chunk) {
-    if (chunks_[chunk].pins != 0) --chunks_[chunk].pins;
+    if (pins_[chunk] != 0) --pins_[chunk];
+}
+
+void Residency::pin(ChunkRange range) {
+    uint16_t* pins = pins_.data();
+    for (size_t c = range.first, end = size_t{range.last} + 1; c < end; ++c) ++pins[c];
+}
+
+void Residency::unpin(ChunkRange range) {
+    uint16_t* pins = pins_.data();
+    for (size_t c = range.first, end = size_t{range.last} + 1; c < end; ++c)
+        pins[c] = static_cast<uint16_t>(pins[c] - (pins[c] != 0));
+}
+
+void Residency::lru_move_run_to_back(ChunkRange range) {
+    if (lru_tail_ == range.last) return;
+    const ChunkId before = links_[range.first].prev;
+    const ChunkId after = links_[range.last].next; // not kNoChunk: the run is not at the end
+    if (before != kNoChunk) links_[before].next = after;
+    else lru_head_ = after;
+    links_[after].prev = before;
+    links_[lru_tail_].next = range.first;
+    links_[range.first].prev = lru_tail_;
+    links_[range.last].next = kNoChunk;
+    lru_tail_ = range.last;
 }
 
 void Residency::lru_unlink(ChunkId chunk) {
-    ChunkState& state = chunks_[chunk];
-    if (state.prev != kNoChunk) chunks_[state.prev].next = state.next;
-    else lru_head_ = state.next;
-    if (state.next != kNoChunk) chunks_[state.next].prev = state.prev;
-    else lru_tail_ = state.prev;
-    state.prev = state.next = kNoChunk;
+    Link& link = links_[chunk];
+    if (link.prev != kNoChunk) links_[link.prev].next = link.next;
+    else lru_head_ = link.next;
+    if (link.next != kNoChunk) links_[link.next].prev = link.prev;
+    else lru_tail_ = link.prev;
+    link.prev = link.next = kNoChunk;
 }
 
 void Residency::lru_push_back(ChunkId chunk) {
-    ChunkState& state = chunks_[chunk];
-    state.prev = lru_tail_;
-    state.next = kNoChunk;
-    if (lru_tail_ != kNoChunk) chunks_[lru_tail_].next = chunk;
+    Link& link = links_[chunk];
+    link.prev = lru_tail_;
+    link.next = kNoChunk;
+    if (lru_tail_ != kNoChunk) links_[lru_tail_].next = chunk;
     else lru_head_ = chunk;
     lru_tail_ = chunk;
 }

@@ -12,6 +12,7 @@
 #include "core/trace_model.h"
 
 #include <cstdint>
+#include <algorithm>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -68,30 +69,41 @@ public:
 
     // Room for this many chunk ids in all, so that adding allocations up to it
     // does not copy the per-chunk state (the simulator knows the total ahead).
-    void reserve_chunk_slots(uint32_t slots) { chunks_.reserve(slots); }
+    void reserve_chunk_slots(uint32_t slots);
 
     // Every chunk id ever handed out is below chunk_slots().
-    uint32_t chunk_slots() const { return static_cast<uint32_t>(chunks_.size()); }
-    uint32_t alloc_id_of(ChunkId chunk) const { return allocs_[chunks_[chunk].alloc_slot].id; }
+    uint32_t chunk_slots() const { return static_cast<uint32_t>(state_.size()); }
+    uint32_t alloc_id_of(ChunkId chunk) const { return allocs_[alloc_slot_[chunk]].id; }
+    bool same_allocation(ChunkId a, ChunkId b) const { return alloc_slot_[a] == alloc_slot_[b]; }
     uint64_t chunk_offset(ChunkId chunk) const;
     // The last chunk of an allocation may be shorter than chunk_bytes().
     uint64_t chunk_size(ChunkId chunk) const;
-    bool is_chunk_live(ChunkId chunk) const { return chunks_[chunk].live; }
+    bool is_chunk_live(ChunkId chunk) const { return (state_[chunk] & kLive) != 0; }
 
-    bool is_resident(ChunkId chunk) const { return chunks_[chunk].resident; }
+    bool is_resident(ChunkId chunk) const { return (state_[chunk] & kResident) != 0; }
     // Counts the chunk against the budget; going over it is allowed (a launch
     // that alone exceeds the budget) but shows in peak_resident_bytes().
     void make_resident(ChunkId chunk, uint64_t step);
     void evict(ChunkId chunk);
     // Marks a use at `step` (the launch index) and makes it most recently used.
     void touch(ChunkId chunk, uint64_t step);
-    uint64_t last_use(ChunkId chunk) const { return chunks_[chunk].last_use; }
+    uint64_t last_use(ChunkId chunk) const { return last_use_[chunk]; }
+    // Bytes of the range's chunks that are not resident.
+    uint64_t missing_bytes(ChunkRange range) const;
+    // Makes the range's chunks resident, calling `fetched(chunk)` for each one
+    // that was not, and touches them, in ascending order: the same as
+    // make_resident and touch chunk by chunk. A tensor used again is mostly still
+    // one run of the recency list, which then moves to its end in one step.
+    template <class Fetched>
+    void use(ChunkRange range, uint64_t step, Fetched&& fetched);
 
     // A pinned chunk is needed by a kernel that is about to run or running:
     // no policy may evict it.
-    void pin(ChunkId chunk) { ++chunks_[chunk].pins; }
+    void pin(ChunkId chunk) { ++pins_[chunk]; }
     void unpin(ChunkId chunk);
-    bool is_pinned(ChunkId chunk) const { return chunks_[chunk].pins != 0; }
+    void pin(ChunkRange range);
+    void unpin(ChunkRange range);
+    bool is_pinned(ChunkId chunk) const { return pins_[chunk] != 0; }
 
     uint64_t resident_bytes() const { return resident_bytes_; }
     uint64_t free_bytes() const { return resident_bytes_ >= budget_bytes_ ? 0 : budget_bytes_ - resident_bytes_; }
@@ -100,7 +112,7 @@ public:
 
     // Resident chunks from least to most recently used.
     ChunkId lru_front() const { return lru_head_; }
-    ChunkId lru_next(ChunkId chunk) const { return chunks_[chunk].next; }
+    ChunkId lru_next(ChunkId chunk) const { return links_[chunk].next; }
 
 private:
     struct AllocSlot {
@@ -110,19 +122,19 @@ private:
         uint64_t size = 0;
         bool live = true;
     };
-    struct ChunkState {
-        uint64_t last_use = 0;
-        uint32_t alloc_slot = 0;
+    // Per-chunk state, one array per field: the loops over a launch's ranges
+    // read and write one field of many adjacent chunks.
+    static constexpr uint8_t kLive = 1;     // the allocation's, kept per chunk:
+    static constexpr uint8_t kResident = 2; // looking ahead asks for every chunk
+    struct Link {
         ChunkId prev = kNoChunk;
         ChunkId next = kNoChunk;
-        uint16_t pins = 0;
-        bool resident = false;
-        // The allocation's, kept per chunk: looking ahead asks for every chunk.
-        bool live = true;
     };
 
     void lru_unlink(ChunkId chunk);
     void lru_push_back(ChunkId chunk);
+    // Moves first..last, resident and linked in this order, to the end of the recency list.
+    void lru_move_run_to_back(ChunkRange range);
     // Where the allocation's slot is in allocs_; nullopt for an unknown id.
     std::optional<uint32_t> slot_index(uint32_t alloc_id) const;
     const AllocSlot* find(uint32_t alloc_id) const;
@@ -142,9 +154,32 @@ private:
     static constexpr uint32_t kDenseIds = 1u << 22;
     std::vector<uint32_t> slot_by_id_;
     std::unordered_map<uint32_t, uint32_t> slot_of_sparse_id_;
-    LargeVector<ChunkState> chunks_;
+    LargeVector<uint64_t> last_use_;
+    LargeVector<uint32_t> alloc_slot_;
+    LargeVector<Link> links_;
+    LargeVector<uint16_t> pins_;
+    LargeVector<uint8_t> state_;
     ChunkId lru_head_ = kNoChunk;
     ChunkId lru_tail_ = kNoChunk;
 };
+
+template <class Fetched>
+void Residency::use(ChunkRange range, uint64_t step, Fetched&& fetched) {
+    std::fill(last_use_.begin() + range.first, last_use_.begin() + range.last + 1, step);
+    for (ChunkId c = range.first; c <= range.last;) {
+        if (!is_resident(c)) {
+            make_resident(c, step); // at the end of the list already, as touch would put it
+            fetched(c);
+            ++c;
+            continue;
+        }
+        // Chunks linked in ascending order are resident (the list holds no others)
+        // and move together: the end of the list is where touching each would leave them.
+        ChunkId end = c;
+        while (end < range.last && links_[end].next == end + 1) ++end;
+        lru_move_run_to_back({c, end});
+        c = end + 1;
+    }
+}
 
 } // namespace uvmp

@@ -123,7 +123,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     const auto events = schedule.events();
     size_t next_event = 0;
     Plan plan;
-    std::vector<ChunkId> launch_chunks;
+    std::vector<ChunkRange> launch_ranges;
     for (uint64_t i = 0; i < launches; ++i) {
         for (; next_event < events.size() && events[next_event].launches_before <= i; ++next_event) {
             const ChunkSchedule::AllocEvent& e = events[next_event];
@@ -131,17 +131,19 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             else residency.add_allocation(e.alloc_id, e.size);
         }
         const trace::Launch& launch = trace.launches[i];
-        launch_chunks.clear();
-        schedule.append_chunks(i, launch_chunks);
-        const std::span<const ChunkId> chunks(launch_chunks);
-        for (ChunkId c : chunks) residency.pin(c);
+        launch_ranges.clear();
+        for (const ChunkSchedule::Piece& p : schedule.pieces(i)) {
+            if (!launch_ranges.empty() && launch_ranges.back().last + 1 == p.first) launch_ranges.back().last = p.last;
+            else launch_ranges.push_back({p.first, p.last});
+        }
+        for (const ChunkRange& r : launch_ranges) residency.pin(r);
         if (schedule.launch_bytes(i) > config.budget_bytes) ++result.oversized_launches;
 
         LaunchView view;
         view.step = i;
         view.kernel_id = launch.kernel_id;
         view.accesses = trace.accesses_of(launch);
-        view.chunks = chunks;
+        view.ranges = launch_ranges;
         plan.clear();
         policy->plan(view, residency, plan);
         plan.coalesce_evictions(residency);
@@ -191,14 +193,14 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         }
 
         double start = compute_free;
-        for (ChunkId c : chunks) {
-            residency.unpin(c);
-            start = std::max(start, ready_at[c]);
+        for (const ChunkRange& r : launch_ranges) {
+            residency.unpin(r);
+            for (size_t c = r.first, end = size_t{r.last} + 1; c < end; ++c) start = std::max(start, ready_at[c]);
         }
         const uint64_t duration_ns = launch.duration_ns ? launch.duration_ns : link.default_kernel_ns;
         const double compute = static_cast<double>(duration_ns) * 1e-9;
         const double end = start + compute + fault_evict_seconds + seconds_for(demand_bytes, link.demand_fault_gbps);
-        for (ChunkId c : chunks) busy_until[c] = end;
+        for (const ChunkRange& r : launch_ranges) std::fill(busy_until.begin() + r.first, busy_until.begin() + r.last + 1, end);
         compute_free = end;
         previous_kernel_start = start;
 

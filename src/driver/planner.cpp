@@ -101,19 +101,18 @@ void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
     Residency& residency = *model.residency;
     launches_ = launch.seq;
 
-    chunk_scratch_.clear();
-    residency.append_launch_chunks(launch.accesses, range_scratch_, chunk_scratch_);
+    residency.launch_ranges(launch.accesses, range_scratch_);
 
     LaunchView view;
     view.step = launch.seq;
     view.kernel_id = launch.kernel_id;
     view.accesses = launch.accesses;
-    view.chunks = chunk_scratch_;
-    for (ChunkId c : chunk_scratch_) residency.pin(c);
+    view.ranges = range_scratch_;
+    for (const ChunkRange& r : range_scratch_) residency.pin(r);
     plan_.clear();
     model.policy->plan(view, residency, plan_);
     plan_.coalesce_evictions(residency);
-    for (ChunkId c : chunk_scratch_) residency.unpin(c);
+    for (const ChunkRange& r : range_scratch_) residency.unpin(r);
     if (const uint64_t demand = Plan::bytes(plan_.demand, residency)) {
         stats_.add(stats_.launches_with_demand);
         stats_.add(stats_.bytes_demand_estimated, demand);

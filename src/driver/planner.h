@@ -102,7 +102,6 @@ private:
     trace::TraceWriter* trace_ = nullptr;
     std::unordered_map<CUdevice, DeviceModel> models_;
     std::unordered_map<uint32_t, PlannedAllocation> allocations_;
-    std::vector<ChunkId> chunk_scratch_;
     std::vector<ChunkRange> range_scratch_;
     Plan plan_;
     uint64_t launches_ = 0;

@@ -57,18 +57,18 @@ Run drive(Policy& policy, const trace::Trace& t, const ChunkSchedule& schedule, 
     for (uint64_t i = 0; i < schedule.launch_count(); ++i) {
         std::vector<ChunkId> chunks;
         schedule.append_chunks(i, chunks);
-        for (ChunkId c : chunks) r.pin(c);
+        std::vector<ChunkRange> ranges;
+        for (const ChunkSchedule::Piece& p : schedule.pieces(i)) ranges.push_back({p.first, p.last});
+        for (const ChunkRange& range : ranges) r.pin(range);
         LaunchView view{i, t.launches[i].kernel_id,
-                        {t.accesses.data() + t.launches[i].first_access, t.launches[i].access_count}, chunks};
+                        {t.accesses.data() + t.launches[i].first_access, t.launches[i].access_count}, ranges};
         plan.clear();
         policy.plan(view, r, plan);
         const std::set<ChunkId> needed(chunks.begin(), chunks.end());
         for (const ChunkSpan& s : plan.evict)
             for (ChunkId c = s.first; c < s.first + s.count; ++c) run.evicted_needed_chunk |= needed.count(c) > 0;
-        for (ChunkId c : chunks) {
-            run.launch_not_resident |= !r.is_resident(c);
-            r.unpin(c);
-        }
+        for (ChunkId c : chunks) run.launch_not_resident |= !r.is_resident(c);
+        for (const ChunkRange& range : ranges) r.unpin(range);
         run.demand_bytes += Plan::bytes(plan.demand, r);
         run.prefetch_bytes += Plan::bytes(plan.prefetch, r);
         run.max_resident = std::max(run.max_resident, r.resident_bytes());

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
@@ -139,4 +140,65 @@ TEST_CASE("residency: pins nest", "[residency]") {
     CHECK_FALSE(r.is_pinned(0));
     r.unpin(0); // an extra unpin does not wrap around
     CHECK_FALSE(r.is_pinned(0));
+}
+
+TEST_CASE("residency: pins of a range nest like those of its chunks", "[residency]") {
+    Residency r(100 * kMiB);
+    r.add_allocation(1, 8 * kMiB); // chunks 0..3
+    r.pin(ChunkRange{0, 2});
+    r.pin(ChunkRange{1, 3});
+    r.unpin(ChunkRange{0, 3});
+    CHECK_FALSE(r.is_pinned(0));
+    CHECK(r.is_pinned(1));
+    CHECK(r.is_pinned(2));
+    CHECK_FALSE(r.is_pinned(3));
+    r.unpin(ChunkRange{0, 3}); // extra unpins do not wrap around
+    r.unpin(ChunkRange{0, 3});
+    for (ChunkId c = 0; c < 4; ++c) CHECK_FALSE(r.is_pinned(c));
+}
+
+TEST_CASE("residency: using a range is making resident and touching its chunks one by one", "[residency]") {
+    // Chunks 0..39 in allocations of uneven sizes (short last chunks), two
+    // models side by side: one used by ranges, the other chunk by chunk.
+    const std::vector<uint64_t> sizes{5 * kMiB, 16 * kMiB, 3 * kMiB, 24 * kMiB, 7 * kMiB, 21 * kMiB};
+    Residency by_range(60 * kMiB), by_chunk(60 * kMiB);
+    for (uint32_t id = 0; id < sizes.size(); ++id) {
+        by_range.add_allocation(id, sizes[id]);
+        by_chunk.add_allocation(id, sizes[id]);
+    }
+    const ChunkId slots = by_range.chunk_slots();
+    auto lru_order = [](const Residency& r) {
+        std::vector<ChunkId> order;
+        for (ChunkId c = r.lru_front(); c != kNoChunk; c = r.lru_next(c)) order.push_back(c);
+        return order;
+    };
+    std::mt19937 random(7);
+    for (uint64_t step = 1; step <= 3000; ++step) {
+        // Evict a few at random, so that runs of the recency list break up.
+        for (int k = 0; k < 3; ++k) {
+            const ChunkId c = random() % slots;
+            by_range.evict(c);
+            by_chunk.evict(c);
+        }
+        const ChunkId first = random() % slots;
+        const ChunkId last = std::min<ChunkId>(slots - 1, first + random() % 12);
+        const ChunkRange range{first, last};
+        uint64_t missing = 0;
+        for (ChunkId c = first; c <= last; ++c)
+            if (!by_chunk.is_resident(c)) missing += by_chunk.chunk_size(c);
+        REQUIRE(by_range.missing_bytes(range) == missing);
+        std::vector<ChunkId> fetched_by_range, fetched_by_chunk;
+        by_range.use(range, step, [&](ChunkId c) { fetched_by_range.push_back(c); });
+        for (ChunkId c = first; c <= last; ++c) {
+            if (!by_chunk.is_resident(c)) {
+                by_chunk.make_resident(c, step);
+                fetched_by_chunk.push_back(c);
+            }
+            by_chunk.touch(c, step);
+        }
+        REQUIRE(fetched_by_range == fetched_by_chunk);
+        REQUIRE(lru_order(by_range) == lru_order(by_chunk));
+        REQUIRE(by_range.resident_bytes() == by_chunk.resident_bytes());
+        for (ChunkId c = first; c <= last; ++c) REQUIRE(by_range.last_use(c) == step);
+    }
 }
