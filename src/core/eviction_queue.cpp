@@ -28,15 +28,37 @@ void EvictionQueue::settle_heap_top() {
     }
 }
 
+bool EvictionQueue::top_in_heap() const {
+    if (heap_size() == 0) return false;
+    if (run_begin_ == run_.size()) return true;
+    return before(slots_[kFirst], HeapEntry{run_[run_begin_].key, run_[run_begin_].chunk, 0});
+}
+
 EvictionQueue::Entry EvictionQueue::top() {
     settle_run();
     settle_heap_top();
-    const Entry heap_top =
-        heap_size() > 0 ? Entry{slots_[kFirst].key, slots_[kFirst].last} : Entry{};
-    if (run_begin_ == run_.size()) return heap_top;
-    const RunEntry& best = run_[run_begin_];
-    if (heap_size() > 0 && before(heap_top.key, heap_top.chunk, best.key, best.chunk)) return heap_top;
-    return {best.key, best.chunk};
+    if (top_in_heap()) return {slots_[kFirst].key, slots_[kFirst].last};
+    if (run_begin_ == run_.size()) return {};
+    return {run_[run_begin_].key, run_[run_begin_].chunk};
+}
+
+uint32_t EvictionQueue::top_run_length(uint32_t most) {
+    if (empty() || most == 0) return 0;
+    const Entry first = top();
+    // The next entry in order is the chunk just below with the same key when
+    // there is one: no other entry ranks between them. (A key is in the heap or
+    // in the run, never both, so looking in the top's own part is enough.)
+    uint32_t length = 1;
+    if (top_in_heap()) {
+        const uint32_t block = slots_[kFirst].block;
+        while (length < most && first.chunk >= length && member_of_[first.chunk - length] == block) ++length;
+        return length;
+    }
+    for (size_t at = run_begin_ + 1; length < most && at < run_.size() && first.chunk >= length; ++at, ++length) {
+        const RunEntry& entry = run_[at];
+        if (!live(entry) || entry.chunk != first.chunk - length || entry.key != first.key) break;
+    }
+    return length;
 }
 
 uint32_t EvictionQueue::new_block(uint64_t key, ChunkId first, ChunkId last) {

@@ -48,8 +48,16 @@ public:
     void set(ChunkId chunk, uint64_t key) { set_range(chunk, chunk, key); }
     // The same for chunks first..last (first <= last), all to one key.
     void set_range(ChunkId first, ChunkId last, uint64_t key);
+    // How many entries, from the top on, are the chunks top.chunk, top.chunk - 1,
+    // ... with the top's key, one after another in the queue's order (at least
+    // 1, at most `most`; 0 when empty). A victim is mostly the highest chunk of a
+    // tensor whose other chunks come right after it. It may count fewer than
+    // there are (the run stops at a chunk set apart from its block), never more.
+    uint32_t top_run_length(uint32_t most);
     // False when the chunk was not in the queue.
     bool erase(ChunkId chunk);
+    // Erases those of first..last that are in the queue.
+    void erase(ChunkRange range) { detach(range.first, range.last); }
     void clear();
     // Replaces the contents at once (O(n log n) at worst); a chunk listed twice keeps its last key.
     void assign(const std::vector<Entry>& entries);
@@ -133,6 +141,8 @@ private:
     void sift_up(size_t slot);
     void sift_down(size_t slot);
 
+    // Whether the top is the heap's (else the run's). Both are settled.
+    bool top_in_heap() const;
     bool live(const RunEntry& entry) const {
         return member_of_[entry.chunk] == kInRun && run_stamp_[entry.chunk] == entry.stamp;
     }

@@ -21,6 +21,14 @@ void Plan::add(std::vector<ChunkSpan>& spans, ChunkId chunk, const Residency& re
     spans.push_back({chunk, 1});
 }
 
+void Plan::add(std::vector<ChunkSpan>& spans, ChunkRange range, const Residency& residency) {
+    add(spans, range.first, residency);
+    for (ChunkId c = range.first + 1; c <= range.last; ++c) {
+        if (residency.same_allocation(c - 1, c)) ++spans.back().count;
+        else spans.push_back({c, 1});
+    }
+}
+
 uint64_t Plan::bytes(std::span<const ChunkSpan> spans, const Residency& residency) {
     uint64_t total = 0;
     for (const ChunkSpan& span : spans) {

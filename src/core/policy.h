@@ -50,6 +50,8 @@ struct Plan {
     // Appends a chunk, extending the last span when it is the next chunk of the
     // same allocation, so that transfers come out as large contiguous pieces.
     static void add(std::vector<ChunkSpan>& spans, ChunkId chunk, const Residency& residency);
+    // The same for first..last, cut where an allocation ends.
+    static void add(std::vector<ChunkSpan>& spans, ChunkRange range, const Residency& residency);
     static uint64_t bytes(std::span<const ChunkSpan> spans, const Residency& residency);
     // Evictions come out in the policy's order of victims, scattered over memory;
     // their order does not matter, so they are sorted and adjacent ones merged

@@ -66,9 +66,7 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
         if (!trace.has_accesses_of(launch))
             throw std::invalid_argument("launch " + std::to_string(i) + " names accesses beyond the access table");
         const std::span<const trace::Access> accesses = trace.accesses_of(launch);
-        for (const trace::Access& access : accesses)
-            if (!layout.is_live(access.alloc_id)) ++dangling_accesses_;
-        layout.launch_ranges(accesses, launch_ranges);
+        layout.launch_ranges(accesses, launch_ranges, &dangling_accesses_);
         ranges.insert(ranges.end(), launch_ranges.begin(), launch_ranges.end());
         range_begin.push_back(static_cast<uint32_t>(ranges.size()));
     }

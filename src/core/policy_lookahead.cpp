@@ -46,15 +46,16 @@ ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) 
     }
 }
 
-void LookaheadPolicy::evict(ChunkId chunk, Residency& residency, Plan& out) {
-    // Looking ahead may already have passed this chunk's next use (it was resident
-    // then): look again from there, or it would only ever come back by faulting.
-    const uint64_t next_use = eviction_key(chunk, residency);
+void LookaheadPolicy::note_evicted(uint64_t next_use) {
     if (horizon_valid_ && next_use < horizon_step_) {
         horizon_step_ = next_use;
         horizon_range_ = 0;
         horizon_offset_ = 0;
     }
+}
+
+void LookaheadPolicy::evict(ChunkId chunk, Residency& residency, Plan& out) {
+    note_evicted(eviction_key(chunk, residency));
     residency.evict(chunk);
     Plan::add(out.evict, chunk, residency);
 }
@@ -85,11 +86,7 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
     // displacing the chunks needed farthest ahead.
     uint64_t missing_bytes = 0;
     for (const ChunkRange& r : launch.ranges) missing_bytes += residency.missing_bytes(r);
-    while (residency.free_bytes() < missing_bytes) {
-        const ChunkId victim = pop_victim(residency, 0);
-        if (victim == kNoChunk) break; // the launch alone exceeds the budget
-        evict(victim, residency, out);
-    }
+    make_room(missing_bytes, 0, residency, out); // failing: the launch alone exceeds the budget
     for (const ChunkRange& r : launch.ranges) {
         residency.use(r, launch.step, [&](ChunkId c) { Plan::add(out.demand, c, residency); });
         on_touch(r, launch.step);
@@ -151,8 +148,7 @@ void LookaheadPolicy::fetch_ahead_until_full(uint64_t step, Residency& residency
             // too high is corrected when it reaches the top of the queue. (A
             // resident chunk exists: memory allocated later, or freed by then, has
             // nothing to fetch yet.)
-            ChunkId end = c;
-            while (end <= range.last && end < slots && residency.is_resident(end)) ++end;
+            const ChunkId end = residency.first_missing({c, range.last});
             if (end > c) on_future_uses({c, end - 1}, horizon_step_);
             if (end > range.last) {
                 ++horizon_range_;
@@ -164,22 +160,75 @@ void LookaheadPolicy::fetch_ahead_until_full(uint64_t step, Residency& residency
                 ++horizon_offset_;
                 continue;
             }
-            const uint64_t size = residency.chunk_size(end);
-            while (residency.free_bytes() < size) {
-                // Only chunks needed after this one may make room for it. The
-                // chunks fetched so far are needed no later, so they can wait
-                // outside the queue: their run grows as long as they come adjacent.
-                const ChunkId victim = pop_victim(residency, horizon_step_);
-                if (victim == kNoChunk) return;
-                evict(victim, residency, out);
+            // The missing chunks from here on make room for themselves at once:
+            // the same victims, in the same order, as chunk by chunk. A few dozen
+            // at a time: when room runs out, the rest are looked at again later.
+            constexpr ChunkId kMostAtOnce = 32;
+            const ChunkId scan_last = std::min({range.last, slots - 1, end + kMostAtOnce - 1});
+            ChunkId missing_last = residency.first_resident({end, scan_last}) - 1;
+            for (ChunkId c = end + 1; c <= missing_last; ++c)
+                if (!residency.is_chunk_live(c)) missing_last = c - 1;
+            const uint64_t missing_bytes = residency.bytes_of({end, missing_last});
+            // Only chunks needed after these may make room for them. The chunks
+            // fetched so far are needed no later, so they can wait outside the
+            // queue: their run grows as long as they come adjacent.
+            const bool room = make_room(missing_bytes, horizon_step_, residency, out);
+            ChunkId fetch_last = missing_last;
+            if (!room) {
+                // As many as fit, in order.
+                uint64_t free = residency.free_bytes();
+                for (fetch_last = end; fetch_last <= missing_last && free >= residency.chunk_size(fetch_last); ++fetch_last)
+                    free -= residency.chunk_size(fetch_last);
+                if (fetch_last == end) return;
+                --fetch_last;
             }
-            residency.make_resident(end, step);
-            Plan::add(out.prefetch, end, residency);
-            on_future_uses({end, end}, horizon_step_);
-            note_key(end, eviction_key(end, residency));
-            ++horizon_offset_;
+            residency.make_resident({end, fetch_last}, step);
+            Plan::add(out.prefetch, {end, fetch_last}, residency);
+            on_future_uses({end, fetch_last}, horizon_step_);
+            for (ChunkId c = end; c <= fetch_last; ++c) note_key(c, eviction_key(c, residency));
+            horizon_offset_ += fetch_last - end + 1;
+            if (!room) return;
         }
     }
+}
+
+bool LookaheadPolicy::make_room(uint64_t bytes, uint64_t above, Residency& residency, Plan& out) {
+    while (residency.free_bytes() < bytes) {
+        const ChunkId victim = pop_victim(residency, above);
+        if (victim == kNoChunk) return false;
+        evict(victim, residency, out);
+        evict_top_run(bytes, above, residency, out);
+    }
+    return true;
+}
+
+void LookaheadPolicy::evict_top_run(uint64_t bytes, uint64_t above, Residency& residency, Plan& out) {
+    // The victims after one are mostly the chunks right below it in the same
+    // tensor: take those the queue says come next, while they are evictable as
+    // pop_victim would find them, without going through the top for each.
+    if (residency.free_bytes() >= bytes || queue_.empty()) return;
+    const EvictionQueue::Entry top = queue_.top();
+    if (top.key <= above) return;
+    const uint64_t budget = residency.budget_bytes();
+    uint64_t resident = residency.resident_bytes();
+    auto free_after = [&] { return resident >= budget ? 0 : budget - resident; };
+    // Enough whole chunks for what is missing; short ones leave the rest to the next round.
+    const uint64_t wanted = (bytes - free_after() + residency.chunk_bytes() - 1) / residency.chunk_bytes();
+    const uint32_t length = queue_.top_run_length(static_cast<uint32_t>(std::min<uint64_t>(wanted, UINT32_MAX)));
+    ChunkId lowest = top.chunk + 1; // taken: lowest..top.chunk
+    for (uint32_t k = 0; k < length && free_after() < bytes; ++k) {
+        const ChunkId c = top.chunk - k;
+        if (c >= residency.chunk_slots() || !residency.is_resident(c) || residency.is_pinned(c) ||
+            eviction_key(c, residency) != top.key)
+            break;
+        resident -= residency.chunk_size(c);
+        lowest = c;
+    }
+    if (lowest > top.chunk) return;
+    queue_.erase({lowest, top.chunk});
+    note_evicted(top.key);
+    residency.evict(ChunkRange{lowest, top.chunk});
+    Plan::add(out.evict, {lowest, top.chunk}, residency);
 }
 
 } // namespace uvmp

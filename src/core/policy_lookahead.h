@@ -52,6 +52,14 @@ private:
     // The unpinned resident chunk with the largest key above `above`, or kNoChunk.
     ChunkId pop_victim(const Residency& residency, uint64_t above);
     void evict(ChunkId chunk, Residency& residency, Plan& out);
+    // Looking ahead may already have passed an evicted chunk's next use (it was
+    // resident then): look again from there, or it would only come back by faulting.
+    void note_evicted(uint64_t next_use);
+    // Evicts victims with keys above `above` until `bytes` are free; false when
+    // there are not enough of them.
+    bool make_room(uint64_t bytes, uint64_t above, Residency& residency, Plan& out);
+    // Evicts, towards that, the chunks that come next in the queue as one run.
+    void evict_top_run(uint64_t bytes, uint64_t above, Residency& residency, Plan& out);
     void fetch_ahead(uint64_t step, Residency& residency, Plan& out);
     void fetch_ahead_until_full(uint64_t step, Residency& residency, Plan& out);
     void flush_keys();

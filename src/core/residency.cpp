@@ -19,11 +19,11 @@ void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
     if (find(alloc_id))
         throw std::invalid_argument("allocation " + std::to_string(alloc_id) + " was added twice");
     const uint64_t count = (size_bytes + chunk_bytes_ - 1) >> chunk_shift_;
-    if (state_.size() + count >= kNoChunk)
+    if (live_.size() + count >= kNoChunk)
         throw std::length_error("too many chunks: use a larger chunk size");
     AllocSlot slot;
     slot.id = alloc_id;
-    slot.first = static_cast<ChunkId>(state_.size());
+    slot.first = static_cast<ChunkId>(live_.size());
     slot.count = static_cast<uint32_t>(count);
     slot.size = size_bytes;
     const auto slot_index = static_cast<uint32_t>(allocs_.size());
@@ -34,12 +34,13 @@ void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
     } else {
         slot_of_sparse_id_.emplace(alloc_id, slot_index);
     }
-    const size_t slots = state_.size() + count;
+    const size_t slots = live_.size() + count;
     last_use_.resize(slots, 0);
     alloc_slot_.resize(slots, slot_index);
     links_.resize(slots);
     pins_.resize(slots, 0);
-    state_.resize(slots, kLive);
+    live_.resize(slots, 1);
+    resident_bits_.resize((slots + 63) / 64, 0);
     ++layout_version_;
 }
 
@@ -48,7 +49,8 @@ void Residency::reserve_chunk_slots(uint32_t slots) {
     alloc_slot_.reserve(slots);
     links_.reserve(slots);
     pins_.reserve(slots);
-    state_.reserve(slots);
+    live_.reserve(slots);
+    resident_bits_.reserve((size_t{slots} + 63) / 64);
 }
 
 bool Residency::remove_allocation(uint32_t alloc_id) {
@@ -58,7 +60,7 @@ bool Residency::remove_allocation(uint32_t alloc_id) {
     for (ChunkId c = slot.first; c < slot.first + slot.count; ++c) {
         if (is_resident(c)) evict(c);
         pins_[c] = 0;
-        state_[c] = 0;
+        live_[c] = 0;
     }
     slot.live = false;
     ++layout_version_;
@@ -97,10 +99,15 @@ uint32_t Residency::chunk_count(uint32_t alloc_id) const {
 
 std::optional<ChunkRange> Residency::access_range(const trace::Access& access) const {
     const AllocSlot* slot = find(access.alloc_id);
-    if (!slot || !slot->live || access.offset >= slot->size) return std::nullopt;
-    const uint64_t end = access.length == 0 ? slot->size : std::min(slot->size, access.offset + access.length);
-    return ChunkRange{slot->first + static_cast<ChunkId>(access.offset >> chunk_shift_),
-                      slot->first + static_cast<ChunkId>((end - 1) >> chunk_shift_)};
+    if (!slot || !slot->live) return std::nullopt;
+    return access_range(*slot, access);
+}
+
+std::optional<ChunkRange> Residency::access_range(const AllocSlot& slot, const trace::Access& access) const {
+    if (access.offset >= slot.size) return std::nullopt;
+    const uint64_t end = access.length == 0 ? slot.size : std::min(slot.size, access.offset + access.length);
+    return ChunkRange{slot.first + static_cast<ChunkId>(access.offset >> chunk_shift_),
+                      slot.first + static_cast<ChunkId>((end - 1) >> chunk_shift_)};
 }
 
 void Residency::append_chunks(const trace::Access& access, std::vector<ChunkId>& out) const {
@@ -108,11 +115,30 @@ void Residency::append_chunks(const trace::Access& access, std::vector<ChunkId>&
         for (ChunkId c = range->first; c <= range->last; ++c) out.push_back(c);
 }
 
-void Residency::launch_ranges(std::span<const trace::Access> accesses, std::vector<ChunkRange>& out) const {
+void Residency::launch_ranges(std::span<const trace::Access> accesses, std::vector<ChunkRange>& out,
+                              uint64_t* not_live) const {
     out.clear();
-    for (const trace::Access& access : accesses)
-        if (const auto range = access_range(access)) out.push_back(*range);
-    std::sort(out.begin(), out.end(), [](const ChunkRange& a, const ChunkRange& b) { return a.first < b.first; });
+    for (const trace::Access& access : accesses) {
+        const AllocSlot* slot = find(access.alloc_id);
+        if (!slot || !slot->live) {
+            if (not_live) ++*not_live;
+            continue;
+        }
+        if (const auto range = access_range(*slot, access)) out.push_back(*range);
+    }
+    // A launch names a handful of buffers, often in address order already: a
+    // plain insertion sort beats a general one there.
+    const auto by_first = [](const ChunkRange& a, const ChunkRange& b) { return a.first < b.first; };
+    if (out.size() <= 32) {
+        for (size_t i = 1; i < out.size(); ++i) {
+            const ChunkRange moving = out[i];
+            size_t j = i;
+            for (; j > 0 && moving.first < out[j - 1].first; --j) out[j] = out[j - 1];
+            out[j] = moving;
+        }
+    } else {
+        std::sort(out.begin(), out.end(), by_first);
+    }
     // Overlapping or adjacent ranges become one.
     size_t merged = 0;
     for (size_t i = 0; i < out.size(); ++i) {
@@ -129,6 +155,18 @@ void Residency::append_launch_chunks(std::span<const trace::Access> accesses, st
         for (ChunkId c = r.first; c <= r.last; ++c) out.push_back(c);
 }
 
+uint64_t Residency::bytes_of(ChunkRange range) const {
+    uint64_t bytes = 0;
+    for (ChunkId c = range.first; c <= range.last;) {
+        const AllocSlot& slot = allocs_[alloc_slot_[c]];
+        const ChunkId last = std::min(range.last, slot.first + slot.count - 1);
+        // Only an allocation's last chunk can be short.
+        bytes += static_cast<uint64_t>(last - c) * chunk_bytes_ + chunk_size(last);
+        c = last + 1;
+    }
+    return bytes;
+}
+
 uint64_t Residency::chunk_offset(ChunkId chunk) const {
     return static_cast<uint64_t>(chunk - allocs_[alloc_slot_[chunk]].first) << chunk_shift_;
 }
@@ -141,7 +179,7 @@ uint64_t Residency::chunk_size(ChunkId chunk) const {
 
 void Residency::make_resident(ChunkId chunk, uint64_t step) {
     if (is_resident(chunk)) return;
-    state_[chunk] |= kResident;
+    resident_bits_[chunk >> 6] |= uint64_t{1} << (chunk & 63);
     last_use_[chunk] = step;
     resident_bytes_ += chunk_size(chunk);
     ++resident_chunks_;
@@ -151,10 +189,62 @@ void Residency::make_resident(ChunkId chunk, uint64_t step) {
 
 void Residency::evict(ChunkId chunk) {
     if (!is_resident(chunk)) return;
-    state_[chunk] &= static_cast<uint8_t>(~kResident);
+    resident_bits_[chunk >> 6] &= ~(uint64_t{1} << (chunk & 63));
     resident_bytes_ -= chunk_size(chunk);
     --resident_chunks_;
     lru_unlink(chunk);
+}
+
+void Residency::make_resident(ChunkRange range, uint64_t step) {
+    if (first_resident(range) <= range.last) {
+        for (ChunkId c = range.first; c <= range.last; ++c) make_resident(c, step);
+        return;
+    }
+    std::fill(last_use_.begin() + range.first, last_use_.begin() + range.last + 1, step);
+    for (ChunkId c = range.first; c <= range.last; ++c) {
+        resident_bits_[c >> 6] |= uint64_t{1} << (c & 63);
+        links_[c] = {c - 1, c + 1};
+    }
+    links_[range.first].prev = lru_tail_;
+    links_[range.last].next = kNoChunk;
+    if (lru_tail_ != kNoChunk) links_[lru_tail_].next = range.first;
+    else lru_head_ = range.first;
+    lru_tail_ = range.last;
+    resident_bytes_ += bytes_of(range);
+    resident_chunks_ += range.last - range.first + 1;
+    peak_resident_bytes_ = std::max(peak_resident_bytes_, resident_bytes_);
+}
+
+void Residency::evict(ChunkRange range) {
+    for (ChunkId c = range.first; c <= range.last;) {
+        if (!is_resident(c)) {
+            ++c;
+            continue;
+        }
+        const ChunkId end = lru_run_end(c, range.last);
+        lru_unlink_run({c, end});
+        for (ChunkId k = c; k <= end; ++k) resident_bits_[k >> 6] &= ~(uint64_t{1} << (k & 63));
+        resident_bytes_ -= bytes_of({c, end});
+        resident_chunks_ -= end - c + 1;
+        c = end + 1;
+    }
+}
+
+ChunkId Residency::lru_run_end(ChunkId first, ChunkId last) const {
+    ChunkId end = first;
+    while (end < last && links_[end].next == end + 1) ++end;
+    return end;
+}
+
+void Residency::lru_unlink_run(ChunkRange range) {
+    const ChunkId before = links_[range.first].prev;
+    const ChunkId after = links_[range.last].next;
+    if (before != kNoChunk) links_[before].next = after;
+    else lru_head_ = after;
+    if (after != kNoChunk) links_[after].prev = before;
+    else lru_tail_ = before;
+    links_[range.first].prev = kNoChunk;
+    links_[range.last].next = kNoChunk;
 }
 
 void Residency::touch(ChunkId chunk, uint64_t step) {
@@ -165,15 +255,39 @@ void Residency::touch(ChunkId chunk, uint64_t step) {
 }
 
 uint64_t Residency::missing_bytes(ChunkRange range) const {
-    // Mostly none is missing: count them without branches first.
-    const uint8_t* state = state_.data();
-    uint32_t missing = 0;
-    for (size_t c = range.first, end = size_t{range.last} + 1; c < end; ++c) missing += (state[c] & kResident) == 0;
-    if (missing == 0) return 0;
+    // Mostly none is missing.
+    ChunkId c = first_missing(range);
     uint64_t bytes = 0;
-    for (ChunkId c = range.first; c <= range.last; ++c)
-        if (!is_resident(c)) bytes += chunk_size(c);
+    while (c <= range.last && c < chunk_slots()) {
+        bytes += chunk_size(c);
+        c = first_missing({c + 1, range.last});
+    }
     return bytes;
+}
+
+ChunkId Residency::first_resident(ChunkRange range) const {
+    const uint64_t end = std::min<uint64_t>(uint64_t{range.last} + 1, chunk_slots());
+    for (uint64_t c = range.first; c < end;) {
+        const unsigned bit = c & 63;
+        const uint64_t word = resident_bits_[c >> 6] >> bit;
+        if (word != 0) return static_cast<ChunkId>(std::min<uint64_t>(c + std::countr_zero(word), end));
+        c += 64 - bit;
+    }
+    return range.last + 1;
+}
+
+ChunkId Residency::first_missing(ChunkRange range) const {
+    const uint64_t end = std::min<uint64_t>(uint64_t{range.last} + 1, chunk_slots());
+    uint64_t c = range.first;
+    while (c < end) {
+        const unsigned bit = c & 63;
+        // Resident chunks from c on, within c's word.
+        const unsigned ones = static_cast<unsigned>(std::countr_one(resident_bits_[c >> 6] >> bit));
+        c += ones;
+        if (ones < 64 - bit) break;
+    }
+    // Past the chunks handed out, the first of the range is the first missing one.
+    return static_cast<ChunkId>(c < end ? c : std::max<uint64_t>(end, range.first));
 }
 
 void Residency::unpin(ChunkId chunk) {

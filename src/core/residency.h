@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <algorithm>
+#include <bit>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -65,26 +66,41 @@ public:
                               std::vector<ChunkId>& out) const;
     // The same chunks as ranges, replacing what `out` held: ascending, none
     // overlapping or adjacent to the next.
-    void launch_ranges(std::span<const trace::Access> accesses, std::vector<ChunkRange>& out) const;
+    // `not_live`, when given, counts the accesses naming an allocation that is
+    // unknown or removed.
+    void launch_ranges(std::span<const trace::Access> accesses, std::vector<ChunkRange>& out,
+                       uint64_t* not_live = nullptr) const;
 
     // Room for this many chunk ids in all, so that adding allocations up to it
     // does not copy the per-chunk state (the simulator knows the total ahead).
     void reserve_chunk_slots(uint32_t slots);
 
     // Every chunk id ever handed out is below chunk_slots().
-    uint32_t chunk_slots() const { return static_cast<uint32_t>(state_.size()); }
+    uint32_t chunk_slots() const { return static_cast<uint32_t>(live_.size()); }
     uint32_t alloc_id_of(ChunkId chunk) const { return allocs_[alloc_slot_[chunk]].id; }
     bool same_allocation(ChunkId a, ChunkId b) const { return alloc_slot_[a] == alloc_slot_[b]; }
     uint64_t chunk_offset(ChunkId chunk) const;
     // The last chunk of an allocation may be shorter than chunk_bytes().
     uint64_t chunk_size(ChunkId chunk) const;
-    bool is_chunk_live(ChunkId chunk) const { return (state_[chunk] & kLive) != 0; }
+    bool is_chunk_live(ChunkId chunk) const { return live_[chunk] != 0; }
 
-    bool is_resident(ChunkId chunk) const { return (state_[chunk] & kResident) != 0; }
+    bool is_resident(ChunkId chunk) const { return (resident_bits_[chunk >> 6] >> (chunk & 63)) & 1; }
+    // The first chunk of the range that is not resident or not handed out yet;
+    // range.last + 1 when there is none. Looking ahead skips what is resident
+    // 64 chunks at a time.
+    ChunkId first_missing(ChunkRange range) const;
+    // The first resident chunk of the range; range.last + 1 when there is none.
+    ChunkId first_resident(ChunkRange range) const;
+    // Bytes of the range's chunks, all of them (it may span allocations).
+    uint64_t bytes_of(ChunkRange range) const;
     // Counts the chunk against the budget; going over it is allowed (a launch
     // that alone exceeds the budget) but shows in peak_resident_bytes().
     void make_resident(ChunkId chunk, uint64_t step);
     void evict(ChunkId chunk);
+    // The same for every chunk of the range, in ascending order. A run fetched or
+    // evicted together is linked as one in the recency list and moves as one.
+    void make_resident(ChunkRange range, uint64_t step);
+    void evict(ChunkRange range);
     // Marks a use at `step` (the launch index) and makes it most recently used.
     void touch(ChunkId chunk, uint64_t step);
     uint64_t last_use(ChunkId chunk) const { return last_use_[chunk]; }
@@ -124,8 +140,6 @@ private:
     };
     // Per-chunk state, one array per field: the loops over a launch's ranges
     // read and write one field of many adjacent chunks.
-    static constexpr uint8_t kLive = 1;     // the allocation's, kept per chunk:
-    static constexpr uint8_t kResident = 2; // looking ahead asks for every chunk
     struct Link {
         ChunkId prev = kNoChunk;
         ChunkId next = kNoChunk;
@@ -135,11 +149,18 @@ private:
     void lru_push_back(ChunkId chunk);
     // Moves first..last, resident and linked in this order, to the end of the recency list.
     void lru_move_run_to_back(ChunkRange range);
+    // Takes such a run out of the list.
+    void lru_unlink_run(ChunkRange range);
+    // The last chunk of the run of the recency list that starts at `first`, linked
+    // in ascending order, within range.last.
+    ChunkId lru_run_end(ChunkId first, ChunkId last) const;
     // Where the allocation's slot is in allocs_; nullopt for an unknown id.
     std::optional<uint32_t> slot_index(uint32_t alloc_id) const;
     const AllocSlot* find(uint32_t alloc_id) const;
     // The chunks one access touches; nullopt for an unknown or removed allocation.
     std::optional<ChunkRange> access_range(const trace::Access& access) const;
+    // The same within the allocation's slot, known to be live.
+    std::optional<ChunkRange> access_range(const AllocSlot& slot, const trace::Access& access) const;
 
     uint64_t budget_bytes_;
     uint64_t chunk_bytes_;
@@ -158,7 +179,8 @@ private:
     LargeVector<uint32_t> alloc_slot_;
     LargeVector<Link> links_;
     LargeVector<uint16_t> pins_;
-    LargeVector<uint8_t> state_;
+    LargeVector<uint8_t> live_; // the allocation's, kept per chunk: looking ahead asks for every chunk
+    std::vector<uint64_t> resident_bits_;
     ChunkId lru_head_ = kNoChunk;
     ChunkId lru_tail_ = kNoChunk;
 };
@@ -175,8 +197,7 @@ void Residency::use(ChunkRange range, uint64_t step, Fetched&& fetched) {
         }
         // Chunks linked in ascending order are resident (the list holds no others)
         // and move together: the end of the list is where touching each would leave them.
-        ChunkId end = c;
-        while (end < range.last && links_[end].next == end + 1) ++end;
+        const ChunkId end = lru_run_end(c, range.last);
         lru_move_run_to_back({c, end});
         c = end + 1;
     }

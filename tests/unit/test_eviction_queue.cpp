@@ -144,3 +144,50 @@ TEST_CASE("eviction queue: runs of chunks set to one key keep the order of singl
     while (!keys.empty()) pop_expected_top(queue, keys);
     CHECK(queue.empty());
 }
+
+TEST_CASE("eviction queue: a run at the top is what single pops would give next", "[policy][queue]") {
+    const uint64_t ordered_from = GENERATE(UINT64_MAX, 30, 0);
+    std::mt19937 random(17);
+    EvictionQueue queue(ordered_from);
+    std::map<ChunkId, uint64_t> keys;
+    uint64_t longer_than_one = 0;
+    for (int op = 0; op < 20000; ++op) {
+        const ChunkId first = random() % 400;
+        const uint64_t key = random() % 40;
+        switch (random() % 4) {
+        case 0:
+        case 1: {
+            const ChunkId last = first + static_cast<ChunkId>(random() % 24);
+            queue.set_range(first, last, key);
+            for (ChunkId c = first; c <= last; ++c) keys[c] = key;
+            break;
+        }
+        case 2:
+            erase_both(queue, keys, first);
+            break;
+        case 3: {
+            if (keys.empty()) {
+                CHECK(queue.top_run_length(8) == 0);
+                break;
+            }
+            const uint32_t most = 1 + static_cast<uint32_t>(random() % 12);
+            const EvictionQueue::Entry top = queue.top();
+            const uint32_t length = queue.top_run_length(most);
+            REQUIRE(length >= 1);
+            REQUIRE(length <= most);
+            longer_than_one += length > 1;
+            // Taking the run at once leaves what popping one by one would.
+            for (uint32_t k = 0; k < length; ++k) {
+                const auto [expected_key, expected_chunk] = expected_top(keys);
+                REQUIRE(expected_key == top.key);
+                REQUIRE(expected_chunk == top.chunk - k);
+                keys.erase(expected_chunk);
+            }
+            queue.erase(ChunkRange{top.chunk - (length - 1), top.chunk});
+            break;
+        }
+        }
+        REQUIRE(queue.size() == keys.size());
+    }
+    CHECK(longer_than_one > 100); // runs are found, not only single chunks
+}

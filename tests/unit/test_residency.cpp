@@ -202,3 +202,60 @@ TEST_CASE("residency: using a range is making resident and touching its chunks o
         for (ChunkId c = first; c <= last; ++c) REQUIRE(by_range.last_use(c) == step);
     }
 }
+
+TEST_CASE("residency: the first missing chunk of a range", "[residency]") {
+    Residency r(1000 * kMiB);
+    r.add_allocation(1, 300 * kMiB); // chunks 0..149, across three 64-chunk words
+    for (ChunkId c = 0; c < 150; ++c) r.make_resident(c, 0);
+    CHECK(r.first_missing({0, 149}) == 150); // none: one past the range
+    CHECK(r.first_missing({10, 20}) == 21);
+    r.evict(130);
+    CHECK(r.first_missing({5, 149}) == 130);
+    CHECK(r.first_missing({130, 140}) == 130);
+    CHECK(r.first_missing({131, 149}) == 150);
+    r.evict(63);
+    CHECK(r.first_missing({0, 200}) == 63);
+    // Chunks not handed out yet are missing, from where the range starts.
+    CHECK(r.first_missing({140, 200}) == 150);
+    CHECK(r.first_missing({160, 170}) == 160);
+    CHECK(r.missing_bytes({60, 140}) == 4 * kMiB);
+}
+
+TEST_CASE("residency: fetching and evicting a range is doing it chunk by chunk", "[residency]") {
+    const std::vector<uint64_t> sizes{5 * kMiB, 16 * kMiB, 3 * kMiB, 24 * kMiB, 7 * kMiB, 21 * kMiB};
+    Residency by_range(80 * kMiB), by_chunk(80 * kMiB);
+    for (uint32_t id = 0; id < sizes.size(); ++id) {
+        by_range.add_allocation(id, sizes[id]);
+        by_chunk.add_allocation(id, sizes[id]);
+    }
+    const ChunkId slots = by_range.chunk_slots();
+    auto lru_order = [](const Residency& r) {
+        std::vector<ChunkId> order;
+        for (ChunkId c = r.lru_front(); c != kNoChunk; c = r.lru_next(c)) order.push_back(c);
+        return order;
+    };
+    std::mt19937 random(11);
+    for (uint64_t step = 1; step <= 3000; ++step) {
+        const ChunkId first = random() % slots;
+        const ChunkRange range{first, std::min<ChunkId>(slots - 1, first + random() % 10)};
+        uint64_t bytes = 0;
+        for (ChunkId c = range.first; c <= range.last; ++c) bytes += by_chunk.chunk_size(c);
+        REQUIRE(by_range.bytes_of(range) == bytes);
+        if (random() % 2) {
+            by_range.evict(range);
+            for (ChunkId c = range.first; c <= range.last; ++c) by_chunk.evict(c);
+        } else {
+            // Partly resident ranges too: those chunks stay where they are.
+            by_range.make_resident(range, step);
+            for (ChunkId c = range.first; c <= range.last; ++c) by_chunk.make_resident(c, step);
+        }
+        REQUIRE(lru_order(by_range) == lru_order(by_chunk));
+        REQUIRE(by_range.resident_bytes() == by_chunk.resident_bytes());
+        REQUIRE(by_range.resident_chunk_count() == by_chunk.resident_chunk_count());
+        REQUIRE(by_range.peak_resident_bytes() == by_chunk.peak_resident_bytes());
+        for (ChunkId c = range.first; c <= range.last; ++c) {
+            REQUIRE(by_range.is_resident(c) == by_chunk.is_resident(c));
+            REQUIRE(by_range.last_use(c) == by_chunk.last_use(c));
+        }
+    }
+}
