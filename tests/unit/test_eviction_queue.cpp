@@ -36,6 +36,12 @@ void set_both(EvictionQueue& queue, std::map<ChunkId, uint64_t>& keys, ChunkId c
     keys[chunk] = key;
 }
 
+// Sets first..last to one key in both.
+void set_range_both(EvictionQueue& queue, std::map<ChunkId, uint64_t>& keys, ChunkId first, ChunkId last, uint64_t key) {
+    queue.set_range(first, last, key);
+    for (ChunkId c = first; c <= last; ++c) keys[c] = key;
+}
+
 // Erases from both: the queue must say whether the chunk was there as the reference does.
 void erase_both(EvictionQueue& queue, std::map<ChunkId, uint64_t>& keys, ChunkId chunk) {
     CHECK(queue.erase(chunk) == (keys.erase(chunk) == 1));
@@ -124,9 +130,7 @@ TEST_CASE("eviction queue: runs of chunks set to one key keep the order of singl
         switch (random() % 5) {
         case 0:
         case 1: {
-            const ChunkId last = first + static_cast<ChunkId>(random() % 24);
-            queue.set_range(first, last, key);
-            for (ChunkId c = first; c <= last; ++c) keys[c] = key;
+            set_range_both(queue, keys, first, first + static_cast<ChunkId>(random() % 24), key);
             break;
         }
         case 2:
@@ -157,9 +161,7 @@ TEST_CASE("eviction queue: a run at the top is what single pops would give next"
         switch (random() % 4) {
         case 0:
         case 1: {
-            const ChunkId last = first + static_cast<ChunkId>(random() % 24);
-            queue.set_range(first, last, key);
-            for (ChunkId c = first; c <= last; ++c) keys[c] = key;
+            set_range_both(queue, keys, first, first + static_cast<ChunkId>(random() % 24), key);
             break;
         }
         case 2:

@@ -11,7 +11,24 @@ using namespace uvmp;
 
 namespace {
 constexpr uint64_t kMiB = 1ull << 20;
+
+// Chunks 0..39 in allocations of uneven sizes, so that some last chunks are short.
+// The range tests run two of these side by side: one driven by ranges, the
+// other chunk by chunk.
+Residency uneven_allocations(uint64_t budget) {
+    Residency r(budget);
+    const std::vector<uint64_t> sizes{5 * kMiB, 16 * kMiB, 3 * kMiB, 24 * kMiB, 7 * kMiB, 21 * kMiB};
+    for (uint32_t id = 0; id < sizes.size(); ++id) r.add_allocation(id, sizes[id]);
+    return r;
 }
+
+// Resident chunks from least to most recently used.
+std::vector<ChunkId> lru_order(const Residency& r) {
+    std::vector<ChunkId> order;
+    for (ChunkId c = r.lru_front(); c != kNoChunk; c = r.lru_next(c)) order.push_back(c);
+    return order;
+}
+} // namespace
 
 TEST_CASE("residency: allocations get contiguous chunk ids, the last chunk may be short", "[residency]") {
     Residency r(100 * kMiB);
@@ -119,14 +136,10 @@ TEST_CASE("residency: the LRU order follows touches", "[residency]") {
     for (ChunkId c = 0; c < 4; ++c) r.make_resident(c, c);
     r.touch(0, 10);
     r.touch(2, 11);
-    std::vector<ChunkId> order;
-    for (ChunkId c = r.lru_front(); c != kNoChunk; c = r.lru_next(c)) order.push_back(c);
-    CHECK(order == std::vector<ChunkId>{1, 3, 0, 2});
+    CHECK(lru_order(r) == std::vector<ChunkId>{1, 3, 0, 2});
     CHECK(r.last_use(2) == 11);
     r.evict(3);
-    order.clear();
-    for (ChunkId c = r.lru_front(); c != kNoChunk; c = r.lru_next(c)) order.push_back(c);
-    CHECK(order == std::vector<ChunkId>{1, 0, 2});
+    CHECK(lru_order(r) == std::vector<ChunkId>{1, 0, 2});
 }
 
 TEST_CASE("residency: pins nest", "[residency]") {
@@ -158,20 +171,8 @@ TEST_CASE("residency: pins of a range nest like those of its chunks", "[residenc
 }
 
 TEST_CASE("residency: using a range is making resident and touching its chunks one by one", "[residency]") {
-    // Chunks 0..39 in allocations of uneven sizes (short last chunks), two
-    // models side by side: one used by ranges, the other chunk by chunk.
-    const std::vector<uint64_t> sizes{5 * kMiB, 16 * kMiB, 3 * kMiB, 24 * kMiB, 7 * kMiB, 21 * kMiB};
-    Residency by_range(60 * kMiB), by_chunk(60 * kMiB);
-    for (uint32_t id = 0; id < sizes.size(); ++id) {
-        by_range.add_allocation(id, sizes[id]);
-        by_chunk.add_allocation(id, sizes[id]);
-    }
+    Residency by_range = uneven_allocations(60 * kMiB), by_chunk = uneven_allocations(60 * kMiB);
     const ChunkId slots = by_range.chunk_slots();
-    auto lru_order = [](const Residency& r) {
-        std::vector<ChunkId> order;
-        for (ChunkId c = r.lru_front(); c != kNoChunk; c = r.lru_next(c)) order.push_back(c);
-        return order;
-    };
     std::mt19937 random(7);
     for (uint64_t step = 1; step <= 3000; ++step) {
         // Evict a few at random, so that runs of the recency list break up.
@@ -222,18 +223,8 @@ TEST_CASE("residency: the first missing chunk of a range", "[residency]") {
 }
 
 TEST_CASE("residency: fetching and evicting a range is doing it chunk by chunk", "[residency]") {
-    const std::vector<uint64_t> sizes{5 * kMiB, 16 * kMiB, 3 * kMiB, 24 * kMiB, 7 * kMiB, 21 * kMiB};
-    Residency by_range(80 * kMiB), by_chunk(80 * kMiB);
-    for (uint32_t id = 0; id < sizes.size(); ++id) {
-        by_range.add_allocation(id, sizes[id]);
-        by_chunk.add_allocation(id, sizes[id]);
-    }
+    Residency by_range = uneven_allocations(80 * kMiB), by_chunk = uneven_allocations(80 * kMiB);
     const ChunkId slots = by_range.chunk_slots();
-    auto lru_order = [](const Residency& r) {
-        std::vector<ChunkId> order;
-        for (ChunkId c = r.lru_front(); c != kNoChunk; c = r.lru_next(c)) order.push_back(c);
-        return order;
-    };
     std::mt19937 random(11);
     for (uint64_t step = 1; step <= 3000; ++step) {
         const ChunkId first = random() % slots;
