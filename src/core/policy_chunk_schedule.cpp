@@ -117,15 +117,6 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     }
 }
 
-void ChunkSchedule::append_chunks(uint64_t launch, std::vector<ChunkId>& out) const {
-    size_t at = out.size();
-    uint64_t count = 0;
-    for (const Piece& p : pieces(launch)) count += p.count();
-    out.resize(at + count);
-    for (const Piece& p : pieces(launch))
-        for (ChunkId c = p.first; c <= p.last; ++c) out[at++] = c;
-}
-
 uint64_t ChunkSchedule::touched_bytes(uint64_t first_launch, uint64_t last_launch) const {
     std::vector<bool> seen(first_use_.size(), false);
     uint64_t bytes = 0;

@@ -52,8 +52,6 @@ public:
     std::span<const Piece> pieces(uint64_t launch) const {
         return {pieces_.data() + piece_end_[launch + 1], piece_end_[launch] - piece_end_[launch + 1]};
     }
-    // Appends the launch's chunks to `out`, ascending, each once.
-    void append_chunks(uint64_t launch, std::vector<ChunkId>& out) const;
     // Bytes of the launch's chunks, all of them.
     uint64_t launch_bytes(uint64_t launch) const { return launch_bytes_[launch]; }
     uint64_t first_use(ChunkId chunk) const { return first_use_[chunk]; }

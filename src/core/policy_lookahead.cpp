@@ -142,54 +142,61 @@ void LookaheadPolicy::fetch_ahead_until_full(uint64_t step, Residency& residency
         if (!future) return;
         while (horizon_range_ < future->size()) {
             const ChunkRange range = (*future)[horizon_range_];
-            const ChunkId c = range.first + horizon_offset_;
+            const ChunkId from = range.first + horizon_offset_;
             // Most chunks are resident already: they are only noted as used then.
             // A future use only brings a key down (needed sooner); an entry left
             // too high is corrected when it reaches the top of the queue. (A
             // resident chunk exists: memory allocated later, or freed by then, has
             // nothing to fetch yet.)
-            const ChunkId end = residency.first_missing({c, range.last});
-            if (end > c) on_future_uses({c, end - 1}, horizon_step_);
-            if (end > range.last) {
+            const ChunkId missing = residency.first_missing({from, range.last});
+            if (missing > from) on_future_uses({from, missing - 1}, horizon_step_);
+            if (missing > range.last) {
                 ++horizon_range_;
                 horizon_offset_ = 0;
                 continue;
             }
-            horizon_offset_ = end - range.first;
-            if (end >= slots || !residency.is_chunk_live(end)) {
+            horizon_offset_ = missing - range.first;
+            if (missing >= slots || !residency.is_chunk_live(missing)) {
                 ++horizon_offset_;
                 continue;
             }
-            // The missing chunks from here on make room for themselves at once:
-            // the same victims, in the same order, as chunk by chunk. A few dozen
-            // at a time: when room runs out, the rest are looked at again later.
-            constexpr ChunkId kMostAtOnce = 32;
-            const ChunkId scan_last = std::min({range.last, slots - 1, end + kMostAtOnce - 1});
-            ChunkId missing_last = residency.first_resident({end, scan_last}) - 1;
-            for (ChunkId c = end + 1; c <= missing_last; ++c)
-                if (!residency.is_chunk_live(c)) missing_last = c - 1;
-            const uint64_t missing_bytes = residency.bytes_of({end, missing_last});
-            // Only chunks needed after these may make room for them. The chunks
-            // fetched so far are needed no later, so they can wait outside the
-            // queue: their run grows as long as they come adjacent.
-            const bool room = make_room(missing_bytes, horizon_step_, residency, out);
-            ChunkId fetch_last = missing_last;
-            if (!room) {
-                // As many as fit, in order.
-                uint64_t free = residency.free_bytes();
-                for (fetch_last = end; fetch_last <= missing_last && free >= residency.chunk_size(fetch_last); ++fetch_last)
-                    free -= residency.chunk_size(fetch_last);
-                if (fetch_last == end) return;
-                --fetch_last;
-            }
-            residency.make_resident({end, fetch_last}, step);
-            Plan::add(out.prefetch, {end, fetch_last}, residency);
-            on_future_uses({end, fetch_last}, horizon_step_);
-            for (ChunkId c = end; c <= fetch_last; ++c) note_key(c, eviction_key(c, residency));
-            horizon_offset_ += fetch_last - end + 1;
-            if (!room) return;
+            const ChunkRange run = missing_run(residency, missing, range.last);
+            const uint32_t fetched = fetch_run(run, step, residency, out);
+            horizon_offset_ += fetched;
+            if (fetched < run.last - run.first + 1) return; // the budget holds only chunks needed sooner
         }
     }
+}
+
+ChunkRange LookaheadPolicy::missing_run(const Residency& residency, ChunkId first, ChunkId last) {
+    // A few dozen at a time: when room runs out, the rest are looked at again later.
+    constexpr ChunkId kMostAtOnce = 32;
+    last = std::min({last, residency.chunk_slots() - 1, first + kMostAtOnce - 1});
+    ChunkId run_last = residency.first_resident({first, last}) - 1;
+    for (ChunkId c = first + 1; c <= run_last; ++c)
+        if (!residency.is_chunk_live(c)) run_last = c - 1;
+    return {first, run_last};
+}
+
+uint32_t LookaheadPolicy::fetch_run(ChunkRange run, uint64_t step, Residency& residency, Plan& out) {
+    // The run makes room for itself at once: the same victims, in the same order,
+    // as chunk by chunk. Only chunks needed after these may make room for them;
+    // the chunks fetched so far are needed no later, so they can wait outside
+    // the queue, and their run of keys grows as long as they come adjacent.
+    ChunkId last = run.last;
+    if (!make_room(residency.bytes_of(run), horizon_step_, residency, out)) {
+        // As many as fit, in order.
+        uint64_t free = residency.free_bytes();
+        for (last = run.first; last <= run.last && free >= residency.chunk_size(last); ++last)
+            free -= residency.chunk_size(last);
+        if (last == run.first) return 0;
+        --last;
+    }
+    residency.make_resident({run.first, last}, step);
+    Plan::add(out.prefetch, {run.first, last}, residency);
+    on_future_uses({run.first, last}, horizon_step_);
+    for (ChunkId c = run.first; c <= last; ++c) note_key(c, eviction_key(c, residency));
+    return last - run.first + 1;
 }
 
 bool LookaheadPolicy::make_room(uint64_t bytes, uint64_t above, Residency& residency, Plan& out) {

@@ -62,6 +62,11 @@ private:
     void evict_top_run(uint64_t bytes, uint64_t above, Residency& residency, Plan& out);
     void fetch_ahead(uint64_t step, Residency& residency, Plan& out);
     void fetch_ahead_until_full(uint64_t step, Residency& residency, Plan& out);
+    // The chunks from `first` (missing, live) on that are missing and live too, within `last`.
+    static ChunkRange missing_run(const Residency& residency, ChunkId first, ChunkId last);
+    // Fetches such a run for the launch at the horizon, making room first; how many
+    // chunks it fetched, fewer than the run when the room ran out.
+    uint32_t fetch_run(ChunkRange run, uint64_t step, Residency& residency, Plan& out);
     void flush_keys();
     void rebuild_queue(const Residency& residency);
 

@@ -97,22 +97,11 @@ uint32_t Residency::chunk_count(uint32_t alloc_id) const {
     return slot ? slot->count : 0;
 }
 
-std::optional<ChunkRange> Residency::access_range(const trace::Access& access) const {
-    const AllocSlot* slot = find(access.alloc_id);
-    if (!slot || !slot->live) return std::nullopt;
-    return access_range(*slot, access);
-}
-
 std::optional<ChunkRange> Residency::access_range(const AllocSlot& slot, const trace::Access& access) const {
     if (access.offset >= slot.size) return std::nullopt;
     const uint64_t end = access.length == 0 ? slot.size : std::min(slot.size, access.offset + access.length);
     return ChunkRange{slot.first + static_cast<ChunkId>(access.offset >> chunk_shift_),
                       slot.first + static_cast<ChunkId>((end - 1) >> chunk_shift_)};
-}
-
-void Residency::append_chunks(const trace::Access& access, std::vector<ChunkId>& out) const {
-    if (const auto range = access_range(access))
-        for (ChunkId c = range->first; c <= range->last; ++c) out.push_back(c);
 }
 
 void Residency::launch_ranges(std::span<const trace::Access> accesses, std::vector<ChunkRange>& out,
@@ -146,13 +135,6 @@ void Residency::launch_ranges(std::span<const trace::Access> accesses, std::vect
         else out[merged++] = out[i];
     }
     out.resize(merged);
-}
-
-void Residency::append_launch_chunks(std::span<const trace::Access> accesses, std::vector<ChunkRange>& ranges,
-                                     std::vector<ChunkId>& out) const {
-    launch_ranges(accesses, ranges);
-    for (const ChunkRange& r : ranges)
-        for (ChunkId c = r.first; c <= r.last; ++c) out.push_back(c);
 }
 
 uint64_t Residency::bytes_of(ChunkRange range) const {

@@ -55,17 +55,12 @@ public:
     ChunkId first_chunk(uint32_t alloc_id) const;
     uint32_t chunk_count(uint32_t alloc_id) const;
 
-    // Appends the ids of the chunks an access touches (length 0: to the end of
-    // the allocation). Accesses to unknown or removed allocations add nothing.
-    void append_chunks(const trace::Access& access, std::vector<ChunkId>& out) const;
-    // Appends the chunks that a launch's accesses touch, in ascending order, each once.
-    // Each access covers one range of chunks, so the ranges are merged, not the chunks
-    // sorted: a launch names a few tensors of many chunks each.
-    // `ranges` is the caller's scratch: its contents are replaced.
-    void append_launch_chunks(std::span<const trace::Access> accesses, std::vector<ChunkRange>& ranges,
-                              std::vector<ChunkId>& out) const;
-    // The same chunks as ranges, replacing what `out` held: ascending, none
-    // overlapping or adjacent to the next.
+    // The chunks that a launch's accesses touch (length 0: to the end of the
+    // allocation), as ranges replacing what `out` held: ascending, none
+    // overlapping or adjacent to the next. Accesses to unknown or removed
+    // allocations add nothing. Each access covers one range of chunks, so the
+    // ranges are merged, not the chunks sorted: a launch names a few tensors of
+    // many chunks each.
     // `not_live`, when given, counts the accesses naming an allocation that is
     // unknown or removed.
     void launch_ranges(std::span<const trace::Access> accesses, std::vector<ChunkRange>& out,
@@ -157,9 +152,8 @@ private:
     // Where the allocation's slot is in allocs_; nullopt for an unknown id.
     std::optional<uint32_t> slot_index(uint32_t alloc_id) const;
     const AllocSlot* find(uint32_t alloc_id) const;
-    // The chunks one access touches; nullopt for an unknown or removed allocation.
-    std::optional<ChunkRange> access_range(const trace::Access& access) const;
-    // The same within the allocation's slot, known to be live.
+    // The chunks one access to the (live) allocation of `slot` touches; nullopt
+    // when it starts past the allocation's end.
     std::optional<ChunkRange> access_range(const AllocSlot& slot, const trace::Access& access) const;
 
     uint64_t budget_bytes_;

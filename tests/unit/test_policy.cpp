@@ -56,9 +56,11 @@ Run drive(Policy& policy, const trace::Trace& t, const ChunkSchedule& schedule, 
     Plan plan;
     for (uint64_t i = 0; i < schedule.launch_count(); ++i) {
         std::vector<ChunkId> chunks;
-        schedule.append_chunks(i, chunks);
         std::vector<ChunkRange> ranges;
-        for (const ChunkSchedule::Piece& p : schedule.pieces(i)) ranges.push_back({p.first, p.last});
+        for (const ChunkSchedule::Piece& p : schedule.pieces(i)) {
+            ranges.push_back({p.first, p.last});
+            for (ChunkId c = p.first; c <= p.last; ++c) chunks.push_back(c);
+        }
         for (const ChunkRange& range : ranges) r.pin(range);
         LaunchView view{i, t.launches[i].kernel_id,
                         {t.accesses.data() + t.launches[i].first_access, t.launches[i].access_count}, ranges};

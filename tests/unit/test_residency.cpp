@@ -22,6 +22,16 @@ Residency uneven_allocations(uint64_t budget) {
     return r;
 }
 
+// The chunks a launch's accesses touch, from its ranges, one by one.
+std::vector<ChunkId> launch_chunks(const Residency& r, const std::vector<trace::Access>& accesses) {
+    std::vector<ChunkRange> ranges;
+    r.launch_ranges(accesses, ranges);
+    std::vector<ChunkId> chunks;
+    for (const ChunkRange& range : ranges)
+        for (ChunkId c = range.first; c <= range.last; ++c) chunks.push_back(c);
+    return chunks;
+}
+
 // Resident chunks from least to most recently used.
 std::vector<ChunkId> lru_order(const Residency& r) {
     std::vector<ChunkId> order;
@@ -55,19 +65,11 @@ TEST_CASE("residency: chunk size must be a power of two", "[residency]") {
 TEST_CASE("residency: accesses map to the chunks they overlap", "[residency]") {
     Residency r(100 * kMiB);
     r.add_allocation(1, 10 * kMiB);
-    std::vector<ChunkId> out;
-    r.append_chunks({1, 3 * kMiB, 2 * kMiB}, out); // bytes 3..5 MiB: chunks 1 and 2
-    CHECK(out == std::vector<ChunkId>{1, 2});
-    out.clear();
-    r.append_chunks({1, 9 * kMiB, 0}, out); // length 0: to the end
-    CHECK(out == std::vector<ChunkId>{4});
-    out.clear();
-    r.append_chunks({1, 4 * kMiB, 100 * kMiB}, out); // clamped to the allocation
-    CHECK(out == std::vector<ChunkId>{2, 3, 4});
-    out.clear();
-    r.append_chunks({1, 11 * kMiB, 0}, out); // past the end
-    r.append_chunks({2, 0, 0}, out);          // unknown allocation
-    CHECK(out.empty());
+    CHECK(launch_chunks(r, {{1, 3 * kMiB, 2 * kMiB}}) == std::vector<ChunkId>{1, 2}); // bytes 3..5 MiB
+    CHECK(launch_chunks(r, {{1, 9 * kMiB, 0}}) == std::vector<ChunkId>{4});           // length 0: to the end
+    CHECK(launch_chunks(r, {{1, 4 * kMiB, 100 * kMiB}}) == std::vector<ChunkId>{2, 3, 4}); // clamped
+    CHECK(launch_chunks(r, {{1, 11 * kMiB, 0}}).empty()); // past the end
+    CHECK(launch_chunks(r, {{2, 0, 0}}).empty());         // unknown allocation
 }
 
 TEST_CASE("residency: a launch's chunks come sorted and once, whatever its accesses overlap", "[residency]") {
@@ -76,7 +78,6 @@ TEST_CASE("residency: a launch's chunks come sorted and once, whatever its acces
     r.add_allocation(2, 4 * kMiB);  // chunks 5..6
     r.add_allocation(3, 6 * kMiB);  // chunks 7..9
     r.remove_allocation(3);
-    std::vector<ChunkId> out{99}; // appended to, not replaced
     const std::vector<trace::Access> accesses{
         {2, 0, 0},                  // 5, 6
         {1, 6 * kMiB, 2 * kMiB},    // 3
@@ -87,20 +88,26 @@ TEST_CASE("residency: a launch's chunks come sorted and once, whatever its acces
         {4, 0, 0},                  // unknown: nothing
         {1, 12 * kMiB, 0},          // past the end: nothing
     };
-    std::vector<ChunkRange> scratch{{7, 9}}; // replaced
-    r.append_launch_chunks(accesses, scratch, out);
-    CHECK(out == std::vector<ChunkId>{99, 0, 1, 2, 3, 5, 6});
+    std::vector<ChunkRange> ranges{{7, 9}}; // replaced
+    uint64_t not_live = 0;
+    r.launch_ranges(accesses, ranges, &not_live);
+    // Overlapping and adjacent ranges merge: 0..3, then 5..6 (chunk 4 untouched).
+    REQUIRE(ranges.size() == 2);
+    CHECK(ranges[0].first == 0);
+    CHECK(ranges[0].last == 3);
+    CHECK(ranges[1].first == 5);
+    CHECK(ranges[1].last == 6);
+    CHECK(not_live == 2);
 
     // The same as every access's chunks, sorted, each once, for a long access list too.
     std::vector<trace::Access> many;
     for (uint32_t i = 0; i < 100; ++i) many.push_back({1 + i % 2, (i * 7 % 10) * kMiB, (i % 3) * kMiB});
     std::vector<ChunkId> expected;
-    for (const trace::Access& a : many) r.append_chunks(a, expected);
+    for (const trace::Access& a : many)
+        for (ChunkId c : launch_chunks(r, {a})) expected.push_back(c);
     std::sort(expected.begin(), expected.end());
     expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
-    std::vector<ChunkId> merged;
-    r.append_launch_chunks(many, scratch, merged);
-    CHECK(merged == expected);
+    CHECK(launch_chunks(r, many) == expected);
 }
 
 TEST_CASE("residency: resident bytes follow fetches, evictions and frees", "[residency]") {
@@ -125,9 +132,7 @@ TEST_CASE("residency: resident bytes follow fetches, evictions and frees", "[res
     CHECK_FALSE(r.is_live(1));
     CHECK(r.resident_bytes() == 2 * kMiB);
     CHECK(r.resident_chunk_count() == 1);
-    std::vector<ChunkId> out;
-    r.append_chunks({1, 0, 0}, out);
-    CHECK(out.empty());
+    CHECK(launch_chunks(r, {{1, 0, 0}}).empty());
 }
 
 TEST_CASE("residency: the LRU order follows touches", "[residency]") {
