@@ -31,8 +31,7 @@ protected:
         if (step >= schedule_.launch_count()) return std::nullopt;
         // Looking ahead often asks for the launch it stopped at last time.
         if (step != future_step_) {
-            future_.clear();
-            for (const ChunkSchedule::Piece& p : schedule_.pieces(step)) future_.push_back({p.first, p.last});
+            schedule_.launch_ranges(step, future_);
             future_step_ = step;
         }
         return future_;

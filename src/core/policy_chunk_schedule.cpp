@@ -117,6 +117,14 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     }
 }
 
+void ChunkSchedule::launch_ranges(uint64_t launch, std::vector<ChunkRange>& out) const {
+    out.clear();
+    for (const Piece& p : pieces(launch)) {
+        if (!out.empty() && out.back().last + 1 == p.first) out.back().last = p.last;
+        else out.push_back({p.first, p.last});
+    }
+}
+
 uint64_t ChunkSchedule::touched_bytes(uint64_t first_launch, uint64_t last_launch) const {
     std::vector<bool> seen(first_use_.size(), false);
     uint64_t bytes = 0;

@@ -52,6 +52,9 @@ public:
     std::span<const Piece> pieces(uint64_t launch) const {
         return {pieces_.data() + piece_end_[launch + 1], piece_end_[launch] - piece_end_[launch + 1]};
     }
+    // The launch's chunks as ranges replacing what `out` held: its pieces,
+    // adjacent ones merged (as Residency::launch_ranges gives them).
+    void launch_ranges(uint64_t launch, std::vector<ChunkRange>& out) const;
     // Bytes of the launch's chunks, all of them.
     uint64_t launch_bytes(uint64_t launch) const { return launch_bytes_[launch]; }
     uint64_t first_use(ChunkId chunk) const { return first_use_[chunk]; }

@@ -216,19 +216,19 @@ void LookaheadPolicy::evict_top_run(uint64_t bytes, uint64_t above, Residency& r
     if (residency.free_bytes() >= bytes || queue_.empty()) return;
     const EvictionQueue::Entry top = queue_.top();
     if (top.key <= above) return;
-    const uint64_t budget = residency.budget_bytes();
-    uint64_t resident = residency.resident_bytes();
-    auto free_after = [&] { return resident >= budget ? 0 : budget - resident; };
-    // Enough whole chunks for what is missing; short ones leave the rest to the next round.
-    const uint64_t wanted = (bytes - free_after() + residency.chunk_bytes() - 1) / residency.chunk_bytes();
+    // Fewer than `bytes` are free, so this many must go (budget exceeded or not).
+    const uint64_t excess = residency.resident_bytes() + bytes - residency.budget_bytes();
+    // Enough whole chunks for it; short ones leave the rest to the next round.
+    const uint64_t wanted = (excess + residency.chunk_bytes() - 1) / residency.chunk_bytes();
     const uint32_t length = queue_.top_run_length(static_cast<uint32_t>(std::min<uint64_t>(wanted, UINT32_MAX)));
     ChunkId lowest = top.chunk + 1; // taken: lowest..top.chunk
-    for (uint32_t k = 0; k < length && free_after() < bytes; ++k) {
+    uint64_t taken = 0;
+    for (uint32_t k = 0; k < length && taken < excess; ++k) {
         const ChunkId c = top.chunk - k;
         if (c >= residency.chunk_slots() || !residency.is_resident(c) || residency.is_pinned(c) ||
             eviction_key(c, residency) != top.key)
             break;
-        resident -= residency.chunk_size(c);
+        taken += residency.chunk_size(c);
         lowest = c;
     }
     if (lowest > top.chunk) return;

@@ -161,7 +161,7 @@ uint64_t Residency::chunk_size(ChunkId chunk) const {
 
 void Residency::make_resident(ChunkId chunk, uint64_t step) {
     if (is_resident(chunk)) return;
-    resident_bits_[chunk >> 6] |= uint64_t{1} << (chunk & 63);
+    set_resident_bit(chunk, true);
     last_use_[chunk] = step;
     resident_bytes_ += chunk_size(chunk);
     ++resident_chunks_;
@@ -171,7 +171,7 @@ void Residency::make_resident(ChunkId chunk, uint64_t step) {
 
 void Residency::evict(ChunkId chunk) {
     if (!is_resident(chunk)) return;
-    resident_bits_[chunk >> 6] &= ~(uint64_t{1} << (chunk & 63));
+    set_resident_bit(chunk, false);
     resident_bytes_ -= chunk_size(chunk);
     --resident_chunks_;
     lru_unlink(chunk);
@@ -184,14 +184,10 @@ void Residency::make_resident(ChunkRange range, uint64_t step) {
     }
     std::fill(last_use_.begin() + range.first, last_use_.begin() + range.last + 1, step);
     for (ChunkId c = range.first; c <= range.last; ++c) {
-        resident_bits_[c >> 6] |= uint64_t{1} << (c & 63);
+        set_resident_bit(c, true);
         links_[c] = {c - 1, c + 1};
     }
-    links_[range.first].prev = lru_tail_;
-    links_[range.last].next = kNoChunk;
-    if (lru_tail_ != kNoChunk) links_[lru_tail_].next = range.first;
-    else lru_head_ = range.first;
-    lru_tail_ = range.last;
+    lru_append_run(range);
     resident_bytes_ += bytes_of(range);
     resident_chunks_ += range.last - range.first + 1;
     peak_resident_bytes_ = std::max(peak_resident_bytes_, resident_bytes_);
@@ -205,7 +201,7 @@ void Residency::evict(ChunkRange range) {
         }
         const ChunkId end = lru_run_end(c, range.last);
         lru_unlink_run({c, end});
-        for (ChunkId k = c; k <= end; ++k) resident_bits_[k >> 6] &= ~(uint64_t{1} << (k & 63));
+        for (ChunkId k = c; k <= end; ++k) set_resident_bit(k, false);
         resident_bytes_ -= bytes_of({c, end});
         resident_chunks_ -= end - c + 1;
         c = end + 1;
@@ -247,29 +243,26 @@ uint64_t Residency::missing_bytes(ChunkRange range) const {
     return bytes;
 }
 
-ChunkId Residency::first_resident(ChunkRange range) const {
+uint64_t Residency::scan_bits(ChunkRange range, uint64_t flip) const {
     const uint64_t end = std::min<uint64_t>(uint64_t{range.last} + 1, chunk_slots());
     for (uint64_t c = range.first; c < end;) {
         const unsigned bit = c & 63;
-        const uint64_t word = resident_bits_[c >> 6] >> bit;
-        if (word != 0) return static_cast<ChunkId>(std::min<uint64_t>(c + std::countr_zero(word), end));
+        // c's word from c on, flipped first: the bits shifted in at the top are zero.
+        const uint64_t word = (resident_bits_[c >> 6] ^ flip) >> bit;
+        if (word != 0) return std::min<uint64_t>(c + std::countr_zero(word), end);
         c += 64 - bit;
     }
-    return range.last + 1;
+    return end;
+}
+
+ChunkId Residency::first_resident(ChunkRange range) const {
+    const uint64_t c = scan_bits(range, 0);
+    return c <= range.last && c < chunk_slots() ? static_cast<ChunkId>(c) : range.last + 1;
 }
 
 ChunkId Residency::first_missing(ChunkRange range) const {
-    const uint64_t end = std::min<uint64_t>(uint64_t{range.last} + 1, chunk_slots());
-    uint64_t c = range.first;
-    while (c < end) {
-        const unsigned bit = c & 63;
-        // Resident chunks from c on, within c's word.
-        const unsigned ones = static_cast<unsigned>(std::countr_one(resident_bits_[c >> 6] >> bit));
-        c += ones;
-        if (ones < 64 - bit) break;
-    }
     // Past the chunks handed out, the first of the range is the first missing one.
-    return static_cast<ChunkId>(c < end ? c : std::max<uint64_t>(end, range.first));
+    return static_cast<ChunkId>(std::max<uint64_t>(scan_bits(range, ~uint64_t{0}), range.first));
 }
 
 void Residency::unpin(ChunkId chunk) {
@@ -289,14 +282,15 @@ void Residency::unpin(ChunkRange range) {
 
 void Residency::lru_move_run_to_back(ChunkRange range) {
     if (lru_tail_ == range.last) return;
-    const ChunkId before = links_[range.first].prev;
-    const ChunkId after = links_[range.last].next; // not kNoChunk: the run is not at the end
-    if (before != kNoChunk) links_[before].next = after;
-    else lru_head_ = after;
-    links_[after].prev = before;
-    links_[lru_tail_].next = range.first;
+    lru_unlink_run(range);
+    lru_append_run(range);
+}
+
+void Residency::lru_append_run(ChunkRange range) {
     links_[range.first].prev = lru_tail_;
     links_[range.last].next = kNoChunk;
+    if (lru_tail_ != kNoChunk) links_[lru_tail_].next = range.first;
+    else lru_head_ = range.first;
     lru_tail_ = range.last;
 }
 
@@ -309,13 +303,6 @@ void Residency::lru_unlink(ChunkId chunk) {
     link.prev = link.next = kNoChunk;
 }
 
-void Residency::lru_push_back(ChunkId chunk) {
-    Link& link = links_[chunk];
-    link.prev = lru_tail_;
-    link.next = kNoChunk;
-    if (lru_tail_ != kNoChunk) links_[lru_tail_].next = chunk;
-    else lru_head_ = chunk;
-    lru_tail_ = chunk;
-}
+void Residency::lru_push_back(ChunkId chunk) { lru_append_run({chunk, chunk}); }
 
 } // namespace uvmp

@@ -11,9 +11,9 @@
 #include "core/large_pages.h"
 #include "core/trace_model.h"
 
-#include <cstdint>
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -146,6 +146,15 @@ private:
     void lru_move_run_to_back(ChunkRange range);
     // Takes such a run out of the list.
     void lru_unlink_run(ChunkRange range);
+    // Links such a run, not in the list, at its end.
+    void lru_append_run(ChunkRange range);
+    void set_resident_bit(ChunkId chunk, bool resident) {
+        const uint64_t bit = uint64_t{1} << (chunk & 63);
+        resident_bits_[chunk >> 6] = resident ? resident_bits_[chunk >> 6] | bit : resident_bits_[chunk >> 6] & ~bit;
+    }
+    // The first chunk of the range, among those handed out, whose residency bit
+    // differs from the bits of `flip`'s; the end of that when there is none.
+    uint64_t scan_bits(ChunkRange range, uint64_t flip) const;
     // The last chunk of the run of the recency list that starts at `first`, linked
     // in ascending order, within range.last.
     ChunkId lru_run_end(ChunkId first, ChunkId last) const;

@@ -131,11 +131,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             else residency.add_allocation(e.alloc_id, e.size);
         }
         const trace::Launch& launch = trace.launches[i];
-        launch_ranges.clear();
-        for (const ChunkSchedule::Piece& p : schedule.pieces(i)) {
-            if (!launch_ranges.empty() && launch_ranges.back().last + 1 == p.first) launch_ranges.back().last = p.last;
-            else launch_ranges.push_back({p.first, p.last});
-        }
+        schedule.launch_ranges(i, launch_ranges);
         for (const ChunkRange& r : launch_ranges) residency.pin(r);
         if (schedule.launch_bytes(i) > config.budget_bytes) ++result.oversized_launches;
 

@@ -47,6 +47,24 @@ void erase_both(EvictionQueue& queue, std::map<ChunkId, uint64_t>& keys, ChunkId
     CHECK(queue.erase(chunk) == (keys.erase(chunk) == 1));
 }
 
+// 20000 random operations on a queue and its reference over chunks 0..423 and
+// keys 0..39: of `kinds` kinds, kinds 0 and 1 set a range of up to 24 chunks to
+// a key; `other(kind, first, key, random)` does the others. The sizes must
+// agree after each.
+template <class Other>
+void random_range_ops(EvictionQueue& queue, std::map<ChunkId, uint64_t>& keys, unsigned seed, unsigned kinds,
+                      Other other) {
+    std::mt19937 random(seed);
+    for (int op = 0; op < 20000; ++op) {
+        const ChunkId first = random() % 400;
+        const uint64_t key = random() % 40;
+        const unsigned kind = random() % kinds;
+        if (kind < 2) set_range_both(queue, keys, first, first + static_cast<ChunkId>(random() % 24), key);
+        else other(kind, first, key, random);
+        REQUIRE(queue.size() == keys.size());
+    }
+}
+
 } // namespace
 
 TEST_CASE("eviction queue: the top is always the largest key, ties to the largest chunk", "[policy][queue]") {
@@ -121,18 +139,10 @@ TEST_CASE("eviction queue: runs of chunks set to one key keep the order of singl
     // Ranges overlap earlier ones, chunks leave them one by one, and blocks of
     // equal keys interleave: the top must still be the largest key, then chunk.
     const uint64_t ordered_from = GENERATE(UINT64_MAX, 30, 0);
-    std::mt19937 random(13);
     EvictionQueue queue(ordered_from);
     std::map<ChunkId, uint64_t> keys;
-    for (int op = 0; op < 20000; ++op) {
-        const ChunkId first = random() % 400;
-        const uint64_t key = random() % 40;
-        switch (random() % 5) {
-        case 0:
-        case 1: {
-            set_range_both(queue, keys, first, first + static_cast<ChunkId>(random() % 24), key);
-            break;
-        }
+    random_range_ops(queue, keys, 13, 5, [&](unsigned kind, ChunkId first, uint64_t key, std::mt19937& random) {
+        switch (kind) {
         case 2:
             set_both(queue, keys, first, key);
             break;
@@ -143,53 +153,39 @@ TEST_CASE("eviction queue: runs of chunks set to one key keep the order of singl
             for (int pops = random() % 6; pops > 0 && !keys.empty(); --pops) pop_expected_top(queue, keys);
             break;
         }
-        REQUIRE(queue.size() == keys.size());
-    }
+    });
     while (!keys.empty()) pop_expected_top(queue, keys);
     CHECK(queue.empty());
 }
 
 TEST_CASE("eviction queue: a run at the top is what single pops would give next", "[policy][queue]") {
     const uint64_t ordered_from = GENERATE(UINT64_MAX, 30, 0);
-    std::mt19937 random(17);
     EvictionQueue queue(ordered_from);
     std::map<ChunkId, uint64_t> keys;
     uint64_t longer_than_one = 0;
-    for (int op = 0; op < 20000; ++op) {
-        const ChunkId first = random() % 400;
-        const uint64_t key = random() % 40;
-        switch (random() % 4) {
-        case 0:
-        case 1: {
-            set_range_both(queue, keys, first, first + static_cast<ChunkId>(random() % 24), key);
-            break;
-        }
-        case 2:
+    random_range_ops(queue, keys, 17, 4, [&](unsigned kind, ChunkId first, uint64_t, std::mt19937& random) {
+        if (kind == 2) {
             erase_both(queue, keys, first);
-            break;
-        case 3: {
-            if (keys.empty()) {
-                CHECK(queue.top_run_length(8) == 0);
-                break;
-            }
-            const uint32_t most = 1 + static_cast<uint32_t>(random() % 12);
-            const EvictionQueue::Entry top = queue.top();
-            const uint32_t length = queue.top_run_length(most);
-            REQUIRE(length >= 1);
-            REQUIRE(length <= most);
-            longer_than_one += length > 1;
-            // Taking the run at once leaves what popping one by one would.
-            for (uint32_t k = 0; k < length; ++k) {
-                const auto [expected_key, expected_chunk] = expected_top(keys);
-                REQUIRE(expected_key == top.key);
-                REQUIRE(expected_chunk == top.chunk - k);
-                keys.erase(expected_chunk);
-            }
-            queue.erase(ChunkRange{top.chunk - (length - 1), top.chunk});
-            break;
+            return;
         }
+        if (keys.empty()) {
+            CHECK(queue.top_run_length(8) == 0);
+            return;
         }
-        REQUIRE(queue.size() == keys.size());
-    }
+        const uint32_t most = 1 + static_cast<uint32_t>(random() % 12);
+        const EvictionQueue::Entry top = queue.top();
+        const uint32_t length = queue.top_run_length(most);
+        REQUIRE(length >= 1);
+        REQUIRE(length <= most);
+        longer_than_one += length > 1;
+        // Taking the run at once leaves what popping one by one would.
+        for (uint32_t k = 0; k < length; ++k) {
+            const auto [expected_key, expected_chunk] = expected_top(keys);
+            REQUIRE(expected_key == top.key);
+            REQUIRE(expected_chunk == top.chunk - k);
+            keys.erase(expected_chunk);
+        }
+        queue.erase(ChunkRange{top.chunk - (length - 1), top.chunk});
+    });
     CHECK(longer_than_one > 100); // runs are found, not only single chunks
 }
