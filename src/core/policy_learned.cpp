@@ -30,10 +30,13 @@ public:
 protected:
     bool begin_launch(const LaunchView& launch, const Residency& residency) override {
         current_step_ = launch.step;
-        if (chunk_uses_.size() < residency.chunk_slots()) {
-            chunk_uses_.resize(residency.chunk_slots());
-            is_listed_.resize(residency.chunk_slots(), false);
+        // New chunks start as runs of their own.
+        for (ChunkId c = static_cast<ChunkId>(run_of_.size()); c < residency.chunk_slots(); ++c) {
+            run_of_.push_back(c);
+            run_last_.push_back(c);
         }
+        lists_.resize(run_of_.size());
+        is_listed_.resize(run_of_.size(), 0);
         predictor_.observe(launch.kernel_id, launch.accesses);
         drop_past_uses();
         return predictor_.continued();
@@ -67,60 +70,53 @@ protected:
     uint64_t eviction_key(ChunkId chunk, const Residency& residency) const override { return key_of(chunk, residency); }
 
     void on_touch(ChunkRange range, uint64_t step) override {
-        for (ChunkId c = range.first; c <= range.last; ++c) {
-            ChunkUses& uses = chunk_uses_[c];
+        for (ChunkId c = range.first; c <= range.last;) {
+            const ChunkId first = run_of_[c];
+            const ChunkId last = std::min(run_last_[first], range.last);
+            const UseList& list = lists_[first];
             // Mostly the first predicted use is still ahead, or there is none.
             // (One dropped from uses_ never is: only uses before the current launch are dropped.)
-            if (uses.head != kNone && uses.head_step <= step) pass_use(uses, step);
+            if (list.head != kNone && list.head_step <= step) {
+                isolate({c, last});
+                pass_use(lists_[c], step);
+            }
+            c = last + 1;
         }
     }
 
-    void note_launch_keys(ChunkRange range, const Residency& residency) override {
-        // The chunks of a tensor mostly share their key: noted as one run.
-        ChunkId run_first = range.first;
-        uint64_t run_key = key_of(run_first, residency);
-        for (ChunkId c = range.first + 1; c <= range.last; ++c) {
-            const uint64_t key = key_of(c, residency);
-            if (key == run_key) continue;
-            note_key({run_first, c - 1}, run_key);
-            run_first = c;
-            run_key = key;
-        }
-        note_key({run_first, range.last}, run_key);
-    }
+    void note_launch_keys(ChunkRange range, const Residency& residency) override { note_keys_by_run(range, residency); }
+    void note_fetched_keys(ChunkRange range, const Residency& residency) override { note_keys_by_run(range, residency); }
 
     void on_future_uses(ChunkRange chunks, uint64_t step) override {
-        for (ChunkId chunk = chunks.first; chunk <= chunks.last; ++chunk) {
-            ChunkUses& uses = chunk_uses_[chunk];
-            const bool had_prediction = uses.head_step > current_step_;
-            // Looking ahead again over launches it has seen (after an eviction sent
-            // it back) finds uses already recorded.
-            if (had_prediction && uses.tail_step >= step) continue;
-            const uint64_t entry = uses_base_ + uses_.size();
-            uses_.push_back({step, kNone});
-            if (had_prediction) {
-                uses_[uses.tail - uses_base_].next = entry;
-            } else {
-                uses.head = entry;
-                uses.head_step = step;
-                if (!is_listed_[chunk]) {
-                    is_listed_[chunk] = true;
-                    listed_.push_back(chunk);
-                }
+        for (ChunkId c = chunks.first; c <= chunks.last;) {
+            const ChunkId first = run_of_[c];
+            ChunkId last = std::min(run_last_[first], chunks.last);
+            const bool had_prediction = has_prediction(lists_[first]);
+            if (!had_prediction) {
+                // Runs side by side that all start a list now become one run.
+                while (last < chunks.last && !has_prediction(lists_[last + 1]))
+                    last = std::min(run_last_[last + 1], chunks.last);
+                start_list({c, last}, step);
+            } else if (lists_[first].tail_step < step) {
+                // (Looking ahead again over launches it has seen, after an eviction
+                // sent it back, finds uses already recorded: those are left.)
+                isolate({c, last});
+                append_use(lists_[c], step);
             }
-            uses.tail = entry;
-            uses.tail_step = step;
+            c = last + 1;
         }
     }
 
     void forget_future() override {
         for (ChunkId chunk : listed_) {
             is_listed_[chunk] = false;
-            ChunkUses& uses = chunk_uses_[chunk];
+            // A run's first chunk stands for it (all chunks of a run with a live list are listed).
+            if (run_of_[chunk] != chunk) continue;
+            UseList& list = lists_[chunk];
             // Lists that ran out, or whose uses all went to history, stay as they are.
-            if (uses.tail == kNone || uses.tail < uses_base_) continue;
-            key_changed(chunk);
-            uses = ChunkUses{};
+            if (list.tail == kNone || list.tail < uses_base_) continue;
+            for (ChunkId c = chunk; c <= run_last_[chunk]; ++c) key_changed(c);
+            list = UseList{};
         }
         listed_.clear();
         uses_base_ += uses_.size();
@@ -129,46 +125,126 @@ protected:
     }
 
 private:
-    // Future uses found by looking ahead, in launch order; per chunk a list
-    // through `next`, from ChunkUses::head to ChunkUses::tail. Indices are
+    // Future uses found by looking ahead, in launch order; per list a chain
+    // through `next`, from UseList::head to UseList::tail. Indices are
     // absolute: uses_base_ is the index of uses_[0].
     struct PredictedUse {
         uint64_t step;
         uint64_t next;
     };
 
-    // A chunk's list with the steps of its ends, so that looking ahead and
+    // A run's chain with the steps of its ends, so that looking ahead and
     // ranking read one record and not the uses themselves.
-    struct ChunkUses {
+    struct UseList {
         uint64_t head = kNone;
         uint64_t tail = kNone;
         uint64_t head_step = 0; // 0: none (a predicted use comes after some launch)
         uint64_t tail_step = 0;
     };
 
+    bool has_prediction(const UseList& list) const { return list.head_step > current_step_; }
+
     uint64_t key_of(ChunkId chunk, const Residency& residency) const {
-        const uint64_t step = predicted_use(chunk);
-        if (step != kNone) return step;
+        const uint64_t step = lists_[run_of_[chunk]].head_step;
+        return step > current_step_ ? step : unpredicted_key(chunk, residency);
+    }
+
+    // A use at or before the current launch did not happen: ranked by recency.
+    static uint64_t unpredicted_key(ChunkId chunk, const Residency& residency) {
         return kUnpredicted + (kUnpredicted - 1 - std::min(residency.last_use(chunk), kUnpredicted - 1));
     }
 
-    // The use at or before `step` was the first predicted one: the next predicted use moves up.
-    void pass_use(ChunkUses& uses, uint64_t step) const {
-        uint64_t entry = uses.head;
-        while (entry != kNone && (entry < uses_base_ || uses_[entry - uses_base_].step <= step))
-            entry = entry < uses_base_ ? kNone : uses_[entry - uses_base_].next;
-        if (entry == kNone) {
-            uses = ChunkUses{};
-        } else {
-            uses.head = entry;
-            uses.head_step = uses_[entry - uses_base_].step;
+    void note_keys_by_run(ChunkRange range, const Residency& residency) {
+        for (ChunkId c = range.first; c <= range.last;) {
+            const ChunkId first = run_of_[c];
+            const ChunkId last = std::min(run_last_[first], range.last);
+            if (has_prediction(lists_[first])) {
+                note_key({c, last}, lists_[first].head_step);
+            } else {
+                for (ChunkId k = c; k <= last; ++k) note_key(k, unpredicted_key(k, residency));
+            }
+            c = last + 1;
         }
     }
 
-    uint64_t predicted_use(ChunkId chunk) const {
-        // A use at or before the current launch did not happen: no prediction.
-        const uint64_t step = chunk_uses_[chunk].head_step;
-        return step > current_step_ ? step : kNone;
+    // The use at or before `step` was the first predicted one: the next predicted use moves up.
+    void pass_use(UseList& list, uint64_t step) const {
+        uint64_t entry = list.head;
+        while (entry != kNone && (entry < uses_base_ || uses_[entry - uses_base_].step <= step))
+            entry = entry < uses_base_ ? kNone : uses_[entry - uses_base_].next;
+        if (entry == kNone) {
+            list = UseList{};
+        } else {
+            list.head = entry;
+            list.head_step = uses_[entry - uses_base_].step;
+        }
+    }
+
+    void append_use(UseList& list, uint64_t step) {
+        const uint64_t entry = uses_base_ + uses_.size();
+        uses_.push_back({step, kNone});
+        uses_[list.tail - uses_base_].next = entry;
+        list.tail = entry;
+        list.tail_step = step;
+    }
+
+    // The chunks in `range`, of any runs, become one run whose list is `step` alone.
+    void start_list(ChunkRange range, uint64_t step) {
+        if (run_of_[range.first] != range.first) cut_before(range.first);
+        if (range.last + 1 < run_of_.size() && run_of_[range.last + 1] != range.last + 1) {
+            // The part after the range keeps the list; the range's is replaced.
+            const ChunkId first = run_of_[range.last + 1];
+            cut_before(range.last + 1);
+            lists_[range.last + 1] = lists_[first];
+        }
+        run_last_[range.first] = range.last;
+        std::fill(run_of_.begin() + range.first, run_of_.begin() + range.last + 1, range.first);
+        for (ChunkId c = range.first; c <= range.last; ++c) {
+            if (is_listed_[c]) continue;
+            is_listed_[c] = true;
+            listed_.push_back(c);
+        }
+        const uint64_t entry = uses_base_ + uses_.size();
+        uses_.push_back({step, kNone});
+        lists_[range.first] = {entry, entry, step, step};
+    }
+
+    // Makes `range`, which lies in one run, a run of its own; the parts of
+    // that run around it get copies of its list.
+    void isolate(ChunkRange range) {
+        split_before(range.first);
+        if (range.last + 1 < run_of_.size()) split_before(range.last + 1);
+    }
+
+    void split_before(ChunkId chunk) {
+        const ChunkId first = run_of_[chunk];
+        if (first == chunk) return;
+        cut_before(chunk);
+        lists_[chunk] = copy_of(lists_[first]);
+    }
+
+    // Ends the run holding `chunk` before it; the rest becomes a run with no list set.
+    void cut_before(ChunkId chunk) {
+        const ChunkId first = run_of_[chunk];
+        const ChunkId last = run_last_[first];
+        run_last_[first] = chunk - 1;
+        run_last_[chunk] = last;
+        std::fill(run_of_.begin() + chunk, run_of_.begin() + last + 1, chunk);
+    }
+
+    UseList copy_of(const UseList& list) {
+        if (list.head == kNone) return list;
+        UseList copy = list;
+        uint64_t previous = kNone;
+        for (uint64_t entry = list.head; entry != kNone; entry = uses_[entry - uses_base_].next) {
+            const uint64_t added = uses_base_ + uses_.size();
+            uses_.push_back({uses_[entry - uses_base_].step, kNone});
+            if (previous == kNone) copy.head = added;
+            else uses_[previous - uses_base_].next = added;
+            previous = added;
+        }
+        copy.tail = previous;
+        return copy;
     }
 
     // Uses up to the current launch are history; drop them now and then.
@@ -179,11 +255,12 @@ private:
             const uint64_t new_base = uses_base_ + uses_front_;
             // A list whose first use went unused still leads on to later ones: skip
             // what is dropped now, as on_touch would, so that when uses are dropped
-            // changes nothing. (Only listed chunks have lists in uses_.)
+            // changes nothing. (Only runs with listed chunks have lists in uses_.)
             for (ChunkId chunk : listed_) {
-                ChunkUses& uses = chunk_uses_[chunk];
-                while (uses.head != kNone && uses.head >= uses_base_ && uses.head < new_base)
-                    uses.head = uses_[uses.head - uses_base_].next;
+                if (run_of_[chunk] != chunk) continue;
+                UseList& list = lists_[chunk];
+                while (list.head != kNone && list.head >= uses_base_ && list.head < new_base)
+                    list.head = uses_[list.head - uses_base_].next;
             }
             uses_.erase(uses_.begin(), uses_.begin() + static_cast<std::ptrdiff_t>(uses_front_));
             uses_base_ = new_base;
@@ -201,12 +278,18 @@ private:
     std::vector<PredictedUse> uses_;
     uint64_t uses_base_ = 0;
     size_t uses_front_ = 0;
-    std::vector<ChunkUses> chunk_uses_;
+    // Adjacent chunks with the same predicted uses (the chunks of a tensor, mostly)
+    // share one list: they form a run, split where a launch or a look ahead
+    // covers only part of it. Per chunk the first chunk of its run; per run, at
+    // its first chunk, its last chunk and its list.
+    std::vector<ChunkId> run_of_;
+    std::vector<ChunkId> run_last_;
+    std::vector<UseList> lists_;
     // Chunks that started a list since the future was last forgotten, each once
     // (a steady loop starts one per chunk every iteration and never forgets):
     // forgetting visits them, not every use.
     std::vector<ChunkId> listed_;
-    std::vector<bool> is_listed_;
+    std::vector<uint8_t> is_listed_;
 };
 
 } // namespace

@@ -8,8 +8,16 @@ void LookaheadPolicy::push_key(ChunkId chunk, const Residency& residency) {
     queue_.set(chunk, eviction_key(chunk, residency));
 }
 
-void LookaheadPolicy::note_launch_keys(ChunkRange range, const Residency& residency) {
+void LookaheadPolicy::note_keys_by_chunk(ChunkRange range, const Residency& residency) {
     for (ChunkId c = range.first; c <= range.last; ++c) note_key(c, eviction_key(c, residency));
+}
+
+void LookaheadPolicy::note_launch_keys(ChunkRange range, const Residency& residency) {
+    note_keys_by_chunk(range, residency);
+}
+
+void LookaheadPolicy::note_fetched_keys(ChunkRange range, const Residency& residency) {
+    note_keys_by_chunk(range, residency);
 }
 
 ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) {
@@ -195,7 +203,7 @@ uint32_t LookaheadPolicy::fetch_run(ChunkRange run, uint64_t step, Residency& re
     residency.make_resident({run.first, last}, step);
     Plan::add(out.prefetch, {run.first, last}, residency);
     on_future_uses({run.first, last}, horizon_step_);
-    for (ChunkId c = run.first; c <= last; ++c) note_key(c, eviction_key(c, residency));
+    note_fetched_keys({run.first, last}, residency);
     return last - run.first + 1;
 }
 

@@ -33,6 +33,8 @@ protected:
     // Sets the keys of the current launch's chunks in `range` once it is planned,
     // through note_key: by default chunk by chunk from eviction_key().
     virtual void note_launch_keys(ChunkRange range, const Residency& residency);
+    // The same for chunks just fetched ahead.
+    virtual void note_fetched_keys(ChunkRange range, const Residency& residency);
     // Looking ahead found these chunks used at `step`, in ascending order. A key
     // may only go down (the chunk is needed sooner than thought).
     virtual void on_future_uses(ChunkRange chunks, uint64_t step) {}
@@ -49,6 +51,7 @@ protected:
 
 private:
     void push_key(ChunkId chunk, const Residency& residency);
+    void note_keys_by_chunk(ChunkRange range, const Residency& residency);
     // The unpinned resident chunk with the largest key above `above`, or kNoChunk.
     ChunkId pop_victim(const Residency& residency, uint64_t above);
     void evict(ChunkId chunk, Residency& residency, Plan& out);
