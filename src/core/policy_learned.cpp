@@ -161,7 +161,14 @@ private:
             if (has_prediction(lists_[first])) {
                 note_key({c, last}, lists_[first].head_step);
             } else {
-                for (ChunkId k = c; k <= last; ++k) note_key(k, unpredicted_key(k, residency));
+                // Chunks used together rank alike.
+                for (ChunkId k = c; k <= last;) {
+                    const uint64_t key = unpredicted_key(k, residency);
+                    ChunkId end = k;
+                    while (end < last && unpredicted_key(end + 1, residency) == key) ++end;
+                    note_key({k, end}, key);
+                    k = end + 1;
+                }
             }
             c = last + 1;
         }

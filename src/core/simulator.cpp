@@ -28,6 +28,14 @@ double thread_cpu_seconds() {
 
 double seconds_for(uint64_t bytes, double gbps) { return gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e9) : 0.0; }
 
+// Whether the span shares a chunk with any of the ranges.
+bool overlaps(std::span<const ChunkRange> ranges, const ChunkSpan& span) {
+    const ChunkId last = span.first + span.count - 1;
+    for (const ChunkRange& r : ranges)
+        if (r.first <= last && span.first <= r.last) return true;
+    return false;
+}
+
 // Keeps only full iterations: a last one shorter than the one before was cut
 // off by the end of the recording.
 std::vector<uint64_t> close_bounds(std::vector<uint64_t> starts, uint64_t launches) {
@@ -103,7 +111,8 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     // When each chunk's data is on the GPU, and until when a kernel uses it
     // (an eviction has to wait for that).
     LargeVector<double> ready_at(schedule.chunk_slots(), 0.0);
-    LargeVector<double> busy_until(schedule.chunk_slots(), 0.0);
+    // The latest arrival so far: a launch that starts after it waits for none.
+    double latest_arrival = 0.0;
     // At each iteration bound, before its launch: when the kernels so far ended, and
     // the bytes moved in and out so far (to tell the steps apart).
     struct AtBound {
@@ -124,6 +133,10 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     size_t next_event = 0;
     Plan plan;
     std::vector<ChunkRange> launch_ranges;
+    // The kernel before the current launch: evicting its chunks waits until it
+    // ends. (Earlier kernels ended before it started, which transfers wait for anyway.)
+    std::vector<ChunkRange> previous_ranges;
+    double previous_kernel_end = 0.0;
     for (uint64_t i = 0; i < launches; ++i) {
         for (; next_event < events.size() && events[next_event].launches_before <= i; ++next_event) {
             const ChunkSchedule::AllocEvent& e = events[next_event];
@@ -151,7 +164,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             const uint64_t bytes = Plan::bytes({&span, 1}, residency);
             evict_bytes += bytes;
             evict_seconds += seconds_for(bytes, link.evict_gbps(bytes));
-            for (ChunkId c = span.first; c < span.first + span.count; ++c) copy_start = std::max(copy_start, busy_until[c]);
+            if (overlaps(previous_ranges, span)) copy_start = std::max(copy_start, previous_kernel_end);
         }
         for (const ChunkSpan& span : plan.prefetch) {
             const uint64_t bytes = Plan::bytes({&span, 1}, residency);
@@ -183,20 +196,24 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
                 done_bytes += Plan::bytes({&span, 1}, residency);
                 const double arrival = copy_start + per_byte * static_cast<double>(done_bytes);
                 for (ChunkId c = span.first; c < span.first + span.count; ++c) ready_at[c] = arrival;
+                latest_arrival = std::max(latest_arrival, arrival);
             }
             copy_free = copy_start + copy_seconds;
             result.copy_busy_seconds += copy_seconds;
         }
 
         double start = compute_free;
+        const bool may_wait = latest_arrival > compute_free;
         for (const ChunkRange& r : launch_ranges) {
             residency.unpin(r);
+            if (!may_wait) continue;
             for (size_t c = r.first, end = size_t{r.last} + 1; c < end; ++c) start = std::max(start, ready_at[c]);
         }
         const uint64_t duration_ns = launch.duration_ns ? launch.duration_ns : link.default_kernel_ns;
         const double compute = static_cast<double>(duration_ns) * 1e-9;
         const double end = start + compute + fault_evict_seconds + seconds_for(demand_bytes, link.demand_fault_gbps);
-        for (const ChunkRange& r : launch_ranges) std::fill(busy_until.begin() + r.first, busy_until.begin() + r.last + 1, end);
+        previous_ranges.swap(launch_ranges);
+        previous_kernel_end = end;
         compute_free = end;
         previous_kernel_start = start;
 
