@@ -42,7 +42,8 @@ uint64_t Predictor::extent_hash_of(uint64_t signature, std::span<const trace::Ac
 }
 
 uint64_t Predictor::next_position(uint64_t position) const {
-    return frozen_ ? (position + 1) % steps_.size() : position + 1;
+    if (!frozen_) return position + 1;
+    return position + 1 < steps_.size() ? position + 1 : (position + 1) % steps_.size();
 }
 
 bool Predictor::has_next(uint64_t position) const {
@@ -94,7 +95,13 @@ bool Predictor::trusted() const {
 
 const Predictor::Step* Predictor::predict(uint64_t ahead) const {
     if (!located_ || steps_.empty()) return nullptr;
-    if (frozen_) return &steps_[(position_ + ahead) % steps_.size()];
+    if (frozen_) {
+        // Mostly less than a loop ahead: a division only past that.
+        uint64_t index = position_ + ahead;
+        if (index >= steps_.size()) index -= steps_.size();
+        if (index >= steps_.size()) index %= steps_.size();
+        return &steps_[index];
+    }
     const uint64_t index = position_ + ahead;
     return index < steps_.size() ? &steps_[index] : nullptr;
 }
@@ -135,21 +142,24 @@ bool Predictor::resembles(const Step& expected, std::span<const trace::Access> a
 
 void Predictor::resync(uint32_t kernel_id, uint64_t signature) {
     located_ = false;
-    const std::vector<uint32_t>* found = nullptr;
-    if (const auto it = positions_of_signature_.find(signature); it != positions_of_signature_.end())
-        found = &it->second;
-    else if (const auto k = positions_of_kernel_.find(kernel_id); k != positions_of_kernel_.end())
-        found = &k->second;
-    if (!found || found->empty()) return;
-    const std::vector<uint32_t>& candidates = *found;
+    uint32_t latest = kNoPosition;
+    bool by_signature = true;
+    if (const auto it = latest_of_signature_.find(signature); it != latest_of_signature_.end()) {
+        latest = it->second;
+    } else if (const auto k = latest_of_kernel_.find(kernel_id); k != latest_of_kernel_.end()) {
+        latest = k->second;
+        by_signature = false;
+    }
+    if (latest == kNoPosition) return;
     uint32_t best_score = 0;
-    uint64_t best = candidates.back();
+    uint64_t best = latest;
     uint32_t examined = 0;
-    for (auto c = candidates.rbegin(); c != candidates.rend() && examined < config_.max_candidates; ++c, ++examined) {
-        const uint32_t score = context_score(*c);
+    for (uint32_t c = latest; c != kNoPosition && examined < config_.max_candidates;
+         c = by_signature ? earlier_[c].same_signature : earlier_[c].same_kernel, ++examined) {
+        const uint32_t score = context_score(c);
         if (score > best_score) {
             best_score = score;
-            best = *c;
+            best = c;
             if (score == config_.context_length) break;
         }
     }
@@ -162,9 +172,17 @@ void Predictor::append(uint32_t kernel_id, uint64_t signature, std::span<const t
         learning_ = false;
         return;
     }
-    positions_of_signature_[signature].push_back(static_cast<uint32_t>(steps_.size()));
-    positions_of_kernel_[kernel_id].push_back(static_cast<uint32_t>(steps_.size()));
     push_step(kernel_id, signature, accesses);
+    index_step(static_cast<uint32_t>(steps_.size() - 1));
+}
+
+void Predictor::index_step(uint32_t position) {
+    const Step& step = steps_[position];
+    auto [by_signature, signature_new] = latest_of_signature_.try_emplace(step.signature, position);
+    auto [by_kernel, kernel_new] = latest_of_kernel_.try_emplace(step.kernel_id, position);
+    earlier_.push_back({signature_new ? kNoPosition : by_signature->second, kernel_new ? kNoPosition : by_kernel->second});
+    by_signature->second = position;
+    by_kernel->second = position;
 }
 
 void Predictor::push_step(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses) {
@@ -257,12 +275,10 @@ void Predictor::unfreeze() {
 }
 
 void Predictor::rebuild_index() {
-    positions_of_signature_.clear();
-    positions_of_kernel_.clear();
-    for (uint32_t i = 0; i < steps_.size(); ++i) {
-        positions_of_signature_[steps_[i].signature].push_back(i);
-        positions_of_kernel_[steps_[i].kernel_id].push_back(i);
-    }
+    latest_of_signature_.clear();
+    latest_of_kernel_.clear();
+    earlier_.clear();
+    for (uint32_t i = 0; i < steps_.size(); ++i) index_step(i);
 }
 
 } // namespace uvmp

@@ -119,8 +119,19 @@ private:
     };
     static constexpr size_t kKeptLoops = 4;
     std::vector<Loop> kept_loops_; // left earlier, most recent last
-    std::unordered_map<uint64_t, std::vector<uint32_t>> positions_of_signature_;
-    std::unordered_map<uint32_t, std::vector<uint32_t>> positions_of_kernel_;
+    // Where each signature and each kernel last occurs in steps_, and per step
+    // the occurrence before it: candidates, most recent first, without a list
+    // per signature (a program that allocates anew every step makes a new
+    // signature every launch).
+    static constexpr uint32_t kNoPosition = UINT32_MAX;
+    struct Earlier {
+        uint32_t same_signature = kNoPosition;
+        uint32_t same_kernel = kNoPosition;
+    };
+    std::vector<Earlier> earlier_;
+    std::unordered_map<uint64_t, uint32_t> latest_of_signature_;
+    std::unordered_map<uint32_t, uint32_t> latest_of_kernel_;
+    void index_step(uint32_t position);
     // Kernels of the most recent live launches: a ring of context_length
     // entries; recent_count_ counts every launch ever pushed.
     std::vector<uint32_t> recent_;
