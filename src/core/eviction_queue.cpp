@@ -86,8 +86,22 @@ void EvictionQueue::leave_block(uint32_t block, uint32_t count) {
     free_blocks_.push_back(block);
 }
 
+bool EvictionQueue::all_members_of(uint32_t member, ChunkId first, ChunkId last) const {
+    // No early exit: the loop compiles to vector compares, and the ranges are short.
+    uint32_t differ = 0;
+    for (size_t c = first, end = size_t{last} + 1; c < end; ++c) differ |= member_of_[c] ^ member;
+    return differ == 0;
+}
+
 void EvictionQueue::detach(ChunkId first, ChunkId last) {
-    // Adjacent chunks mostly left one block together: count them, and leave once.
+    // Mostly the chunks of one block, leaving together.
+    const uint32_t member = member_of_[first];
+    if (member < kInRun && all_members_of(member, first, last)) {
+        std::fill(member_of_.begin() + first, member_of_.begin() + last + 1, kAbsent);
+        leave_block(member, last - first + 1);
+        return;
+    }
+    // Else adjacent chunks mostly left one block together: count them, and leave once.
     uint32_t block = kAbsent;
     uint32_t count = 0;
     for (ChunkId c = first; c <= last; ++c) {
@@ -116,9 +130,7 @@ void EvictionQueue::set_range(ChunkId first, ChunkId last, uint64_t key) {
     // A tensor set again whole is a block of its own already: it moves with
     // its new key in one heap step, as a single chunk would.
     if (member < kInRun && !ordered && blocks_[member].live == last - first + 1) {
-        bool whole = true;
-        for (ChunkId c = first + 1; c <= last && whole; ++c) whole = member_of_[c] == member;
-        if (whole) {
+        if (all_members_of(member, first, last)) {
             Block& block = blocks_[member];
             const HeapEntry old = slots_[block.slot];
             block.key = key;

@@ -128,6 +128,8 @@ private:
     void grow_to(ChunkId chunk);
     // Takes the chunks first..last out of wherever they are.
     void detach(ChunkId first, ChunkId last);
+    // Whether every chunk of first..last is a member of `member`.
+    bool all_members_of(uint32_t member, ChunkId first, ChunkId last) const;
     // `count` members left the block; the block goes when none is left.
     void leave_block(uint32_t block, uint32_t count);
     uint32_t new_block(uint64_t key, ChunkId first, ChunkId last);
