@@ -3,13 +3,17 @@
 #include "core/loop_seed.h"
 
 #include <algorithm>
+#include <bit>
 
 namespace uvmp {
 namespace {
 
-uint64_t mix(uint64_t h, uint64_t value) {
-    // splitmix64 finaliser over the running hash: cheap and well spread.
-    h ^= value + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+// A launch's words go through the hash one after another, so each step on the
+// running hash is one multiply; the words themselves are formed off that chain.
+uint64_t combine(uint64_t h, uint64_t word) { return (std::rotl(h, 5) ^ word) * 0x9e3779b97f4a7c15ull; }
+
+// splitmix64's finaliser, once a launch: signatures are also hash-table keys.
+uint64_t finish(uint64_t h) {
     h ^= h >> 30;
     h *= 0xbf58476d1ce4e5b9ull;
     h ^= h >> 27;
@@ -27,18 +31,15 @@ Predictor::Predictor(PredictorConfig config) : config_(config) {
 }
 
 uint64_t Predictor::signature_of(uint32_t kernel_id, std::span<const trace::Access> accesses) {
-    uint64_t h = mix(0, kernel_id);
-    for (const trace::Access& a : accesses) {
-        h = mix(h, a.alloc_id);
-        h = mix(h, a.offset);
-    }
-    return h;
+    uint64_t h = combine(0, kernel_id);
+    for (const trace::Access& a : accesses) h = combine(combine(h, a.alloc_id), a.offset);
+    return finish(h);
 }
 
 uint64_t Predictor::extent_hash_of(uint64_t signature, std::span<const trace::Access> accesses) {
     uint64_t h = signature;
-    for (const trace::Access& a : accesses) h = mix(h, a.length);
-    return h;
+    for (const trace::Access& a : accesses) h = combine(h, a.length);
+    return finish(h);
 }
 
 uint64_t Predictor::next_position(uint64_t position) const {
