@@ -28,6 +28,22 @@ double thread_cpu_seconds() {
 
 double seconds_for(uint64_t bytes, double gbps) { return gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e9) : 0.0; }
 
+// The largest of the range's times (all finite, not negative). Four running
+// maxima instead of one: the compares do not wait on each other.
+double latest_of(const LargeVector<double>& times, ChunkRange range) {
+    double m0 = 0, m1 = 0, m2 = 0, m3 = 0;
+    size_t c = range.first;
+    const size_t end = size_t{range.last} + 1;
+    for (; c + 4 <= end; c += 4) {
+        m0 = std::max(m0, times[c]);
+        m1 = std::max(m1, times[c + 1]);
+        m2 = std::max(m2, times[c + 2]);
+        m3 = std::max(m3, times[c + 3]);
+    }
+    for (; c < end; ++c) m0 = std::max(m0, times[c]);
+    return std::max(std::max(m0, m1), std::max(m2, m3));
+}
+
 // Whether the span shares a chunk with any of the ranges.
 bool overlaps(std::span<const ChunkRange> ranges, const ChunkSpan& span) {
     const ChunkId last = span.first + span.count - 1;
@@ -206,8 +222,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         const bool may_wait = latest_arrival > compute_free;
         for (const ChunkRange& r : launch_ranges) {
             residency.unpin(r);
-            if (!may_wait) continue;
-            for (size_t c = r.first, end = size_t{r.last} + 1; c < end; ++c) start = std::max(start, ready_at[c]);
+            if (may_wait) start = std::max(start, latest_of(ready_at, r));
         }
         const uint64_t duration_ns = launch.duration_ns ? launch.duration_ns : link.default_kernel_ns;
         const double compute = static_cast<double>(duration_ns) * 1e-9;
