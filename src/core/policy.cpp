@@ -31,11 +31,7 @@ void Plan::add(std::vector<ChunkSpan>& spans, ChunkRange range, const Residency&
 
 uint64_t Plan::bytes(std::span<const ChunkSpan> spans, const Residency& residency) {
     uint64_t total = 0;
-    for (const ChunkSpan& span : spans) {
-        // Only an allocation's last chunk can be short.
-        const ChunkId last = span.first + span.count - 1;
-        total += (span.count - 1) * residency.chunk_bytes() + residency.chunk_size(last);
-    }
+    for (const ChunkSpan& span : spans) total += residency.bytes_of({span.first, span.first + span.count - 1});
     return total;
 }
 

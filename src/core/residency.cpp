@@ -265,10 +265,6 @@ ChunkId Residency::first_missing(ChunkRange range) const {
     return static_cast<ChunkId>(std::max<uint64_t>(scan_bits(range, ~uint64_t{0}), range.first));
 }
 
-void Residency::unpin(ChunkId chunk) {
-    if (pins_[chunk] != 0) --pins_[chunk];
-}
-
 void Residency::pin(ChunkRange range) {
     uint16_t* pins = pins_.data();
     for (size_t c = range.first, end = size_t{range.last} + 1; c < end; ++c) ++pins[c];

@@ -110,8 +110,6 @@ public:
 
     // A pinned chunk is needed by a kernel that is about to run or running:
     // no policy may evict it.
-    void pin(ChunkId chunk) { ++pins_[chunk]; }
-    void unpin(ChunkId chunk);
     void pin(ChunkRange range);
     void unpin(ChunkRange range);
     bool is_pinned(ChunkId chunk) const { return pins_[chunk] != 0; }

@@ -80,7 +80,8 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
     if (model.residency->free_bytes() < allocation.size) return;
     const ChunkId first = model.residency->first_chunk(allocation.id);
     const uint32_t count = model.residency->chunk_count(allocation.id);
-    for (uint32_t i = 0; i < count; ++i) model.residency->make_resident(first + i, launches_);
+    if (count == 0) return;
+    model.residency->make_resident(ChunkRange{first, first + count - 1}, launches_);
     move(ChunkSpan{first, count}, trace::MoveKind::Populate, model, executor);
 }
 
@@ -156,8 +157,7 @@ void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, Exe
     const PlannedAllocation& allocation = it->second;
     if (auto live = registry_.find_base(allocation.base); !live || live->id != alloc_id) return;
     const uint64_t offset = residency.chunk_offset(span.first);
-    uint64_t bytes = 0;
-    for (uint32_t i = 0; i < span.count; ++i) bytes += residency.chunk_size(span.first + i);
+    const uint64_t bytes = residency.bytes_of({span.first, span.first + span.count - 1});
 
     const DriverTable* table = driver_table_if_ready();
     if (!table || !table->cuMemPrefetchAsync_v2) return;

@@ -150,13 +150,13 @@ TEST_CASE("residency: the LRU order follows touches", "[residency]") {
 TEST_CASE("residency: pins nest", "[residency]") {
     Residency r(100 * kMiB);
     r.add_allocation(1, 2 * kMiB);
-    r.pin(0);
-    r.pin(0);
-    r.unpin(0);
+    r.pin(ChunkRange{0, 0});
+    r.pin(ChunkRange{0, 0});
+    r.unpin(ChunkRange{0, 0});
     CHECK(r.is_pinned(0));
-    r.unpin(0);
+    r.unpin(ChunkRange{0, 0});
     CHECK_FALSE(r.is_pinned(0));
-    r.unpin(0); // an extra unpin does not wrap around
+    r.unpin(ChunkRange{0, 0}); // an extra unpin does not wrap around
     CHECK_FALSE(r.is_pinned(0));
 }
 
