@@ -154,6 +154,12 @@ void EvictionQueue::set_range(ChunkId first, ChunkId last, uint64_t key) {
     if (!unordered_) sift_up(slots_.size() - 1);
 }
 
+void EvictionQueue::erase(ChunkRange range) {
+    // Ids past every one set so far have no entry.
+    if (range.first >= member_of_.size()) return;
+    detach(range.first, std::min<ChunkId>(range.last, static_cast<ChunkId>(member_of_.size() - 1)));
+}
+
 bool EvictionQueue::erase(ChunkId chunk) {
     if (!contains(chunk)) return false;
     detach(chunk, chunk);

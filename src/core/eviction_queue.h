@@ -57,7 +57,7 @@ public:
     // False when the chunk was not in the queue.
     bool erase(ChunkId chunk);
     // Erases those of first..last that are in the queue.
-    void erase(ChunkRange range) { detach(range.first, range.last); }
+    void erase(ChunkRange range);
     void clear();
     // Replaces the contents at once (O(n log n) at worst); a chunk listed twice keeps its last key.
     void assign(const std::vector<Entry>& entries);

@@ -66,6 +66,11 @@ public:
     // Plans the moves around one launch and applies them to `residency`. The
     // launch's chunks are pinned by the caller for the duration of the call.
     virtual void plan(const LaunchView& launch, Residency& residency, Plan& out) = 0;
+    // The residency model just handed these chunks to a new allocation. With
+    // reused ids (ChunkIds::Reused) they may have been a removed allocation's:
+    // whatever the policy knew of them is about other memory. Called after
+    // Residency::add_allocation, before the next plan.
+    virtual void on_allocation_added(ChunkRange chunks) {}
     // Share of launches whose successor was predicted correctly, for policies that predict.
     virtual std::optional<double> prediction_hit_rate() const { return std::nullopt; }
     // Whether the plan's demand chunks are to be fetched too, beside the kernel that

@@ -30,14 +30,12 @@ public:
 protected:
     bool begin_launch(const LaunchView& launch, const Residency& residency) override {
         current_step_ = launch.step;
-        // New chunks start as runs of their own.
-        for (ChunkId c = static_cast<ChunkId>(run_of_.size()); c < residency.chunk_slots(); ++c) {
-            run_of_.push_back(c);
-            run_last_.push_back(c);
-        }
-        lists_.resize(run_of_.size());
-        is_listed_.resize(run_of_.size(), 0);
-        predictor_.observe(launch.kernel_id, launch.accesses);
+        grow_to(residency.chunk_slots());
+        // Liveness lets buffers allocated anew each step stand in for the last step's.
+        predictor_.observe(launch.kernel_id, launch.accesses, [&residency](uint32_t alloc_id) {
+            using State = Predictor::AllocState;
+            return residency.is_live(alloc_id) ? State::Live : residency.was_removed(alloc_id) ? State::Freed : State::Unknown;
+        });
         drop_past_uses();
         return predictor_.continued();
     }
@@ -52,15 +50,16 @@ protected:
         if (!predicted) return std::nullopt;
         // Looking ahead restarts after every failed prediction and visits the
         // same launches again: keep their chunk ranges until an allocation
-        // comes or goes.
-        if (cached_layout_ != residency.layout_version()) {
+        // comes or goes, or comes to stand in for another.
+        if (cached_layout_ != residency.layout_version() || cached_stand_ins_ != predictor_.stand_in_version()) {
             range_cache_.clear();
             cached_ranges_.clear();
             cached_layout_ = residency.layout_version();
+            cached_stand_ins_ = predictor_.stand_in_version();
         }
         auto [entry, added] = range_cache_.try_emplace(predicted->extent_hash);
         if (added) {
-            residency.launch_ranges(predictor_.accesses(*predicted), range_scratch_);
+            residency.launch_ranges(predictor_.expected_accesses(*predicted, access_scratch_), range_scratch_);
             entry->second = {cached_ranges_.size(), range_scratch_.size()};
             cached_ranges_.insert(cached_ranges_.end(), range_scratch_.begin(), range_scratch_.end());
         }
@@ -107,6 +106,18 @@ protected:
         }
     }
 
+    void forget_chunks(ChunkRange chunks) override {
+        grow_to(chunks.last + 1);
+        // The runs around them keep their lists; theirs are the old memory's.
+        if (chunks.last + 1 < run_of_.size()) split_before(chunks.last + 1);
+        if (run_of_[chunks.first] != chunks.first) cut_before(chunks.first);
+        for (ChunkId c = chunks.first; c <= chunks.last; ++c) {
+            run_of_[c] = c;
+            run_last_[c] = c;
+            lists_[c] = UseList{};
+        }
+    }
+
     void forget_future() override {
         for (ChunkId chunk : listed_) {
             is_listed_[chunk] = false;
@@ -143,6 +154,16 @@ private:
     };
 
     bool has_prediction(const UseList& list) const { return list.head_step > current_step_; }
+
+    // New chunk ids start as runs of their own.
+    void grow_to(size_t slots) {
+        for (ChunkId c = static_cast<ChunkId>(run_of_.size()); c < slots; ++c) {
+            run_of_.push_back(c);
+            run_last_.push_back(c);
+        }
+        lists_.resize(run_of_.size());
+        is_listed_.resize(run_of_.size(), 0);
+    }
 
     uint64_t key_of(ChunkId chunk, const Residency& residency) const {
         const uint64_t step = lists_[run_of_[chunk]].head_step;
@@ -269,6 +290,15 @@ private:
                 while (list.head != kNone && list.head >= uses_base_ && list.head < new_base)
                     list.head = uses_[list.head - uses_base_].next;
             }
+            // A list whose uses all go now leaves nothing to forget: its chunks
+            // leave listed_, which otherwise grows with every allocation a
+            // program ever makes when it allocates anew each step.
+            std::erase_if(listed_, [&](ChunkId chunk) {
+                const UseList& list = lists_[run_of_[chunk]];
+                const bool spent = list.tail == kNone || list.tail < new_base;
+                if (spent) is_listed_[chunk] = false;
+                return spent;
+            });
             uses_.erase(uses_.begin(), uses_.begin() + static_cast<std::ptrdiff_t>(uses_front_));
             uses_base_ = new_base;
             uses_front_ = 0;
@@ -282,6 +312,8 @@ private:
     std::vector<ChunkRange> cached_ranges_;
     std::vector<ChunkRange> range_scratch_;
     uint64_t cached_layout_ = UINT64_MAX;
+    uint64_t cached_stand_ins_ = 0;
+    std::vector<trace::Access> access_scratch_;
     std::vector<PredictedUse> uses_;
     uint64_t uses_base_ = 0;
     size_t uses_front_ = 0;

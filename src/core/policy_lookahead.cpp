@@ -116,6 +116,11 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
     if (queue_.size() > 2 * residency.resident_chunk_count() + 1024) rebuild_queue(residency);
 }
 
+void LookaheadPolicy::on_allocation_added(ChunkRange chunks) {
+    queue_.erase(chunks);
+    forget_chunks(chunks);
+}
+
 void LookaheadPolicy::note_key(ChunkRange range, uint64_t key) {
     const uint32_t count = range.last - range.first + 1;
     if (pending_.count > 0 && range.first == pending_.first + pending_.count && key == pending_.key) {

@@ -18,6 +18,8 @@ public:
     // Keys at or above `ordered_keys_from` come in bulk or in order (see EvictionQueue).
     LookaheadPolicy(LookaheadConfig config, uint64_t ordered_keys_from) : config_(config), queue_(ordered_keys_from) {}
     void plan(const LaunchView& launch, Residency& residency, Plan& out) final;
+    // Drops the chunks' queue entries, then tells the subclass (forget_chunks).
+    void on_allocation_added(ChunkRange chunks) final;
 
 protected:
     // First thing for every launch. False when what was known of the future no
@@ -41,6 +43,8 @@ protected:
     // Forget everything learned about the future (after begin_launch returned
     // false), reporting every chunk whose key that changes through key_changed().
     virtual void forget_future() {}
+    // The chunks belong to a new allocation: nothing known of them holds.
+    virtual void forget_chunks(ChunkRange chunks) {}
     // A chunk's key changed outside on_touch and on_future_uses.
     void key_changed(ChunkId chunk) { changed_keys_.push_back(chunk); }
     // Keys of chunks met in ascending order, set in the queue as runs: extends

@@ -55,13 +55,15 @@ uint32_t Predictor::recent_kernel(uint64_t back) const {
     return recent_[(recent_count_ - 1 - back) % recent_.size()];
 }
 
-bool Predictor::observe(uint32_t kernel_id, std::span<const trace::Access> accesses) {
+bool Predictor::observe(uint32_t kernel_id, std::span<const trace::Access> accesses, const StateOf& state_of) {
     const uint64_t signature = signature_of(kernel_id, accesses);
     bool hit = false;
     if (located_ && has_next(position_)) {
         ++predictions_;
         const Step& expected = steps_[next_position(position_)];
-        hit = expected.kernel_id == kernel_id && (expected.signature == signature || resembles(expected, accesses));
+        hit = expected.kernel_id == kernel_id &&
+              (expected.signature == signature || resembles(expected, accesses, state_of));
+        if (hit && expected.signature != signature && state_of) note_stand_ins(expected, accesses, state_of);
     }
     if (hit) {
         ++hits_;
@@ -111,6 +113,38 @@ std::span<const trace::Access> Predictor::accesses(const Step& step) const {
     return {step_accesses_.data() + step.first_access, step.access_count};
 }
 
+std::span<const trace::Access> Predictor::expected_accesses(const Step& step, std::vector<trace::Access>& scratch) const {
+    const auto learned = accesses(step);
+    if (stand_ins_.empty()) return learned;
+    scratch.assign(learned.begin(), learned.end());
+    for (trace::Access& a : scratch) a.alloc_id = stand_in(a.alloc_id);
+    return scratch;
+}
+
+uint32_t Predictor::stand_in(uint32_t alloc_id) const {
+    const auto it = stand_ins_.find(alloc_id);
+    return it == stand_ins_.end() ? alloc_id : it->second;
+}
+
+bool Predictor::replaces(const trace::Access& known, const trace::Access& live, const StateOf& state_of) const {
+    if (known.offset != live.offset || known.alloc_id == live.alloc_id) return false;
+    const uint32_t current = stand_in(known.alloc_id);
+    return current == live.alloc_id ||
+           (state_of(current) == AllocState::Freed && state_of(live.alloc_id) == AllocState::Live);
+}
+
+void Predictor::note_stand_ins(const Step& expected, std::span<const trace::Access> accesses, const StateOf& state_of) {
+    const auto known = this->accesses(expected);
+    if (known.size() != accesses.size()) return;
+    for (size_t i = 0; i < known.size(); ++i) {
+        if (!replaces(known[i], accesses[i], state_of)) continue;
+        auto [it, added] = stand_ins_.try_emplace(known[i].alloc_id, accesses[i].alloc_id);
+        if (!added && it->second == accesses[i].alloc_id) continue;
+        it->second = accesses[i].alloc_id;
+        ++stand_in_version_;
+    }
+}
+
 uint32_t Predictor::context_score(uint64_t candidate) const {
     uint32_t score = 0;
     const uint64_t size = steps_.size();
@@ -128,16 +162,24 @@ uint32_t Predictor::context_score(uint64_t candidate) const {
     return score;
 }
 
-bool Predictor::resembles(const Step& expected, std::span<const trace::Access> accesses) const {
+bool Predictor::resembles(const Step& expected, std::span<const trace::Access> accesses, const StateOf& state_of) const {
     const auto known = this->accesses(expected);
     if (known.empty() || accesses.empty()) return known.empty() && accesses.empty();
+    // An access at the same place in a list of the same length may replace a freed one.
+    const bool in_place = state_of && known.size() == accesses.size();
     size_t shared = 0;
-    for (const trace::Access& a : accesses)
+    for (size_t i = 0; i < accesses.size(); ++i) {
+        const trace::Access& a = accesses[i];
+        if (in_place && replaces(known[i], a, state_of)) {
+            ++shared;
+            continue;
+        }
         for (const trace::Access& k : known)
             if (k.alloc_id == a.alloc_id) {
                 ++shared;
                 break;
             }
+    }
     return 2 * shared >= std::max(known.size(), accesses.size());
 }
 
@@ -276,6 +318,11 @@ void Predictor::unfreeze() {
 }
 
 void Predictor::rebuild_index() {
+    // Called whenever steps_ is replaced: the stand-ins' keys were ids of the old steps.
+    if (!stand_ins_.empty()) {
+        stand_ins_.clear();
+        ++stand_in_version_;
+    }
     latest_of_signature_.clear();
     latest_of_kernel_.clear();
     earlier_.clear();

@@ -13,7 +13,19 @@
 // small buffers (scalars, statistics) different offsets from step to step. A
 // launch therefore also counts as the predicted one when its kernel is the
 // predicted kernel and at least half of its accesses name allocations the
-// prediction names. Once a run of consecutive correct predictions
+// prediction names.
+//
+// Some programs allocate their buffers anew every step (no caching allocator,
+// or one that releases memory between steps): the same launch of the next
+// step names other allocation ids. When a predicted access names an
+// allocation that has been freed, and the live launch names a live one at the
+// same place in its list (same offset), the live one takes the freed one's
+// place: it stands in for it in this and all later predictions, until another
+// stands in for it in turn. Without liveness (observe with no callback) nothing
+// stands in, and an allocation that is not there is never matched: in the first step of a
+// program one buffer is not taken for another.
+//
+// Once a run of consecutive correct predictions
 // covers a whole period (the distance between the live launch and its match),
 // the most recent period is frozen into a loop and the history dropped.
 #pragma once
@@ -21,6 +33,7 @@
 #include "core/trace_model.h"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -63,13 +76,26 @@ public:
     // Starts from a loop learned in an earlier run: frozen, not yet located.
     void load_loop(const LoopSeed& seed);
 
-    // Feeds the live launch. True when it was the predicted one.
-    bool observe(uint32_t kernel_id, std::span<const trace::Access> accesses);
+    // What an allocation id names now. Unknown covers memory the caller does not
+    // track: it is never taken for freed.
+    enum class AllocState : uint8_t { Unknown, Live, Freed };
+    using StateOf = std::function<AllocState(uint32_t alloc_id)>;
+
+    // Feeds the live launch. True when it was the predicted one. With `state_of`,
+    // live allocations may stand in for freed ones (see above).
+    bool observe(uint32_t kernel_id, std::span<const trace::Access> accesses, const StateOf& state_of = {});
 
     // The launch predicted `ahead` (>= 1) launches after the last observed one,
     // or nullptr when nothing is known that far.
     const Step* predict(uint64_t ahead) const;
+    // The step's accesses as learned.
     std::span<const trace::Access> accesses(const Step& step) const;
+    // The same with each freed allocation replaced by what stands in for it now:
+    // what the launch is expected to touch. Uses `scratch` when something stands in.
+    std::span<const trace::Access> expected_accesses(const Step& step, std::vector<trace::Access>& scratch) const;
+    // Changes whenever an allocation comes to stand in for another, so that what
+    // was derived from expected_accesses can be dropped.
+    uint64_t stand_in_version() const { return stand_in_version_; }
 
     bool located() const { return located_; }
     // True when the last observed launch was the predicted continuation of the
@@ -98,7 +124,12 @@ private:
     bool has_next(uint64_t position) const;
     void resync(uint32_t kernel_id, uint64_t signature);
     uint32_t context_score(uint64_t candidate) const;
-    bool resembles(const Step& expected, std::span<const trace::Access> accesses) const;
+    bool resembles(const Step& expected, std::span<const trace::Access> accesses, const StateOf& state_of) const;
+    uint32_t stand_in(uint32_t alloc_id) const;
+    // Whether the live access takes the place of the predicted one, whose
+    // allocation (or what stood in for it) has been freed.
+    bool replaces(const trace::Access& known, const trace::Access& live, const StateOf& state_of) const;
+    void note_stand_ins(const Step& expected, std::span<const trace::Access> accesses, const StateOf& state_of);
     void append(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses);
     void push_step(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses);
     void maybe_freeze();
@@ -129,6 +160,10 @@ private:
         uint32_t same_kernel = kNoPosition;
     };
     std::vector<Earlier> earlier_;
+    // Learned allocation id -> the live allocation standing in for it. Keys are
+    // ids of the history or the loop; cleared when the loop is replaced.
+    std::unordered_map<uint32_t, uint32_t> stand_ins_;
+    uint64_t stand_in_version_ = 0;
     std::unordered_map<uint64_t, uint32_t> latest_of_signature_;
     std::unordered_map<uint32_t, uint32_t> latest_of_kernel_;
     void index_step(uint32_t position);

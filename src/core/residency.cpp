@@ -8,22 +8,23 @@
 
 namespace uvmp {
 
-Residency::Residency(uint64_t budget_bytes, uint64_t chunk_bytes)
-    : budget_bytes_(budget_bytes), chunk_bytes_(chunk_bytes) {
+Residency::Residency(uint64_t budget_bytes, uint64_t chunk_bytes, ChunkIds ids)
+    : budget_bytes_(budget_bytes), chunk_bytes_(chunk_bytes), ids_(ids) {
     if (chunk_bytes == 0 || !std::has_single_bit(chunk_bytes))
         throw std::invalid_argument("chunk size must be a power of two, got " + std::to_string(chunk_bytes));
     chunk_shift_ = static_cast<unsigned>(std::countr_zero(chunk_bytes));
 }
 
-void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
+std::optional<ChunkRange> Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
     if (find(alloc_id))
         throw std::invalid_argument("allocation " + std::to_string(alloc_id) + " was added twice");
     const uint64_t count = (size_bytes + chunk_bytes_ - 1) >> chunk_shift_;
-    if (live_.size() + count >= kNoChunk)
+    const ChunkId reused = count > 0 && count < kNoChunk ? take_free_ids(static_cast<uint32_t>(count)) : kNoChunk;
+    if (reused == kNoChunk && live_.size() + count >= kNoChunk)
         throw std::length_error("too many chunks: use a larger chunk size");
     AllocSlot slot;
     slot.id = alloc_id;
-    slot.first = static_cast<ChunkId>(live_.size());
+    slot.first = reused != kNoChunk ? reused : static_cast<ChunkId>(live_.size());
     slot.count = static_cast<uint32_t>(count);
     slot.size = size_bytes;
     const auto slot_index = static_cast<uint32_t>(allocs_.size());
@@ -34,6 +35,17 @@ void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
     } else {
         slot_of_sparse_id_.emplace(alloc_id, slot_index);
     }
+    ++layout_version_;
+    const ChunkRange range{slot.first, slot.first + slot.count - 1};
+    if (count == 0) return std::nullopt;
+    if (reused != kNoChunk) {
+        // The ids' state is the removed allocation's: nothing of it carries over
+        // (not resident, unlinked and unpinned since its removal).
+        std::fill(last_use_.begin() + range.first, last_use_.begin() + range.last + 1, 0);
+        std::fill(alloc_slot_.begin() + range.first, alloc_slot_.begin() + range.last + 1, slot_index);
+        std::fill(live_.begin() + range.first, live_.begin() + range.last + 1, 1);
+        return range;
+    }
     const size_t slots = live_.size() + count;
     last_use_.resize(slots, 0);
     alloc_slot_.resize(slots, slot_index);
@@ -41,7 +53,43 @@ void Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
     pins_.resize(slots, 0);
     live_.resize(slots, 1);
     resident_bits_.resize((slots + 63) / 64, 0);
-    ++layout_version_;
+    return range;
+}
+
+ChunkId Residency::take_free_ids(uint32_t count) {
+    const auto fit = free_runs_by_length_.lower_bound({count, 0});
+    if (fit == free_runs_by_length_.end()) return kNoChunk;
+    const auto [length, first] = *fit;
+    free_runs_by_length_.erase(fit);
+    free_runs_.erase(first);
+    if (length > count) {
+        free_runs_.emplace(first + count, length - count);
+        free_runs_by_length_.emplace(length - count, first + count);
+    }
+    free_id_count_ -= count;
+    return first;
+}
+
+void Residency::give_back_ids(ChunkId first, uint32_t count) {
+    free_id_count_ += count;
+    // Joined with the free runs right before and after, so that a larger
+    // allocation fits where several small ones were.
+    if (const auto after = free_runs_.find(first + count); after != free_runs_.end()) {
+        count += after->second;
+        free_runs_by_length_.erase({after->second, after->first});
+        free_runs_.erase(after);
+    }
+    if (auto before = free_runs_.lower_bound(first); before != free_runs_.begin()) {
+        --before;
+        if (before->first + before->second == first) {
+            first = before->first;
+            count += before->second;
+            free_runs_by_length_.erase({before->second, before->first});
+            free_runs_.erase(before);
+        }
+    }
+    free_runs_.emplace(first, count);
+    free_runs_by_length_.emplace(count, first);
 }
 
 void Residency::reserve_chunk_slots(uint32_t slots) {
@@ -63,6 +111,7 @@ bool Residency::remove_allocation(uint32_t alloc_id) {
         live_[c] = 0;
     }
     slot.live = false;
+    if (ids_ == ChunkIds::Reused && slot.count > 0) give_back_ids(slot.first, slot.count);
     ++layout_version_;
     return true;
 }
@@ -85,6 +134,11 @@ const Residency::AllocSlot* Residency::find(uint32_t alloc_id) const {
 bool Residency::is_live(uint32_t alloc_id) const {
     const AllocSlot* slot = find(alloc_id);
     return slot && slot->live;
+}
+
+bool Residency::was_removed(uint32_t alloc_id) const {
+    const AllocSlot* slot = find(alloc_id);
+    return slot && !slot->live;
 }
 
 ChunkId Residency::first_chunk(uint32_t alloc_id) const {

@@ -4,8 +4,16 @@
 //
 // Chunks of all allocations share one index space ("chunk ids"): an allocation
 // gets a contiguous run of ids when it is added, so per-chunk state lives in flat
-// vectors and adjacent ids of one allocation are adjacent bytes. Ids of removed
-// allocations are not reused.
+// vectors and adjacent ids of one allocation are adjacent bytes.
+//
+// Ids of removed allocations are reused when asked for (ChunkIds::Reused): a
+// job that frees memory and allocates it anew every step would otherwise grow
+// the per-chunk state, here and in the policies, with all the memory it ever
+// allocated rather than with what is live at once. An allocation then takes the
+// smallest run of free ids that holds it (the lowest of equal ones), else new
+// ids. The library reuses them. The simulator does not: a trace's chunk
+// schedule numbers every allocation's chunks once, and the same policies rank
+// chunks the same way either way, except that equal keys are ordered by id.
 #pragma once
 
 #include "core/large_pages.h"
@@ -14,7 +22,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -32,26 +42,34 @@ struct ChunkRange {
     ChunkId last = 0;
 };
 
+enum class ChunkIds : uint8_t { NeverReused, Reused };
+
 class Residency {
 public:
     // chunk_bytes must be a non-zero power of two (std::invalid_argument otherwise).
-    explicit Residency(uint64_t budget_bytes, uint64_t chunk_bytes = kDefaultChunkBytes);
+    explicit Residency(uint64_t budget_bytes, uint64_t chunk_bytes = kDefaultChunkBytes,
+                       ChunkIds ids = ChunkIds::NeverReused);
 
     uint64_t chunk_bytes() const { return chunk_bytes_; }
     uint64_t budget_bytes() const { return budget_bytes_; }
     void set_budget_bytes(uint64_t budget) { budget_bytes_ = budget; }
 
-    // A new allocation starts with no chunk resident. Adding an id that was
-    // already added throws std::invalid_argument.
-    void add_allocation(uint32_t alloc_id, uint64_t size_bytes);
+    // A new allocation starts with no chunk resident, unpinned, never used. Adding
+    // an id that was already added throws std::invalid_argument. Returns its chunks
+    // (nullopt when it has none): a policy told of them forgets what it knew of
+    // those ids when they are reused (Policy::on_allocation_added).
+    std::optional<ChunkRange> add_allocation(uint32_t alloc_id, uint64_t size_bytes);
     // Drops the allocation's chunks from the GPU without moving them (the memory
     // is gone). False when the id is unknown or already removed.
     bool remove_allocation(uint32_t alloc_id);
     bool is_live(uint32_t alloc_id) const;
+    // Added once and removed since.
+    bool was_removed(uint32_t alloc_id) const;
     // Changes whenever an allocation is added or removed: the chunks of an access
     // may have changed since a caller last looked.
     uint64_t layout_version() const { return layout_version_; }
-    // kNoChunk / 0 for unknown ids.
+    // kNoChunk / 0 for unknown ids. A removed allocation's are the ids it had,
+    // which may be another's now.
     ChunkId first_chunk(uint32_t alloc_id) const;
     uint32_t chunk_count(uint32_t alloc_id) const;
 
@@ -72,6 +90,8 @@ public:
 
     // Every chunk id ever handed out is below chunk_slots().
     uint32_t chunk_slots() const { return static_cast<uint32_t>(live_.size()); }
+    // Ids of removed allocations not handed out again (always 0 without reuse).
+    uint64_t free_chunk_ids() const { return free_id_count_; }
     uint32_t alloc_id_of(ChunkId chunk) const { return allocs_[alloc_slot_[chunk]].id; }
     bool same_allocation(ChunkId a, ChunkId b) const { return alloc_slot_[a] == alloc_slot_[b]; }
     uint64_t chunk_offset(ChunkId chunk) const;
@@ -156,6 +176,10 @@ private:
     // The last chunk of the run of the recency list that starts at `first`, linked
     // in ascending order, within range.last.
     ChunkId lru_run_end(ChunkId first, ChunkId last) const;
+    // The first of `count` free ids taken for a new allocation, kNoChunk when no
+    // free run is long enough; and the ids of a removed one given back.
+    ChunkId take_free_ids(uint32_t count);
+    void give_back_ids(ChunkId first, uint32_t count);
     // Where the allocation's slot is in allocs_; nullopt for an unknown id.
     std::optional<uint32_t> slot_index(uint32_t alloc_id) const;
     const AllocSlot* find(uint32_t alloc_id) const;
@@ -165,6 +189,11 @@ private:
 
     uint64_t budget_bytes_;
     uint64_t chunk_bytes_;
+    ChunkIds ids_;
+    // Runs of free ids by first id (adjacent runs are joined), and the same by length.
+    std::map<ChunkId, uint32_t> free_runs_;
+    std::set<std::pair<uint32_t, ChunkId>> free_runs_by_length_;
+    uint64_t free_id_count_ = 0;
     unsigned chunk_shift_ = 0;
     uint64_t resident_bytes_ = 0;
     uint64_t peak_resident_bytes_ = 0;

@@ -157,7 +157,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         for (; next_event < events.size() && events[next_event].launches_before <= i; ++next_event) {
             const ChunkSchedule::AllocEvent& e = events[next_event];
             if (e.is_free) residency.remove_allocation(e.alloc_id);
-            else residency.add_allocation(e.alloc_id, e.size);
+            else if (const auto chunks = residency.add_allocation(e.alloc_id, e.size)) policy->on_allocation_added(*chunks);
         }
         const trace::Launch& launch = trace.launches[i];
         schedule.launch_ranges(i, launch_ranges);

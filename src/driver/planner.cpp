@@ -64,7 +64,9 @@ void Planner::check_seed(const PlannedAllocation& allocation) {
 Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
     DeviceModel& model = models_[device];
     if (!model.residency) {
-        model.residency = std::make_unique<Residency>(budget, chunk_bytes_);
+        // A long job that frees and allocates anew every step would grow the
+        // per-chunk state with every byte it ever allocated: ids are reused.
+        model.residency = std::make_unique<Residency>(budget, chunk_bytes_, ChunkIds::Reused);
         model.policy = make_policy();
     }
     return model;
@@ -74,15 +76,14 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
     DeviceModel& model = model_for(allocation.device, budget);
     check_seed(allocation);
     allocations_[allocation.id] = allocation;
-    model.residency->add_allocation(allocation.id, allocation.size);
+    const auto chunks = model.residency->add_allocation(allocation.id, allocation.size);
+    if (!chunks) return;
+    model.policy->on_allocation_added(*chunks);
     // Fresh memory that fits is placed on the GPU now: a prefetch of untouched
     // managed memory only populates pages, far cheaper than faulting them in.
     if (model.residency->free_bytes() < allocation.size) return;
-    const ChunkId first = model.residency->first_chunk(allocation.id);
-    const uint32_t count = model.residency->chunk_count(allocation.id);
-    if (count == 0) return;
-    model.residency->make_resident(ChunkRange{first, first + count - 1}, launches_);
-    move(ChunkSpan{first, count}, trace::MoveKind::Populate, model, executor);
+    model.residency->make_resident(*chunks, launches_);
+    move(ChunkSpan{chunks->first, chunks->last - chunks->first + 1}, trace::MoveKind::Populate, model, executor);
 }
 
 void Planner::allocation_removed(uint32_t id) {

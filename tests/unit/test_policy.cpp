@@ -1,6 +1,7 @@
 #include "core/loop_seed.h"
 #include "core/policy.h"
 #include "core/policy_chunk_schedule.h"
+#include "core/synthetic_trace.h"
 
 #include "trace_fixtures.h"
 
@@ -214,4 +215,61 @@ TEST_CASE("chunk schedule: a launch's bytes count a short last chunk inside a me
     REQUIRE(schedule.pieces(0).size() == 1);
     CHECK(schedule.pieces(0)[0].count() == 3);
     CHECK(schedule.launch_bytes(0) == 5 * kMiB);
+}
+
+TEST_CASE("policy: learned with reused chunk ids on a job that allocates anew every step", "[policy]") {
+    // As the library runs it: ids of freed activations go to the next step's,
+    // and the policy is told of every allocation.
+    trace::TrainingLoopShape shape;
+    shape.steps = 60;
+    shape.mark_iterations = true;
+    const trace::Trace t = trace::make_training_loop(shape);
+    const ChunkSchedule schedule(t, 2 * kMiB); // for its ordered events and footprint only
+    const uint64_t budget = schedule.footprint_bytes() * 2 / 3;
+    Residency r(budget, 2 * kMiB, ChunkIds::Reused);
+    const auto policy = make_learned_policy();
+    Plan plan;
+    std::vector<ChunkRange> ranges;
+    uint64_t demand = 0, prefetch = 0, peak_live_chunks = 0, live_chunks = 0;
+    bool over_budget = false, needed_evicted = false, not_resident = false;
+    size_t next_event = 0;
+    const auto events = schedule.events();
+    for (uint64_t i = 0; i < t.launches.size(); ++i) {
+        for (; next_event < events.size() && events[next_event].launches_before <= i; ++next_event) {
+            const auto& e = events[next_event];
+            if (e.is_free) {
+                live_chunks -= r.chunk_count(e.alloc_id);
+                r.remove_allocation(e.alloc_id);
+            } else if (const auto chunks = r.add_allocation(e.alloc_id, e.size)) {
+                policy->on_allocation_added(*chunks);
+                live_chunks += chunks->last - chunks->first + 1;
+            }
+            peak_live_chunks = std::max(peak_live_chunks, live_chunks);
+        }
+        const auto accesses = t.accesses_of(t.launches[i]);
+        r.launch_ranges(accesses, ranges);
+        for (const ChunkRange& range : ranges) r.pin(range);
+        plan.clear();
+        policy->plan({i, t.launches[i].kernel_id, accesses, ranges}, r, plan);
+        for (const ChunkSpan& s : plan.evict)
+            for (const ChunkRange& range : ranges)
+                needed_evicted |= s.first <= range.last && range.first < s.first + s.count;
+        for (const ChunkRange& range : ranges) {
+            not_resident |= r.first_missing(range) <= range.last;
+            r.unpin(range);
+        }
+        demand += Plan::bytes(plan.demand, r);
+        prefetch += Plan::bytes(plan.prefetch, r);
+        over_budget |= r.resident_bytes() > budget;
+    }
+    CHECK_FALSE(over_budget);
+    CHECK_FALSE(needed_evicted);
+    CHECK_FALSE(not_resident);
+    // Sixty steps of fresh activations, yet the ids stay within about what is
+    // live at once: without reuse there would be one set of them per step.
+    CHECK(r.chunk_slots() <= 2 * peak_live_chunks);
+    CHECK(r.chunk_slots() < schedule.chunk_slots() / 4);
+    REQUIRE(policy->prediction_hit_rate());
+    CHECK(*policy->prediction_hit_rate() > 0.9);
+    CHECK(prefetch > demand);
 }

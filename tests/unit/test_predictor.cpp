@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <vector>
 
 using namespace uvmp;
@@ -165,4 +166,93 @@ TEST_CASE("predictor: training resumes its loop after an evaluation pass", "[pre
     const Predictor::Step* next = p.predict(1);
     REQUIRE(next);
     CHECK(next->kernel_id == 0);
+}
+
+namespace {
+
+// A step of `period` launches: kernel k reads weights k (allocation k, kept)
+// and writes a buffer allocated for this step only (id 1000 + step * period + k).
+struct FreshBuffers {
+    uint32_t period = 6;
+    std::set<uint32_t> live, freed;
+
+    uint32_t buffer(uint32_t step, uint32_t k) const { return 1000 + step * period + k; }
+    void run_step(Predictor& p, uint32_t step, bool with_liveness) {
+        for (uint32_t k = 0; k < period; ++k) live.insert(buffer(step, k));
+        for (uint32_t k = 0; k < period; ++k) {
+            const std::vector<trace::Access> a{{k, 0, 0}, {buffer(step, k), 0, 0}};
+            if (with_liveness) p.observe(k, a, [this](uint32_t id) { return state_of(id); });
+            else p.observe(k, a);
+        }
+        for (uint32_t k = 0; k < period; ++k) {
+            live.erase(buffer(step, k));
+            freed.insert(buffer(step, k));
+        }
+    }
+    Predictor::AllocState state_of(uint32_t id) const {
+        if (id < period || live.count(id)) return Predictor::AllocState::Live;
+        return freed.count(id) ? Predictor::AllocState::Freed : Predictor::AllocState::Unknown;
+    }
+};
+
+} // namespace
+
+TEST_CASE("predictor: buffers allocated anew each step stand in for the last step's", "[predictor]") {
+    FreshBuffers program;
+    Predictor p;
+    for (uint32_t step = 0; step < 8; ++step) program.run_step(p, step, true);
+    CHECK(p.frozen());
+    CHECK(p.period() == program.period);
+    CHECK(p.trusted());
+    CHECK(p.hit_rate() > 0.8);
+
+    // In step 8, after its first two launches: launch 2 of the step comes next.
+    // The buffers of launches 0 and 1 have been seen and stand in; launch 2's
+    // buffer is not allocated yet, so its prediction still names a freed one.
+    const uint32_t step = 8;
+    for (uint32_t k = 0; k < program.period; ++k) program.live.insert(program.buffer(step, k));
+    for (uint32_t k = 0; k < 2; ++k) {
+        const std::vector<trace::Access> a{{k, 0, 0}, {program.buffer(step, k), 0, 0}};
+        p.observe(k, a, [&](uint32_t id) { return program.state_of(id); });
+        CHECK(p.continued());
+    }
+    std::vector<trace::Access> scratch;
+    // A whole loop ahead (ahead = period) is launch 1 of the next step, learned with an earlier buffer.
+    const Predictor::Step* again = p.predict(program.period);
+    REQUIRE(again);
+    REQUIRE(again->kernel_id == 1);
+    CHECK(p.accesses(*again)[1].alloc_id != program.buffer(step, 1));
+    CHECK(p.expected_accesses(*again, scratch)[1].alloc_id == program.buffer(step, 1));
+    CHECK(p.expected_accesses(*again, scratch)[0].alloc_id == 1); // the weights stay themselves
+    const Predictor::Step* next = p.predict(1);
+    REQUIRE(next);
+    REQUIRE(next->kernel_id == 2);
+    CHECK(program.state_of(p.expected_accesses(*next, scratch)[1].alloc_id) == Predictor::AllocState::Freed);
+}
+
+TEST_CASE("predictor: without liveness, or for memory it does not know, nothing stands in", "[predictor]") {
+    FreshBuffers blind;
+    Predictor without;
+    for (uint32_t step = 0; step < 8; ++step) blind.run_step(without, step, false);
+    // Half of each launch's buffers match: counted as predicted, but nothing is replaced.
+    std::vector<trace::Access> scratch;
+    const Predictor::Step* next = without.predict(1);
+    REQUIRE(next);
+    CHECK(without.expected_accesses(*next, scratch)[1].alloc_id == without.accesses(*next)[1].alloc_id);
+    CHECK(without.stand_in_version() == 0);
+
+    // Every buffer of another step is Unknown, not Freed (memory the caller
+    // does not track): a live buffer never takes the place of one.
+    Predictor p;
+    FreshBuffers program;
+    for (uint32_t step = 0; step < 8; ++step) {
+        for (uint32_t k = 0; k < program.period; ++k) {
+            const std::vector<trace::Access> a{{k, 0, 0}, {program.buffer(step, k), 0, 0}};
+            p.observe(k, a, [&](uint32_t id) {
+                const bool this_step = id >= program.buffer(step, 0) && id < program.buffer(step + 1, 0);
+                return id < program.period || this_step ? Predictor::AllocState::Live : Predictor::AllocState::Unknown;
+            });
+        }
+    }
+    CHECK(p.stand_in_version() == 0);
 }

@@ -255,3 +255,53 @@ TEST_CASE("residency: fetching and evicting a range is doing it chunk by chunk",
         }
     }
 }
+
+TEST_CASE("residency: removed allocations' chunk ids go to later ones when reuse is on", "[residency]") {
+    Residency r(100 * kMiB, 2 * kMiB, ChunkIds::Reused);
+    REQUIRE(r.add_allocation(1, 10 * kMiB)->first == 0); // chunks 0..4
+    REQUIRE(r.add_allocation(2, 4 * kMiB)->first == 5);  // 5..6
+    r.make_resident({0, 4}, 3);
+    r.pin({0, 1});
+    r.remove_allocation(1);
+    CHECK(r.free_chunk_ids() == 5);
+
+    // The smallest free run that holds it, from its start.
+    const auto c = r.add_allocation(3, 5 * kMiB); // 3 chunks, the last short
+    REQUIRE(c);
+    CHECK(c->first == 0);
+    CHECK(c->last == 2);
+    CHECK(r.chunk_slots() == 7);
+    CHECK(r.free_chunk_ids() == 2);
+    // Nothing of allocation 1 is left on them.
+    for (ChunkId id = 0; id <= 2; ++id) {
+        CHECK_FALSE(r.is_resident(id));
+        CHECK_FALSE(r.is_pinned(id));
+        CHECK(r.is_chunk_live(id));
+        CHECK(r.last_use(id) == 0);
+        CHECK(r.alloc_id_of(id) == 3);
+    }
+    CHECK(r.chunk_size(2) == kMiB);
+    CHECK(r.bytes_of({0, 2}) == 5 * kMiB);
+    CHECK(r.resident_bytes() == 0);
+    CHECK(launch_chunks(r, {{3, 0, 0}}) == std::vector<ChunkId>{0, 1, 2});
+    CHECK(launch_chunks(r, {{1, 0, 0}}).empty()); // the removed one names nothing
+
+    // Too large for the two ids left (3..4): new ids.
+    CHECK(r.add_allocation(4, 6 * kMiB)->first == 7);
+    // Free runs side by side join: 0..2 and 3..4 make room for five chunks.
+    r.remove_allocation(3);
+    CHECK(r.free_chunk_ids() == 5);
+    CHECK(r.add_allocation(5, 10 * kMiB)->first == 0);
+    CHECK(r.chunk_slots() == 10);
+    CHECK(r.free_chunk_ids() == 0);
+    // An allocation with no bytes has no chunks.
+    CHECK_FALSE(r.add_allocation(6, 0));
+}
+
+TEST_CASE("residency: without reuse, ids are handed out once", "[residency]") {
+    Residency r(100 * kMiB);
+    r.add_allocation(1, 10 * kMiB);
+    r.remove_allocation(1);
+    CHECK(r.add_allocation(2, 4 * kMiB)->first == 5);
+    CHECK(r.free_chunk_ids() == 0);
+}

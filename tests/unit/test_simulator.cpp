@@ -1,5 +1,8 @@
 #include "core/simulator.h"
 
+#include "core/policy_chunk_schedule.h"
+#include "core/synthetic_trace.h"
+
 #include "trace_fixtures.h"
 
 #include <catch2/catch.hpp>
@@ -167,4 +170,26 @@ TEST_CASE("simulator: memory allocated and freed every step is not fetched ahead
         // The weights once, every fresh buffer on its first touch.
         CHECK(r.demand_bytes + r.prefetched_bytes == (16 + steps * 8) * kMiB);
     }
+}
+
+TEST_CASE("simulator: learned fetches ahead for a program that allocates its activations anew every step", "[simulator]") {
+    // The synthetic training loop frees its activations at the end of each step
+    // and allocates new ones (new ids) in the next: the same launch names other
+    // allocations every step.
+    trace::TrainingLoopShape shape;
+    shape.steps = 40;
+    shape.mark_iterations = true;
+    const trace::Trace t = trace::make_training_loop(shape);
+    const ChunkSchedule schedule(t, 2 * kMiB);
+    const uint64_t budget = schedule.footprint_bytes() * 2 / 3;
+    const SimResult learned = run(t, PolicyKind::Learned, budget);
+    const SimResult lru = run(t, PolicyKind::DemandLru, budget);
+    const SimResult belady = run(t, PolicyKind::Belady, budget);
+    REQUIRE(learned.prediction_hit_rate);
+    CHECK(*learned.prediction_hit_rate > 0.9);
+    CHECK(learned.prefetched_bytes > learned.demand_bytes);
+    CHECK(learned.demand_bytes < lru.demand_bytes / 2);
+    CHECK(learned.step_seconds < lru.step_seconds);
+    CHECK(learned.step_seconds >= belady.step_seconds * 0.999);
+    CHECK(learned.peak_resident_bytes <= budget);
 }
