@@ -1,6 +1,9 @@
 #include "driver/executor.h"
 
+#include "core/log.h"
+
 #include <cstdint>
+#include <exception>
 #include <new>
 
 namespace uvmp::driver {
@@ -74,7 +77,16 @@ void Executor::run() {
             task = std::move(tasks_.front());
             tasks_.pop_front();
         }
-        task(*this);
+        // A task that throws (out of memory in the residency model, say) must not
+        // take the application with it: the exception would end the process.
+        // The task's work is lost; the worker goes on with the next.
+        try {
+            task(*this);
+        } catch (const std::exception& e) {
+            UVMP_WARN_ONCE("the library's worker hit an error and skipped that piece of work: {}", e.what());
+        } catch (...) {
+            UVMP_WARN_ONCE("the library's worker hit an unknown error and skipped that piece of work");
+        }
     }
 }
 
