@@ -50,16 +50,17 @@ protected:
         if (!predicted) return std::nullopt;
         // Looking ahead restarts after every failed prediction and visits the
         // same launches again: keep their chunk ranges until an allocation
-        // comes or goes, or comes to stand in for another.
-        if (cached_layout_ != residency.layout_version() || cached_stand_ins_ != predictor_.stand_in_version()) {
+        // comes or goes. (What stands in for what is part of the key.)
+        if (cached_layout_ != residency.layout_version()) {
             range_cache_.clear();
             cached_ranges_.clear();
             cached_layout_ = residency.layout_version();
-            cached_stand_ins_ = predictor_.stand_in_version();
         }
-        auto [entry, added] = range_cache_.try_emplace(predicted->extent_hash);
+        uint64_t key = 0;
+        const auto expected = predictor_.expected_accesses(*predicted, step - current_step_, access_scratch_, key);
+        auto [entry, added] = range_cache_.try_emplace(key);
         if (added) {
-            residency.launch_ranges(predictor_.expected_accesses(*predicted, access_scratch_), range_scratch_);
+            residency.launch_ranges(expected, range_scratch_);
             entry->second = {cached_ranges_.size(), range_scratch_.size()};
             cached_ranges_.insert(cached_ranges_.end(), range_scratch_.begin(), range_scratch_.end());
         }
@@ -312,7 +313,6 @@ private:
     std::vector<ChunkRange> cached_ranges_;
     std::vector<ChunkRange> range_scratch_;
     uint64_t cached_layout_ = UINT64_MAX;
-    uint64_t cached_stand_ins_ = 0;
     std::vector<trace::Access> access_scratch_;
     std::vector<PredictedUse> uses_;
     uint64_t uses_base_ = 0;

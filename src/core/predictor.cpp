@@ -63,7 +63,8 @@ bool Predictor::observe(uint32_t kernel_id, std::span<const trace::Access> acces
         const Step& expected = steps_[next_position(position_)];
         hit = expected.kernel_id == kernel_id &&
               (expected.signature == signature || resembles(expected, accesses, state_of));
-        if (hit && expected.signature != signature && state_of) note_stand_ins(expected, accesses, state_of);
+        if (hit && state_of && (expected.signature != signature || !stand_ins_.empty()))
+            note_stand_ins(expected, accesses, state_of);
     }
     if (hit) {
         ++hits_;
@@ -113,35 +114,62 @@ std::span<const trace::Access> Predictor::accesses(const Step& step) const {
     return {step_accesses_.data() + step.first_access, step.access_count};
 }
 
-std::span<const trace::Access> Predictor::expected_accesses(const Step& step, std::vector<trace::Access>& scratch) const {
+std::span<const trace::Access> Predictor::expected_accesses(const Step& step, uint64_t ahead,
+                                                             std::vector<trace::Access>& scratch, uint64_t& key) const {
     const auto learned = accesses(step);
+    key = step.extent_hash;
     if (stand_ins_.empty()) return learned;
-    scratch.assign(learned.begin(), learned.end());
-    for (trace::Access& a : scratch) a.alloc_id = stand_in(a.alloc_id);
+    // The predicted launch is `ahead` after the last observed one, whose index is recent_count_ - 1.
+    const uint64_t target = recent_count_ - 1 + ahead;
+    const uint64_t repeat = repeat_distance();
+    bool replaced = false;
+    for (size_t i = 0; i < learned.size(); ++i) {
+        const auto it = stand_ins_.find(learned[i].alloc_id);
+        if (it == stand_ins_.end() || target - it->second.since >= repeat) continue;
+        if (!replaced) scratch.assign(learned.begin(), learned.end());
+        replaced = true;
+        scratch[i].alloc_id = it->second.alloc_id;
+        key = combine(combine(key, i), it->second.alloc_id);
+    }
+    if (!replaced) return learned;
+    key = finish(key);
     return scratch;
 }
 
 uint32_t Predictor::stand_in(uint32_t alloc_id) const {
     const auto it = stand_ins_.find(alloc_id);
-    return it == stand_ins_.end() ? alloc_id : it->second;
+    return it == stand_ins_.end() ? alloc_id : it->second.alloc_id;
+}
+
+uint64_t Predictor::repeat_distance() const {
+    if (frozen_) return steps_.size();
+    return located_ ? steps_.size() - 1 - position_ : 0;
 }
 
 bool Predictor::replaces(const trace::Access& known, const trace::Access& live, const StateOf& state_of) const {
     if (known.offset != live.offset || known.alloc_id == live.alloc_id) return false;
     const uint32_t current = stand_in(known.alloc_id);
-    return current == live.alloc_id ||
-           (state_of(current) == AllocState::Freed && state_of(live.alloc_id) == AllocState::Live);
+    if (current == live.alloc_id) return true;
+    if (state_of(live.alloc_id) != AllocState::Live) return false;
+    // Once a loop is frozen (a whole period came as predicted), a live allocation
+    // in the place of one not freed yet takes its place too: a program that
+    // allocates anew may free the last step's buffer only after making the new one.
+    const AllocState known_state = state_of(current);
+    return known_state == AllocState::Freed || (frozen_ && known_state == AllocState::Live);
 }
 
 void Predictor::note_stand_ins(const Step& expected, std::span<const trace::Access> accesses, const StateOf& state_of) {
     const auto known = this->accesses(expected);
     if (known.size() != accesses.size()) return;
     for (size_t i = 0; i < known.size(); ++i) {
+        // The learned allocation itself again: nothing stands in for it any more.
+        if (known[i].alloc_id == accesses[i].alloc_id) {
+            if (!stand_ins_.empty()) stand_ins_.erase(known[i].alloc_id);
+            continue;
+        }
         if (!replaces(known[i], accesses[i], state_of)) continue;
-        auto [it, added] = stand_ins_.try_emplace(known[i].alloc_id, accesses[i].alloc_id);
-        if (!added && it->second == accesses[i].alloc_id) continue;
-        it->second = accesses[i].alloc_id;
-        ++stand_in_version_;
+        auto [it, added] = stand_ins_.try_emplace(known[i].alloc_id, StandIn{accesses[i].alloc_id, recent_count_});
+        if (!added && it->second.alloc_id != accesses[i].alloc_id) it->second = {accesses[i].alloc_id, recent_count_};
     }
 }
 
@@ -319,10 +347,7 @@ void Predictor::unfreeze() {
 
 void Predictor::rebuild_index() {
     // Called whenever steps_ is replaced: the stand-ins' keys were ids of the old steps.
-    if (!stand_ins_.empty()) {
-        stand_ins_.clear();
-        ++stand_in_version_;
-    }
+    stand_ins_.clear();
     latest_of_signature_.clear();
     latest_of_kernel_.clear();
     earlier_.clear();

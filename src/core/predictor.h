@@ -20,10 +20,14 @@
 // step names other allocation ids. When a predicted access names an
 // allocation that has been freed, and the live launch names a live one at the
 // same place in its list (same offset), the live one takes the freed one's
-// place: it stands in for it in this and all later predictions, until another
-// stands in for it in turn. Without liveness (observe with no callback) nothing
-// stands in, and an allocation that is not there is never matched: in the first step of a
-// program one buffer is not taken for another.
+// place: it stands in for it in later predictions of the same iteration (by
+// the next, the program will have allocated anew), until another takes the
+// place in turn or the learned one comes back. Once a loop is frozen, a live
+// allocation also takes the place of one not freed yet (a program may free the
+// last step's buffer only after making the new one). Without liveness (observe
+// with no callback) nothing stands in; before a loop is frozen an allocation
+// still in use is never replaced, so that in a program's first step one buffer
+// is not taken for another.
 //
 // Once a run of consecutive correct predictions
 // covers a whole period (the distance between the live launch and its match),
@@ -90,12 +94,17 @@ public:
     const Step* predict(uint64_t ahead) const;
     // The step's accesses as learned.
     std::span<const trace::Access> accesses(const Step& step) const;
-    // The same with each freed allocation replaced by what stands in for it now:
-    // what the launch is expected to touch. Uses `scratch` when something stands in.
-    std::span<const trace::Access> expected_accesses(const Step& step, std::vector<trace::Access>& scratch) const;
-    // Changes whenever an allocation comes to stand in for another, so that what
-    // was derived from expected_accesses can be dropped.
-    uint64_t stand_in_version() const { return stand_in_version_; }
+    // What the launch predicted `ahead` launches on (`step`, from predict) is
+    // expected to touch: its accesses with each freed allocation replaced by what
+    // stands in for it, where that still holds there. A stand-in taken at some
+    // launch holds for less than a loop after it: by the same place in the next
+    // iteration the program has allocated anew, and the one standing in now will
+    // be gone. Uses `scratch` when something is replaced. `key` gets a hash of the
+    // result: the step's extent_hash when nothing is replaced.
+    std::span<const trace::Access> expected_accesses(const Step& step, uint64_t ahead,
+                                                     std::vector<trace::Access>& scratch, uint64_t& key) const;
+    // Allocations standing in for others.
+    size_t stand_in_count() const { return stand_ins_.size(); }
 
     bool located() const { return located_; }
     // True when the last observed launch was the predicted continuation of the
@@ -125,7 +134,14 @@ private:
     void resync(uint32_t kernel_id, uint64_t signature);
     uint32_t context_score(uint64_t candidate) const;
     bool resembles(const Step& expected, std::span<const trace::Access> accesses, const StateOf& state_of) const;
+    struct StandIn {
+        uint32_t alloc_id;
+        uint64_t since; // the launch (counted from 0) where it took the place
+    };
     uint32_t stand_in(uint32_t alloc_id) const;
+    // Launches from the current one to where the program repeats it: the loop's
+    // length, or while learning the distance back to the launch's match.
+    uint64_t repeat_distance() const;
     // Whether the live access takes the place of the predicted one, whose
     // allocation (or what stood in for it) has been freed.
     bool replaces(const trace::Access& known, const trace::Access& live, const StateOf& state_of) const;
@@ -162,8 +178,7 @@ private:
     std::vector<Earlier> earlier_;
     // Learned allocation id -> the live allocation standing in for it. Keys are
     // ids of the history or the loop; cleared when the loop is replaced.
-    std::unordered_map<uint32_t, uint32_t> stand_ins_;
-    uint64_t stand_in_version_ = 0;
+    std::unordered_map<uint32_t, StandIn> stand_ins_;
     std::unordered_map<uint64_t, uint32_t> latest_of_signature_;
     std::unordered_map<uint32_t, uint32_t> latest_of_kernel_;
     void index_step(uint32_t position);

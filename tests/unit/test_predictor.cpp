@@ -170,27 +170,38 @@ TEST_CASE("predictor: training resumes its loop after an evaluation pass", "[pre
 
 namespace {
 
-// A step of `period` launches: kernel k reads weights k (allocation k, kept)
-// and writes a buffer allocated for this step only (id 1000 + step * period + k).
+// A step: `layers` forward launches, kernel k reading weights k (allocation k,
+// kept) and writing a buffer allocated for this step only; then as many
+// backward launches, kernel 100 + k reading that buffer again. The buffers are
+// freed at the end of the step.
 struct FreshBuffers {
-    uint32_t period = 6;
+    uint32_t layers = 6;
     std::set<uint32_t> live, freed;
 
-    uint32_t buffer(uint32_t step, uint32_t k) const { return 1000 + step * period + k; }
+    uint32_t period() const { return 2 * layers; }
+    uint32_t buffer(uint32_t step, uint32_t k) const { return 1000 + step * layers + k; }
+    std::vector<trace::Access> accesses(uint32_t step, uint32_t launch) const {
+        const uint32_t k = launch < layers ? launch : period() - 1 - launch;
+        return {{k, 0, 0}, {buffer(step, k), 0, 0}};
+    }
+    uint32_t kernel(uint32_t launch) const { return launch < layers ? launch : 100 + period() - 1 - launch; }
+    void allocate(uint32_t step) {
+        for (uint32_t k = 0; k < layers; ++k) live.insert(buffer(step, k));
+    }
+    void observe(Predictor& p, uint32_t step, uint32_t launch, bool with_liveness) const {
+        if (with_liveness) p.observe(kernel(launch), accesses(step, launch), [this](uint32_t id) { return state_of(id); });
+        else p.observe(kernel(launch), accesses(step, launch));
+    }
     void run_step(Predictor& p, uint32_t step, bool with_liveness) {
-        for (uint32_t k = 0; k < period; ++k) live.insert(buffer(step, k));
-        for (uint32_t k = 0; k < period; ++k) {
-            const std::vector<trace::Access> a{{k, 0, 0}, {buffer(step, k), 0, 0}};
-            if (with_liveness) p.observe(k, a, [this](uint32_t id) { return state_of(id); });
-            else p.observe(k, a);
-        }
-        for (uint32_t k = 0; k < period; ++k) {
+        allocate(step);
+        for (uint32_t launch = 0; launch < period(); ++launch) observe(p, step, launch, with_liveness);
+        for (uint32_t k = 0; k < layers; ++k) {
             live.erase(buffer(step, k));
             freed.insert(buffer(step, k));
         }
     }
     Predictor::AllocState state_of(uint32_t id) const {
-        if (id < period || live.count(id)) return Predictor::AllocState::Live;
+        if (id < layers || live.count(id)) return Predictor::AllocState::Live;
         return freed.count(id) ? Predictor::AllocState::Freed : Predictor::AllocState::Unknown;
     }
 };
@@ -202,32 +213,44 @@ TEST_CASE("predictor: buffers allocated anew each step stand in for the last ste
     Predictor p;
     for (uint32_t step = 0; step < 8; ++step) program.run_step(p, step, true);
     CHECK(p.frozen());
-    CHECK(p.period() == program.period);
+    CHECK(p.period() == program.period());
     CHECK(p.trusted());
     CHECK(p.hit_rate() > 0.8);
 
-    // In step 8, after its first two launches: launch 2 of the step comes next.
-    // The buffers of launches 0 and 1 have been seen and stand in; launch 2's
-    // buffer is not allocated yet, so its prediction still names a freed one.
+    // Step 8, after its first two launches (forward 0 and 1): their buffers
+    // have been seen and stand in for the last step's.
     const uint32_t step = 8;
-    for (uint32_t k = 0; k < program.period; ++k) program.live.insert(program.buffer(step, k));
-    for (uint32_t k = 0; k < 2; ++k) {
-        const std::vector<trace::Access> a{{k, 0, 0}, {program.buffer(step, k), 0, 0}};
-        p.observe(k, a, [&](uint32_t id) { return program.state_of(id); });
+    program.allocate(step);
+    for (uint32_t launch = 0; launch < 2; ++launch) {
+        program.observe(p, step, launch, true);
         CHECK(p.continued());
     }
+    CHECK(p.stand_in_count() >= 2);
     std::vector<trace::Access> scratch;
-    // A whole loop ahead (ahead = period) is launch 1 of the next step, learned with an earlier buffer.
-    const Predictor::Step* again = p.predict(program.period);
-    REQUIRE(again);
-    REQUIRE(again->kernel_id == 1);
-    CHECK(p.accesses(*again)[1].alloc_id != program.buffer(step, 1));
-    CHECK(p.expected_accesses(*again, scratch)[1].alloc_id == program.buffer(step, 1));
-    CHECK(p.expected_accesses(*again, scratch)[0].alloc_id == 1); // the weights stay themselves
+    uint64_t key = 0;
+    // The backward launch reading buffer 1 comes second to last in the step
+    // (the last observed launch is at 1): the buffer seen this step stands in there.
+    const uint64_t to_backward_1 = program.period() - 3;
+    const Predictor::Step* backward = p.predict(to_backward_1);
+    REQUIRE(backward);
+    REQUIRE(backward->kernel_id == 101);
+    CHECK(p.accesses(*backward)[1].alloc_id != program.buffer(step, 1));
+    CHECK(p.expected_accesses(*backward, to_backward_1, scratch, key)[1].alloc_id == program.buffer(step, 1));
+    CHECK(p.expected_accesses(*backward, to_backward_1, scratch, key)[0].alloc_id == 1); // the weights stay themselves
+    CHECK(key != backward->extent_hash);
+    // Forward launch 1 of the next step: by then the program has allocated anew,
+    // and this step's buffer will be gone. Nothing stands in; the freed one is named.
+    const Predictor::Step* next_forward = p.predict(program.period());
+    REQUIRE(next_forward);
+    REQUIRE(next_forward->kernel_id == 1);
+    const auto expected = p.expected_accesses(*next_forward, program.period(), scratch, key);
+    CHECK(program.state_of(expected[1].alloc_id) == Predictor::AllocState::Freed);
+    CHECK(key == next_forward->extent_hash);
+    // Forward launch 2 of this step: its buffer has not been used yet, so nothing stands in either.
     const Predictor::Step* next = p.predict(1);
     REQUIRE(next);
     REQUIRE(next->kernel_id == 2);
-    CHECK(program.state_of(p.expected_accesses(*next, scratch)[1].alloc_id) == Predictor::AllocState::Freed);
+    CHECK(program.state_of(p.expected_accesses(*next, 1, scratch, key)[1].alloc_id) == Predictor::AllocState::Freed);
 }
 
 TEST_CASE("predictor: without liveness, or for memory it does not know, nothing stands in", "[predictor]") {
@@ -236,23 +259,23 @@ TEST_CASE("predictor: without liveness, or for memory it does not know, nothing 
     for (uint32_t step = 0; step < 8; ++step) blind.run_step(without, step, false);
     // Half of each launch's buffers match: counted as predicted, but nothing is replaced.
     std::vector<trace::Access> scratch;
+    uint64_t key = 0;
     const Predictor::Step* next = without.predict(1);
     REQUIRE(next);
-    CHECK(without.expected_accesses(*next, scratch)[1].alloc_id == without.accesses(*next)[1].alloc_id);
-    CHECK(without.stand_in_version() == 0);
+    CHECK(without.expected_accesses(*next, 1, scratch, key)[1].alloc_id == without.accesses(*next)[1].alloc_id);
+    CHECK(without.stand_in_count() == 0);
 
     // Every buffer of another step is Unknown, not Freed (memory the caller
     // does not track): a live buffer never takes the place of one.
     Predictor p;
     FreshBuffers program;
     for (uint32_t step = 0; step < 8; ++step) {
-        for (uint32_t k = 0; k < program.period; ++k) {
-            const std::vector<trace::Access> a{{k, 0, 0}, {program.buffer(step, k), 0, 0}};
-            p.observe(k, a, [&](uint32_t id) {
+        for (uint32_t launch = 0; launch < program.period(); ++launch) {
+            p.observe(program.kernel(launch), program.accesses(step, launch), [&](uint32_t id) {
                 const bool this_step = id >= program.buffer(step, 0) && id < program.buffer(step + 1, 0);
-                return id < program.period || this_step ? Predictor::AllocState::Live : Predictor::AllocState::Unknown;
+                return id < program.layers || this_step ? Predictor::AllocState::Live : Predictor::AllocState::Unknown;
             });
         }
     }
-    CHECK(p.stand_in_version() == 0);
+    CHECK(p.stand_in_count() == 0);
 }
