@@ -14,6 +14,8 @@
 #              $OUT/oversub.json and $OUT/oversub.md; OVERSUB_WORKLOADS picks its workloads,
 #              OVERSUB_DIVISORS its budgets (footprint / divisor, default 1.5,2)
 #              (default layers,resnet50,gpt2-small)
+#   OVERSUB_NO_CACHE=1  the oversubscription benchmark's Python workloads run without
+#              PyTorch's caching allocator: every step allocates its tensors anew
 #   ONLY=oversub  run only the oversubscription benchmark: no GPU tests, no overhead
 #              benchmark (the GPU and build checks still come first)
 #   OVERHEAD_ROUNDS  alternating rounds of the overhead benchmark (default 2)
@@ -320,7 +322,8 @@ oversub_section() {
         "$PYTHON" "$REPO_ROOT/bench/oversubscription.py" --uvmrun "$UVMRUN" --uvmtrace "$UVMTRACE" \
         --lib "$LIBRARY" --layers-binary "$LAYERS_STATIC" --workloads "$OVERSUB_WORKLOADS" \
         --divisors "$OVERSUB_DIVISORS" --link-probe "$LINK_PROBE" \
-        --timeout-s 150 --deadline-s "$own_deadline" --json-out "$report" --markdown-out "$markdown"
+        --timeout-s 150 --deadline-s "$own_deadline" --json-out "$report" --markdown-out "$markdown" \
+        ${OVERSUB_NO_CACHE:+--no-allocator-cache}
     add_row "oversub runs succeeded, losses equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
     local what value goal verdict
     while IFS=$'\t' read -r what value goal verdict; do

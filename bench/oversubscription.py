@@ -20,6 +20,9 @@ at the link speeds. With --link-probe, those speeds are measured first, in the s
 Workloads: layers (the CUDA C++ example, examples/layers.cu), resnet50 (batch 256) and
 gpt2-small (batch 16, seq 1024), both examples/train_workload.py. Aliases a, b, c.
 
+With --no-allocator-cache the Python workloads run without PyTorch's caching allocator, in
+every mode: each tensor is its own allocation, made and freed anew every step.
+
 Prints one table at the end; --json-out and --markdown-out write it as JSON and Markdown
 (both rewritten after every run, so an outer timeout keeps what was measured).
 Exit status 0 when every run that was started succeeded and every loss list equals native's.
@@ -150,6 +153,9 @@ class Bench:
         self.env = dict(os.environ)
         # Native runs must use the same allocator settings uvmrun sets for its own runs.
         self.env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False")
+        if args.no_allocator_cache:
+            # Every tensor its own cudaMalloc and cudaFree: a job that allocates anew every step.
+            self.env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
         if args.lib:
             self.env["UVMP_LIBRARY"] = os.path.abspath(args.lib)
 
@@ -582,6 +588,9 @@ def parse_arguments(argv=None):
     parser.add_argument("--workdir", help="keep traces and stats files here (default: a temporary folder)")
     parser.add_argument("--json-out", help="write the report here as JSON")
     parser.add_argument("--markdown-out", help="write the table here as Markdown")
+    parser.add_argument("--no-allocator-cache", action="store_true",
+                        help="run the Python workloads without PyTorch's caching allocator "
+                             "(PYTORCH_NO_CUDA_MEMORY_CACHING=1), natively too: every step allocates anew")
     args = parser.parse_args(argv)
 
     names = [WORKLOAD_ALIASES.get(n.strip(), n.strip()) for n in args.workloads.split(",") if n.strip()]
