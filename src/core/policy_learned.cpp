@@ -31,11 +31,8 @@ protected:
     bool begin_launch(const LaunchView& launch, const Residency& residency) override {
         current_step_ = launch.step;
         grow_to(residency.chunk_slots());
-        // Liveness lets buffers allocated anew each step stand in for the last step's.
-        predictor_.observe(launch.kernel_id, launch.accesses, [&residency](uint32_t alloc_id) {
-            using State = Predictor::AllocState;
-            return residency.is_live(alloc_id) ? State::Live : residency.was_removed(alloc_id) ? State::Freed : State::Unknown;
-        });
+        residency_ = &residency;
+        predictor_.observe(launch.kernel_id, launch.accesses, state_of_);
         drop_past_uses();
         return predictor_.continued();
     }
@@ -307,6 +304,13 @@ private:
     }
 
     Predictor predictor_;
+    // Liveness lets buffers allocated anew each step stand in for the last step's.
+    // Made once: the residency model is the current launch's.
+    const Residency* residency_ = nullptr;
+    const Predictor::StateOf state_of_ = [this](uint32_t alloc_id) {
+        using State = Predictor::AllocState;
+        return residency_->is_live(alloc_id) ? State::Live : residency_->was_removed(alloc_id) ? State::Freed : State::Unknown;
+    };
     uint64_t current_step_ = 0;
     // Chunk ranges of predicted launches by extent hash: (start, count) in cached_ranges_.
     std::unordered_map<uint64_t, std::pair<size_t, size_t>> range_cache_;

@@ -189,11 +189,7 @@ private:
 
     uint64_t budget_bytes_;
     uint64_t chunk_bytes_;
-    ChunkIds ids_;
-    // Runs of free ids by first id (adjacent runs are joined), and the same by length.
-    std::map<ChunkId, uint32_t> free_runs_;
-    std::set<std::pair<uint32_t, ChunkId>> free_runs_by_length_;
-    uint64_t free_id_count_ = 0;
+
     unsigned chunk_shift_ = 0;
     uint64_t resident_bytes_ = 0;
     uint64_t peak_resident_bytes_ = 0;
@@ -213,6 +209,13 @@ private:
     std::vector<uint64_t> resident_bits_;
     ChunkId lru_head_ = kNoChunk;
     ChunkId lru_tail_ = kNoChunk;
+    // Reuse of ids, touched only when allocations come and go: kept apart from
+    // the fields every launch reads.
+    ChunkIds ids_;
+    // Runs of free ids by first id (adjacent runs are joined), and the same by length.
+    std::map<ChunkId, uint32_t> free_runs_;
+    std::set<std::pair<uint32_t, ChunkId>> free_runs_by_length_;
+    uint64_t free_id_count_ = 0;
 };
 
 template <class Fetched>
