@@ -107,8 +107,7 @@ protected:
     void forget_chunks(ChunkRange chunks) override {
         grow_to(chunks.last + 1);
         // The runs around them keep their lists; theirs are the old memory's.
-        if (chunks.last + 1 < run_of_.size()) split_before(chunks.last + 1);
-        if (run_of_[chunks.first] != chunks.first) cut_before(chunks.first);
+        cut_around(chunks);
         for (ChunkId c = chunks.first; c <= chunks.last; ++c) {
             run_of_[c] = c;
             run_last_[c] = c;
@@ -216,13 +215,7 @@ private:
 
     // The chunks in `range`, of any runs, become one run whose list is `step` alone.
     void start_list(ChunkRange range, uint64_t step) {
-        if (run_of_[range.first] != range.first) cut_before(range.first);
-        if (range.last + 1 < run_of_.size() && run_of_[range.last + 1] != range.last + 1) {
-            // The part after the range keeps the list; the range's is replaced.
-            const ChunkId first = run_of_[range.last + 1];
-            cut_before(range.last + 1);
-            lists_[range.last + 1] = lists_[first];
-        }
+        cut_around(range);
         run_last_[range.first] = range.last;
         std::fill(run_of_.begin() + range.first, run_of_.begin() + range.last + 1, range.first);
         for (ChunkId c = range.first; c <= range.last; ++c) {
@@ -247,6 +240,19 @@ private:
         if (first == chunk) return;
         cut_before(chunk);
         lists_[chunk] = copy_of(lists_[first]);
+    }
+
+    // Runs end before `range` and after it; the parts outside keep their runs'
+    // lists. The chunks inside are left to the caller, their lists unset.
+    void cut_around(ChunkRange range) {
+        if (range.last + 1 < run_of_.size() && run_of_[range.last + 1] != range.last + 1) {
+            const ChunkId owner = run_of_[range.last + 1];
+            cut_before(range.last + 1);
+            // A run that also goes on before the range keeps its list there: the
+            // part after needs a chain of its own.
+            lists_[range.last + 1] = owner < range.first ? copy_of(lists_[owner]) : lists_[owner];
+        }
+        if (run_of_[range.first] != range.first) cut_before(range.first);
     }
 
     // Ends the run holding `chunk` before it; the rest becomes a run with no list set.

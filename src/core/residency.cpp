@@ -19,7 +19,8 @@ std::optional<ChunkRange> Residency::add_allocation(uint32_t alloc_id, uint64_t 
     if (find(alloc_id))
         throw std::invalid_argument("allocation " + std::to_string(alloc_id) + " was added twice");
     const uint64_t count = (size_bytes + chunk_bytes_ - 1) >> chunk_shift_;
-    const ChunkId reused = count > 0 && count < kNoChunk ? take_free_ids(static_cast<uint32_t>(count)) : kNoChunk;
+    const bool may_reuse = ids_ == ChunkIds::Reused && count > 0 && count < kNoChunk;
+    const ChunkId reused = may_reuse ? take_free_ids(static_cast<uint32_t>(count)) : kNoChunk;
     if (reused == kNoChunk && live_.size() + count >= kNoChunk)
         throw std::length_error("too many chunks: use a larger chunk size");
     AllocSlot slot;
