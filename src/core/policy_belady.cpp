@@ -13,9 +13,9 @@ class BeladyPolicy final : public LookaheadPolicy {
 public:
     // The chunks never used again share one key, ranked by id in the queue's sorted run.
     BeladyPolicy(const ChunkSchedule& schedule, LookaheadConfig config)
-        : LookaheadPolicy(config, ChunkSchedule::kNever), schedule_(schedule), next_use_(schedule.chunk_slots()) {
-        for (ChunkId c = 0; c < next_use_.size(); ++c) next_use_[c] = schedule.first_use(c);
-    }
+        : LookaheadPolicy(config, ChunkSchedule::kNever), schedule_(schedule),
+          next_use_(schedule.chunk_slots(), ChunkSchedule::kNever),
+          reused_before_(schedule.chunk_slots(), ChunkSchedule::kNeverStored) {}
 
     std::string_view name() const override { return "belady"; }
 
@@ -32,6 +32,7 @@ protected:
         // Looking ahead often asks for the launch it stopped at last time.
         if (step != future_step_) {
             schedule_.launch_ranges(step, future_);
+            if (schedule_.reuses_ids()) keep_chunks_still_held_at(step, future_);
             future_step_ = step;
         }
         return future_;
@@ -51,7 +52,38 @@ protected:
         for_each_piece_in(range, [&](ChunkId first, ChunkId last, uint64_t next) { note_key({first, last}, next); });
     }
 
+    // An allocation appeared with these chunks: the schedule's next allocation
+    // event with chunks, whose first uses they take.
+    void forget_chunks(ChunkRange chunks) override {
+        const auto events = schedule_.events();
+        while (next_event_ < events.size() && events[next_event_].chunk_count == 0) ++next_event_;
+        if (next_event_ == events.size() || events[next_event_].first_chunk != chunks.first ||
+            events[next_event_].chunk_count != chunks.last - chunks.first + 1)
+            throw std::logic_error("belady: the allocations made are not the ones of its schedule");
+        for (const ChunkSchedule::FirstUse& u : schedule_.first_uses(next_event_++)) {
+            std::fill(next_use_.begin() + u.first, next_use_.begin() + u.last + 1, u.next_use());
+            std::fill(reused_before_.begin() + u.first, reused_before_.begin() + u.last + 1, u.reused_before);
+        }
+    }
+
 private:
+    // Drops from `ranges` the chunks whose ids another allocation has by launch
+    // `step`: what that launch touches there is not the memory they hold now.
+    void keep_chunks_still_held_at(uint64_t step, std::vector<ChunkRange>& ranges) {
+        kept_.clear();
+        for (const ChunkRange& r : ranges) {
+            for (ChunkId c = r.first; c <= r.last;) {
+                ChunkId end = c;
+                const bool held = reused_before_[c] > step;
+                while (end < r.last && (reused_before_[end + 1] > step) == held) ++end;
+                if (held) kept_.push_back({c, end});
+                if (end == r.last) break;
+                c = end + 1;
+            }
+        }
+        ranges.swap(kept_);
+    }
+
     // The parts of the current launch's pieces within `range`, in order.
     template <class F>
     void for_each_piece_in(ChunkRange range, F&& f) const {
@@ -66,9 +98,13 @@ private:
 
     const ChunkSchedule& schedule_;
     std::vector<uint64_t> next_use_;
+    // The launch before which each chunk's id goes to another allocation.
+    std::vector<uint32_t> reused_before_;
     std::span<const ChunkSchedule::Piece> launch_pieces_; // the current launch's
+    size_t next_event_ = 0; // the schedule's next event that forget_chunks looks at
 
     std::vector<ChunkRange> future_;
+    std::vector<ChunkRange> kept_;
     uint64_t future_step_ = ChunkSchedule::kNever;
 };
 

@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 namespace uvmp {
 namespace {
-
-constexpr uint64_t kMaxReservedSlots = uint64_t{1} << 26;
 
 std::vector<ChunkSchedule::AllocEvent> ordered_events(const trace::Trace& trace) {
     struct Keyed {
@@ -35,20 +34,19 @@ std::vector<ChunkSchedule::AllocEvent> ordered_events(const trace::Trace& trace)
 
 ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     : chunk_bytes_(chunk_bytes), events_(ordered_events(trace)) {
-    Residency layout(0, chunk_bytes);
-    // Room for the chunks of every allocation, so that the per-chunk state is never
-    // copied while it grows; past a bound, from a corrupt size, it grows as needed.
-    uint64_t slots = 0;
-    for (const trace::Alloc& a : trace.allocs) slots += std::min<uint64_t>(a.size / chunk_bytes + 1, kNoChunk);
-    layout.reserve_chunk_slots(static_cast<uint32_t>(std::min<uint64_t>(slots, kMaxReservedSlots)));
+    Residency layout(0, chunk_bytes, ChunkIds::Reused);
     const uint64_t launches = trace.launches.size();
     if (launches >= kNeverStored) throw std::invalid_argument("the trace has too many launches to simulate (2^32 or more)");
     size_t next_event = 0;
     auto apply_events_until = [&](uint64_t launch) {
         for (; next_event < events_.size() && events_[next_event].launches_before <= launch; ++next_event) {
-            const AllocEvent& e = events_[next_event];
-            if (e.is_free) layout.remove_allocation(e.alloc_id);
-            else layout.add_allocation(e.alloc_id, e.size);
+            AllocEvent& e = events_[next_event];
+            if (e.is_free) {
+                layout.remove_allocation(e.alloc_id);
+            } else if (const auto chunks = layout.add_allocation(e.alloc_id, e.size)) {
+                e.first_chunk = chunks->first;
+                e.chunk_count = chunks->last - chunks->first + 1;
+            }
         }
     };
     // Forward, the launches' chunk ranges (the allocations live at each launch
@@ -59,6 +57,7 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     LargeVector<uint32_t> range_begin; // accesses, and so ranges, are fewer than 2^32
     range_begin.reserve(launches + 1);
     range_begin.push_back(0);
+    launch_bytes_.resize(launches);
     std::vector<ChunkRange> launch_ranges;
     for (uint64_t i = 0; i < launches; ++i) {
         apply_events_until(i);
@@ -67,53 +66,84 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
             throw std::invalid_argument("launch " + std::to_string(i) + " names accesses beyond the access table");
         const std::span<const trace::Access> accesses = trace.accesses_of(launch);
         layout.launch_ranges(accesses, launch_ranges, &dangling_accesses_);
+        uint64_t bytes = 0;
+        for (const ChunkRange& r : launch_ranges) bytes += layout.bytes_of(r);
+        launch_bytes_[i] = bytes;
         ranges.insert(ranges.end(), launch_ranges.begin(), launch_ranges.end());
         range_begin.push_back(static_cast<uint32_t>(ranges.size()));
     }
     apply_events_until(kNever);
+    chunk_slots_ = layout.chunk_slots();
 
-    chunk_size_.resize(layout.chunk_slots());
-    for (ChunkId c = 0; c < layout.chunk_slots(); ++c) chunk_size_[c] = layout.chunk_size(c);
     // Next uses in 32 bits while building: a quarter of the memory traffic of the pass.
-    std::vector<uint32_t> next_use(layout.chunk_slots(), kNeverStored);
-    launch_bytes_.resize(launches);
+    std::vector<uint32_t> next_use(chunk_slots_, kNeverStored);
+    // Going back past an allocation's appearance: its chunks' next uses so far are
+    // its first uses; before it, the ids were another's or nobody's, and that
+    // one's uses of them end there.
+    std::vector<uint32_t> reused_before(chunk_slots_, kNeverStored);
+    std::vector<uint64_t> touched_of_event(events_.size(), 0);
+    first_use_end_.assign(events_.size() + 1, 0);
+    size_t undone = events_.size();
+    auto undo_events_from = [&](uint64_t launches_before) {
+        for (; undone > 0 && events_[undone - 1].launches_before >= launches_before; --undone) {
+            const AllocEvent& e = events_[undone - 1];
+            if (e.chunk_count > 0) {
+                const size_t end = size_t{e.first_chunk} + e.chunk_count;
+                for (size_t c = e.first_chunk; c < end;) {
+                    const uint32_t next = next_use[c], reused = reused_before[c];
+                    size_t run_end = c + 1;
+                    while (run_end < end && next_use[run_end] == next && reused_before[run_end] == reused) ++run_end;
+                    first_uses_.push_back({static_cast<ChunkId>(c), static_cast<ChunkId>(run_end - 1), next, reused});
+                    reuses_ids_ |= reused != kNeverStored;
+                    if (next != kNeverStored)
+                        for (size_t k = c - e.first_chunk; k < run_end - e.first_chunk; ++k)
+                            touched_of_event[undone - 1] += std::min(chunk_bytes, e.size - k * chunk_bytes);
+                    c = run_end;
+                }
+                std::fill(next_use.begin() + e.first_chunk, next_use.begin() + static_cast<std::ptrdiff_t>(end), kNeverStored);
+                std::fill(reused_before.begin() + e.first_chunk, reused_before.begin() + static_cast<std::ptrdiff_t>(end),
+                          static_cast<uint32_t>(e.launches_before));
+            }
+            first_use_end_[undone - 1] = first_uses_.size();
+        }
+    };
     pieces_.reserve(ranges.size());
     piece_end_.assign(launches + 1, 0);
     for (uint64_t i = launches; i-- > 0;) {
-        uint64_t bytes = 0;
+        undo_events_from(i + 1);
         for (uint32_t k = range_begin[i]; k < range_begin[i + 1]; ++k) {
-            const ChunkRange r = ranges[k];
             // A range may span the end of one allocation and the start of the next,
             // so the short last chunk of an allocation can sit inside it.
+            const ChunkRange r = ranges[k];
             const size_t range_end = size_t{r.last} + 1;
-            for (size_t c = r.first; c < range_end; ++c) bytes += chunk_size_[c];
             for (size_t c = r.first; c < range_end;) {
                 const uint32_t next = next_use[c];
                 size_t end = c + 1;
                 while (end < range_end && next_use[end] == next) ++end;
                 pieces_.push_back({static_cast<ChunkId>(c), static_cast<ChunkId>(end - 1), next});
-                std::fill(next_use.begin() + static_cast<std::ptrdiff_t>(c), next_use.begin() + static_cast<std::ptrdiff_t>(end),
-                          static_cast<uint32_t>(i));
                 c = end;
             }
+            std::fill(next_use.begin() + r.first, next_use.begin() + r.last + 1, static_cast<uint32_t>(i));
         }
-        launch_bytes_[i] = bytes;
         piece_end_[i] = pieces_.size();
     }
-    first_use_.resize(layout.chunk_slots());
-    for (ChunkId c = 0; c < layout.chunk_slots(); ++c)
-        first_use_[c] = next_use[c] == kNeverStored ? kNever : next_use[c];
+    undo_events_from(0);
     // The footprint is the peak of live bytes that are ever touched: memory that
     // is freed and allocated again each step counts once per step, not per cycle.
+    std::unordered_map<uint32_t, uint64_t> touched_of_live;
     uint64_t live_touched = 0;
-    for (const AllocEvent& e : events_) {
-        const ChunkId first = layout.first_chunk(e.alloc_id);
-        uint64_t touched = 0;
-        for (ChunkId c = first; c < first + layout.chunk_count(e.alloc_id); ++c)
-            if (first_use_[c] != kNever) touched += chunk_size_[c];
-        if (e.is_free) live_touched -= std::min(live_touched, touched);
-        else live_touched += touched;
-        footprint_bytes_ = std::max(footprint_bytes_, live_touched);
+    for (size_t k = 0; k < events_.size(); ++k) {
+        const AllocEvent& e = events_[k];
+        if (e.is_free) {
+            const auto live = touched_of_live.find(e.alloc_id);
+            if (live == touched_of_live.end()) continue;
+            live_touched -= live->second;
+            touched_of_live.erase(live);
+        } else {
+            touched_of_live[e.alloc_id] = touched_of_event[k];
+            live_touched += touched_of_event[k];
+            footprint_bytes_ = std::max(footprint_bytes_, live_touched);
+        }
     }
 }
 
@@ -126,16 +156,26 @@ void ChunkSchedule::launch_ranges(uint64_t launch, std::vector<ChunkRange>& out)
 }
 
 uint64_t ChunkSchedule::touched_bytes(uint64_t first_launch, uint64_t last_launch) const {
-    std::vector<bool> seen(first_use_.size(), false);
+    // The events replayed up to each launch say how large its chunks are then.
+    Residency layout(0, chunk_bytes_, ChunkIds::Reused);
+    std::vector<bool> seen(chunk_slots_, false);
     uint64_t bytes = 0;
     last_launch = std::min(last_launch, launch_count());
-    for (uint64_t i = first_launch; i < last_launch; ++i)
+    size_t next_event = 0;
+    for (uint64_t i = 0; i < last_launch; ++i) {
+        for (; next_event < events_.size() && events_[next_event].launches_before <= i; ++next_event) {
+            const AllocEvent& e = events_[next_event];
+            if (e.is_free) layout.remove_allocation(e.alloc_id);
+            else layout.add_allocation(e.alloc_id, e.size);
+        }
+        if (i < first_launch) continue;
         for (const Piece& p : pieces(i))
             for (ChunkId c = p.first; c <= p.last; ++c)
                 if (!seen[c]) {
                     seen[c] = true;
-                    bytes += chunk_size_[c];
+                    bytes += layout.chunk_size(c);
                 }
+    }
     return bytes;
 }
 

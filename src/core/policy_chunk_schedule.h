@@ -6,6 +6,13 @@
 // the same launch: a launch names a few tensors of many chunks each, and one
 // 12-byte piece stands for a tensor's chunks, which listed one by one with their
 // next uses took 12 bytes each.
+//
+// Chunk ids are handed out as the library's residency model hands them out
+// (ChunkIds::Reused): a freed allocation's ids go to a later one. A job that
+// allocates anew every step then keeps its per-chunk state, here and in the
+// simulation, as large as what is live at once. A chunk's next use is always its
+// allocation's: past the allocation's last use it is never used again, even if
+// a later allocation gets its id.
 #pragma once
 
 #include "core/large_pages.h"
@@ -30,6 +37,9 @@ public:
         uint32_t alloc_id = 0;
         uint64_t size = 0;
         bool is_free = false;
+        // For an allocation appearing: the chunk ids it gets (none: chunk_count 0).
+        ChunkId first_chunk = kNoChunk;
+        uint32_t chunk_count = 0;
     };
 
     // Throws std::invalid_argument when the trace is inconsistent (an access list
@@ -57,16 +67,36 @@ public:
     void launch_ranges(uint64_t launch, std::vector<ChunkRange>& out) const;
     // Bytes of the launch's chunks, all of them.
     uint64_t launch_bytes(uint64_t launch) const { return launch_bytes_[launch]; }
-    uint64_t first_use(ChunkId chunk) const { return first_use_[chunk]; }
-    uint32_t chunk_slots() const { return static_cast<uint32_t>(first_use_.size()); }
+    // Every chunk id handed out is below this.
+    uint32_t chunk_slots() const { return chunk_slots_; }
 
-    // Replaying these into an empty Residency, in order and each before launch
-    // `launches_before`, hands out the chunk ids used here.
+    // Replaying these into an empty Residency with ChunkIds::Reused, in order and
+    // each before launch `launches_before`, hands out the chunk ids used here.
     std::span<const AllocEvent> events() const { return events_; }
+    // Chunks first..last of an allocation that appears: first used by launch
+    // `next`, and handed to another allocation before launch `reused_before`
+    // (kNeverStored: never). From then on the schedule's uses of these ids are the
+    // other allocation's.
+    struct FirstUse {
+        ChunkId first;
+        ChunkId last;
+        uint32_t next;
+        uint32_t reused_before;
+        uint64_t next_use() const { return next == kNeverStored ? kNever : next; }
+    };
+    // The chunks of event `event` (an allocation appearing), ascending, all of
+    // them (none for a free).
+    std::span<const FirstUse> first_uses(size_t event) const {
+        return {first_uses_.data() + first_use_end_[event + 1], first_use_end_[event] - first_use_end_[event + 1]};
+    }
+    // Whether any allocation takes ids that another had.
+    bool reuses_ids() const { return reuses_ids_; }
 
     // The most bytes live at once among chunks that are touched at all.
     uint64_t footprint_bytes() const { return footprint_bytes_; }
-    // Bytes of the distinct chunks touched by launches [first, last).
+    // Bytes of the distinct chunk ids touched by launches [first, last): an id
+    // that two allocations take in turn there counts once, as memory on the GPU
+    // would (at its first size there).
     uint64_t touched_bytes(uint64_t first_launch, uint64_t last_launch) const;
     // Accesses naming an allocation that was unknown or freed at the time.
     uint64_t dangling_accesses() const { return dangling_accesses_; }
@@ -78,8 +108,12 @@ private:
     // are [piece_end_[i + 1], piece_end_[i]), and piece_end_[launch_count()] is 0.
     LargeVector<Piece> pieces_;
     LargeVector<uint64_t> piece_end_;
-    std::vector<uint64_t> first_use_;
-    std::vector<uint64_t> chunk_size_;
+    // Built backward too: event k's are [first_use_end_[k + 1], first_use_end_[k]),
+    // and first_use_end_[events_.size()] is 0.
+    std::vector<FirstUse> first_uses_;
+    std::vector<uint64_t> first_use_end_;
+    uint32_t chunk_slots_ = 0;
+    bool reuses_ids_ = false;
     LargeVector<uint64_t> launch_bytes_;
     uint64_t footprint_bytes_ = 0;
     uint64_t dangling_accesses_ = 0;

@@ -11,9 +11,7 @@
 // the per-chunk state, here and in the policies, with all the memory it ever
 // allocated rather than with what is live at once. An allocation then takes the
 // smallest run of free ids that holds it (the lowest of equal ones), else new
-// ids. The library reuses them. The simulator does not: a trace's chunk
-// schedule numbers every allocation's chunks once, and the same policies rank
-// chunks the same way either way, except that equal keys are ordered by id.
+// ids. The library and the simulator (through its chunk schedule) reuse them.
 #pragma once
 
 #include "core/large_pages.h"

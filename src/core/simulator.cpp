@@ -112,7 +112,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         throw std::invalid_argument("simulate: the chunk schedule was built for another trace or chunk size");
 
     const LinkModel& link = config.link;
-    Residency residency(config.budget_bytes, config.chunk_bytes);
+    Residency residency(config.budget_bytes, config.chunk_bytes, ChunkIds::Reused);
     residency.reserve_chunk_slots(schedule.chunk_slots());
     const auto policy = make_policy(config, schedule);
     const uint64_t launches = trace.launches.size();
@@ -156,8 +156,12 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     for (uint64_t i = 0; i < launches; ++i) {
         for (; next_event < events.size() && events[next_event].launches_before <= i; ++next_event) {
             const ChunkSchedule::AllocEvent& e = events[next_event];
-            if (e.is_free) residency.remove_allocation(e.alloc_id);
-            else if (const auto chunks = residency.add_allocation(e.alloc_id, e.size)) policy->on_allocation_added(*chunks);
+            if (e.is_free) {
+                residency.remove_allocation(e.alloc_id);
+            } else if (const auto chunks = residency.add_allocation(e.alloc_id, e.size)) {
+                if (chunks->first != e.first_chunk) throw std::logic_error("simulate: chunk ids differ from the schedule's");
+                policy->on_allocation_added(*chunks);
+            }
         }
         const trace::Launch& launch = trace.launches[i];
         schedule.launch_ranges(i, launch_ranges);

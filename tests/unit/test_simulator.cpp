@@ -172,6 +172,63 @@ TEST_CASE("simulator: memory allocated and freed every step is not fetched ahead
     }
 }
 
+TEST_CASE("simulator: a freed allocation's chunk ids go to the next one, whose uses stay its own", "[simulator]") {
+    // Buffer 1 (4 MiB) is used by launch 0 and freed before launch 3; buffer 2
+    // (3 MiB) then takes its ids and is used by launches 3 and 4. Buffer 0 is
+    // used by launches 1 and 2.
+    trace::Trace t;
+    t.allocs.push_back({0, 0, 2 * kMiB});
+    t.allocs.push_back({1, 0, 4 * kMiB, trace::AllocKind::Converted, 0, 1, 0});
+    t.frees.push_back({1, 10, 3});
+    t.allocs.push_back({2, 0, 3 * kMiB, trace::AllocKind::Converted, 0, 20, 3});
+    const uint32_t touched[] = {1, 0, 0, 2, 2};
+    for (uint32_t i = 0; i < 5; ++i) {
+        trace::Launch l;
+        l.seq = i;
+        l.first_access = static_cast<uint32_t>(t.accesses.size());
+        l.access_count = 1;
+        t.accesses.push_back({touched[i], 0, 0});
+        t.launches.push_back(l);
+    }
+    const ChunkSchedule schedule(t, 2 * kMiB);
+    CHECK(schedule.chunk_slots() == 3);
+    const auto events = schedule.events();
+    REQUIRE(events.size() == 4);
+    CHECK(events[3].alloc_id == 2);
+    CHECK(events[3].first_chunk == events[1].first_chunk);
+    // Launch 0 is buffer 1's last use: its chunks are never used again, though
+    // their ids are touched by launch 3.
+    REQUIRE(schedule.pieces(0).size() == 1);
+    CHECK(schedule.pieces(0)[0].next_use() == ChunkSchedule::kNever);
+    // Buffer 1's ids go to buffer 2 before launch 3; buffer 2's first use is launch 3.
+    REQUIRE(schedule.first_uses(1).size() == 1);
+    CHECK(schedule.first_uses(1)[0].next_use() == 0);
+    CHECK(schedule.first_uses(1)[0].reused_before == 3);
+    REQUIRE(schedule.first_uses(3).size() == 1);
+    CHECK(schedule.first_uses(3)[0].next_use() == 3);
+    CHECK(schedule.first_uses(3)[0].reused_before == ChunkSchedule::kNeverStored);
+    CHECK(schedule.first_uses(2).empty()); // a free
+    CHECK(schedule.first_uses(0)[0].next_use() == 1);
+    CHECK(schedule.reuses_ids());
+    CHECK(schedule.launch_bytes(3) == 3 * kMiB);
+    // Touched in launches 0-4: the two ids once, at buffer 1's size, and buffer 0's.
+    CHECK(schedule.touched_bytes(0, 5) == 6 * kMiB);
+    CHECK(schedule.touched_bytes(3, 5) == 3 * kMiB);
+    CHECK(schedule.footprint_bytes() == 6 * kMiB);
+    // With room for one buffer only, buffer 1's chunks make room for buffer 0 and
+    // are never fetched back for buffer 2's use of their ids: each buffer
+    // arrives once.
+    for (PolicyKind kind : {PolicyKind::DemandLru, PolicyKind::Belady, PolicyKind::Learned}) {
+        SimConfig config;
+        config.budget_bytes = 4 * kMiB;
+        config.policy = kind;
+        const SimResult r = simulate(t, schedule, iteration_bounds(t), config);
+        INFO(r.policy);
+        CHECK(r.demand_bytes + r.prefetched_bytes == 9 * kMiB);
+        CHECK(r.peak_resident_bytes <= 4 * kMiB);
+    }
+}
+
 TEST_CASE("simulator: learned fetches ahead for a program that allocates its activations anew every step", "[simulator]") {
     // The synthetic training loop frees its activations at the end of each step
     // and allocates new ones (new ids) in the next: the same launch names other
