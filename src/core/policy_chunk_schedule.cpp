@@ -101,8 +101,9 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
                     c = run_end;
                 }
                 std::fill(next_use.begin() + e.first_chunk, next_use.begin() + static_cast<std::ptrdiff_t>(end), kNeverStored);
+                // An event after the last launch is at the end (launches < 2^32).
                 std::fill(reused_before.begin() + e.first_chunk, reused_before.begin() + static_cast<std::ptrdiff_t>(end),
-                          static_cast<uint32_t>(e.launches_before));
+                          static_cast<uint32_t>(std::min(e.launches_before, launches)));
             }
             first_use_end_[undone - 1] = first_uses_.size();
         }
