@@ -45,13 +45,28 @@ ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) 
             queue_.set(c, key);
             continue;
         }
-        queue_.erase(c);
         if (residency.is_pinned(c)) {
-            pinned_aside_.push_back(c);
+            set_aside_pinned_run(top, residency);
             continue;
         }
+        queue_.erase(c);
         return c;
     }
+}
+
+void LookaheadPolicy::set_aside_pinned_run(EvictionQueue::Entry top, const Residency& residency) {
+    // The entries right after a pinned chunk are mostly the rest of its tensor,
+    // pinned by the same launch: met at the top one by one, each would cost a
+    // look for the top. Taken out together, the victims after them are the same.
+    const uint32_t length = queue_.top_run_length(UINT32_MAX);
+    ChunkId lowest = top.chunk;
+    for (uint32_t k = 1; k < length; ++k) {
+        const ChunkId c = top.chunk - k;
+        if (!residency.is_resident(c) || !residency.is_pinned(c) || eviction_key(c, residency) != top.key) break;
+        lowest = c;
+    }
+    queue_.erase({lowest, top.chunk});
+    for (ChunkId c = lowest; c <= top.chunk; ++c) pinned_aside_.push_back(c);
 }
 
 void LookaheadPolicy::note_evicted(uint64_t next_use) {
@@ -108,8 +123,9 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
     // The chunks of one tensor mostly share their key: one queue entry for them all.
     for (const ChunkRange& r : launch.ranges) note_launch_keys(r, residency);
     flush_keys();
+    // The launch's own chunks among them are back with their keys already.
     for (ChunkId c : pinned_aside_)
-        if (residency.is_resident(c)) push_key(c, residency);
+        if (residency.is_resident(c) && !queue_.contains(c)) push_key(c, residency);
     pinned_aside_.clear();
     // Entries of freed chunks leave the queue only when they reach its top;
     // start afresh when they dominate.

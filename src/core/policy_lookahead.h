@@ -58,6 +58,9 @@ private:
     void note_keys_by_chunk(ChunkRange range, const Residency& residency);
     // The unpinned resident chunk with the largest key above `above`, or kNoChunk.
     ChunkId pop_victim(const Residency& residency, uint64_t above);
+    // Takes the pinned chunk at the top out of the queue until the end of the
+    // launch, with the pinned chunks that come right after it.
+    void set_aside_pinned_run(EvictionQueue::Entry top, const Residency& residency);
     void evict(ChunkId chunk, Residency& residency, Plan& out);
     // Looking ahead may already have passed an evicted chunk's next use (it was
     // resident then): look again from there, or it would only come back by faulting.
