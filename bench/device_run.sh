@@ -18,6 +18,8 @@
 #              PyTorch's caching allocator: every step allocates its tensors anew
 #   ONLY=oversub  run only the oversubscription benchmark: no GPU tests, no overhead
 #              benchmark (the GPU and build checks still come first)
+#   ONLY=tests  run the GPU tests and no overhead benchmark (with OVERSUB=1, then the
+#              oversubscription benchmark)
 #   OVERHEAD_ROUNDS  alternating rounds of the overhead benchmark (default 2)
 #   OVERHEAD_CPUS  run the overhead benchmark's programs on these CPUs only (e.g. 0-7;
 #              default: wherever the scheduler puts them)
@@ -40,8 +42,8 @@ OVERSUB_WORKLOADS=${OVERSUB_WORKLOADS:-layers,resnet50,gpt2-small}
 OVERSUB_DIVISORS=${OVERSUB_DIVISORS:-1.5,2}
 OVERHEAD_ROUNDS=${OVERHEAD_ROUNDS:-2}
 OVERHEAD_CPUS=${OVERHEAD_CPUS:-}
-if [[ -n $ONLY && $ONLY != oversub ]]; then
-    echo "device_run.sh: ONLY=$ONLY is not known; the one choice is ONLY=oversub" >&2
+if [[ -n $ONLY && $ONLY != oversub && $ONLY != tests ]]; then
+    echo "device_run.sh: ONLY=$ONLY is not known; the choices are ONLY=oversub and ONLY=tests" >&2
     exit 2
 fi
 if [[ ! $OVERHEAD_ROUNDS =~ ^[1-9][0-9]*$ ]]; then
@@ -395,7 +397,7 @@ main() {
         if [[ $PROBE == 1 ]]; then probe_section; fi
         gpu_tests
         if [[ $TRACES == 1 ]]; then traces_section; fi
-        benchmarks
+        if [[ $ONLY != tests ]]; then benchmarks; fi
         if [[ $OVERSUB == 1 ]]; then oversub_section; fi
     fi
     echo

@@ -13,10 +13,14 @@ Residency::Residency(uint64_t budget_bytes, uint64_t chunk_bytes, ChunkIds ids)
     if (chunk_bytes == 0 || !std::has_single_bit(chunk_bytes))
         throw std::invalid_argument("chunk size must be a power of two, got " + std::to_string(chunk_bytes));
     chunk_shift_ = static_cast<unsigned>(std::countr_zero(chunk_bytes));
+    AllocSlot removed;
+    removed.id = UINT32_MAX;
+    removed.live = false;
+    allocs_.push_back(removed); // kRemovedSlot
 }
 
 std::optional<ChunkRange> Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
-    if (find(alloc_id))
+    if (find(alloc_id) || was_removed(alloc_id))
         throw std::invalid_argument("allocation " + std::to_string(alloc_id) + " was added twice");
     const uint64_t count = (size_bytes + chunk_bytes_ - 1) >> chunk_shift_;
     const bool may_reuse = ids_ == ChunkIds::Reused && count > 0 && count < kNoChunk;
@@ -28,8 +32,15 @@ std::optional<ChunkRange> Residency::add_allocation(uint32_t alloc_id, uint64_t 
     slot.first = reused != kNoChunk ? reused : static_cast<ChunkId>(live_.size());
     slot.count = static_cast<uint32_t>(count);
     slot.size = size_bytes;
-    const auto slot_index = static_cast<uint32_t>(allocs_.size());
-    allocs_.push_back(slot);
+    uint32_t slot_index;
+    if (free_slots_.empty()) {
+        slot_index = static_cast<uint32_t>(allocs_.size());
+        allocs_.push_back(slot);
+    } else {
+        slot_index = free_slots_.back();
+        free_slots_.pop_back();
+        allocs_[slot_index] = slot;
+    }
     if (alloc_id < kDenseIds) {
         if (alloc_id >= slot_by_id_.size()) slot_by_id_.resize(std::max<size_t>(alloc_id + 1, 2 * slot_by_id_.size()), 0);
         slot_by_id_[alloc_id] = slot_index + 1;
@@ -104,17 +115,35 @@ void Residency::reserve_chunk_slots(uint32_t slots) {
 
 bool Residency::remove_allocation(uint32_t alloc_id) {
     const auto index = slot_index(alloc_id);
-    if (!index || !allocs_[*index].live) return false;
+    if (!index) return false;
     AllocSlot& slot = allocs_[*index];
     for (ChunkId c = slot.first; c < slot.first + slot.count; ++c) {
         if (is_resident(c)) evict(c);
         pins_[c] = 0;
         live_[c] = 0;
+        alloc_slot_[c] = kRemovedSlot;
     }
     slot.live = false;
     if (ids_ == ChunkIds::Reused && slot.count > 0) give_back_ids(slot.first, slot.count);
+    // The slot goes to the next allocation and the id is only remembered as
+    // removed: a job that allocates anew every step keeps a bit per allocation
+    // it ever made, not a slot.
+    if (alloc_id < slot_by_id_.size()) slot_by_id_[alloc_id] = 0;
+    else slot_of_sparse_id_.erase(alloc_id);
+    remember_removed(alloc_id);
+    free_slots_.push_back(*index);
     ++layout_version_;
     return true;
+}
+
+void Residency::remember_removed(uint32_t alloc_id) {
+    if (alloc_id < kDenseRemovedIds) {
+        const size_t word = alloc_id >> 6;
+        if (word >= removed_bits_.size()) removed_bits_.resize(std::max(word + 1, 2 * removed_bits_.size()), 0);
+        removed_bits_[word] |= uint64_t{1} << (alloc_id & 63);
+    } else {
+        removed_sparse_ids_.insert(alloc_id);
+    }
 }
 
 std::optional<uint32_t> Residency::slot_index(uint32_t alloc_id) const {
@@ -138,8 +167,11 @@ bool Residency::is_live(uint32_t alloc_id) const {
 }
 
 bool Residency::was_removed(uint32_t alloc_id) const {
-    const AllocSlot* slot = find(alloc_id);
-    return slot && !slot->live;
+    if (alloc_id < kDenseRemovedIds) {
+        const size_t word = alloc_id >> 6;
+        return word < removed_bits_.size() && ((removed_bits_[word] >> (alloc_id & 63)) & 1);
+    }
+    return removed_sparse_ids_.contains(alloc_id);
 }
 
 ChunkId Residency::first_chunk(uint32_t alloc_id) const {

@@ -25,6 +25,7 @@
 #include <set>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace uvmp {
@@ -53,7 +54,7 @@ public:
     void set_budget_bytes(uint64_t budget) { budget_bytes_ = budget; }
 
     // A new allocation starts with no chunk resident, unpinned, never used. Adding
-    // an id that was already added throws std::invalid_argument. Returns its chunks
+    // an id that was already added (removed since or not) throws std::invalid_argument. Returns its chunks
     // (nullopt when it has none): a policy told of them forgets what it knew of
     // those ids when they are reused (Policy::on_allocation_added).
     std::optional<ChunkRange> add_allocation(uint32_t alloc_id, uint64_t size_bytes);
@@ -66,8 +67,7 @@ public:
     // Changes whenever an allocation is added or removed: the chunks of an access
     // may have changed since a caller last looked.
     uint64_t layout_version() const { return layout_version_; }
-    // kNoChunk / 0 for unknown ids. A removed allocation's are the ids it had,
-    // which may be another's now.
+    // kNoChunk / 0 for ids that are not live.
     ChunkId first_chunk(uint32_t alloc_id) const;
     uint32_t chunk_count(uint32_t alloc_id) const;
 
@@ -90,6 +90,7 @@ public:
     uint32_t chunk_slots() const { return static_cast<uint32_t>(live_.size()); }
     // Ids of removed allocations not handed out again (always 0 without reuse).
     uint64_t free_chunk_ids() const { return free_id_count_; }
+    // UINT32_MAX for a chunk of a removed allocation.
     uint32_t alloc_id_of(ChunkId chunk) const { return allocs_[alloc_slot_[chunk]].id; }
     bool same_allocation(ChunkId a, ChunkId b) const { return alloc_slot_[a] == alloc_slot_[b]; }
     uint64_t chunk_offset(ChunkId chunk) const;
@@ -178,8 +179,9 @@ private:
     // free run is long enough; and the ids of a removed one given back.
     ChunkId take_free_ids(uint32_t count);
     void give_back_ids(ChunkId first, uint32_t count);
-    // Where the allocation's slot is in allocs_; nullopt for an unknown id.
+    // Where the allocation's slot is in allocs_; nullopt for an id that is not live.
     std::optional<uint32_t> slot_index(uint32_t alloc_id) const;
+    void remember_removed(uint32_t alloc_id);
     const AllocSlot* find(uint32_t alloc_id) const;
     // The chunks one access to the (live) allocation of `slot` touches; nullopt
     // when it starts past the allocation's end.
@@ -193,12 +195,20 @@ private:
     uint64_t peak_resident_bytes_ = 0;
     uint64_t resident_chunks_ = 0;
     uint64_t layout_version_ = 0;
+    // Slots of live allocations. A removed allocation's slot is handed to a later
+    // one; its chunks name kRemovedSlot until their ids are reused, a slot of
+    // size 0 that keeps reads of them harmless.
+    static constexpr uint32_t kRemovedSlot = 0;
     std::vector<AllocSlot> allocs_;
+    std::vector<uint32_t> free_slots_;
     // Allocation ids are handed out in sequence: a table finds the small ones
-    // (slot + 1, 0 for none), a hash map any others.
+    // (slot + 1, 0 for none), a hash map any others. Removed ids are bits.
     static constexpr uint32_t kDenseIds = 1u << 22;
+    static constexpr uint32_t kDenseRemovedIds = 1u << 28;
     std::vector<uint32_t> slot_by_id_;
     std::unordered_map<uint32_t, uint32_t> slot_of_sparse_id_;
+    std::vector<uint64_t> removed_bits_;
+    std::unordered_set<uint32_t> removed_sparse_ids_;
     LargeVector<uint64_t> last_use_;
     LargeVector<uint32_t> alloc_slot_;
     LargeVector<Link> links_;

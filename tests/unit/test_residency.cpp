@@ -305,3 +305,41 @@ TEST_CASE("residency: without reuse, ids are handed out once", "[residency]") {
     CHECK(r.add_allocation(2, 4 * kMiB)->first == 5);
     CHECK(r.free_chunk_ids() == 0);
 }
+
+TEST_CASE("residency: a removed allocation leaves only its id behind", "[residency]") {
+    for (const ChunkIds ids : {ChunkIds::NeverReused, ChunkIds::Reused}) {
+        Residency r(100 * kMiB, 2 * kMiB, ids);
+        r.add_allocation(1, 6 * kMiB); // chunks 0..2
+        r.add_allocation(5'000'000, 3 * kMiB); // an id past the dense table: chunks 3..4
+        r.make_resident({0, 4}, 1);
+        CHECK(r.remove_allocation(1));
+        CHECK(r.remove_allocation(5'000'000));
+        for (const uint32_t id : {1u, 5'000'000u}) {
+            CHECK(r.was_removed(id));
+            CHECK_FALSE(r.is_live(id));
+            CHECK(r.first_chunk(id) == kNoChunk);
+            CHECK(r.chunk_count(id) == 0);
+            CHECK_FALSE(r.remove_allocation(id));
+            // An id is never handed out twice, removed or not.
+            CHECK_THROWS_AS(r.add_allocation(id, kMiB), std::invalid_argument);
+        }
+        CHECK_FALSE(r.was_removed(2));
+        CHECK(r.resident_bytes() == 0);
+        // Chunks of removed memory belong to no allocation and read harmlessly.
+        CHECK(r.alloc_id_of(4) == UINT32_MAX);
+        CHECK_FALSE(r.is_chunk_live(4));
+        // Ten thousand allocations, each removed once the next one is made: the
+        // new ones take the freed slots, and each is found by its id and chunks.
+        for (uint32_t id = 10; id < 10'010; ++id) {
+            const auto chunks = r.add_allocation(id, 4 * kMiB);
+            REQUIRE(chunks);
+            CHECK(r.alloc_id_of(chunks->first) == id);
+            CHECK(r.first_chunk(id) == chunks->first);
+            CHECK(r.bytes_of(*chunks) == 4 * kMiB);
+            if (id > 10) REQUIRE(r.remove_allocation(id - 1));
+        }
+        CHECK(r.is_live(10'009));
+        CHECK(r.was_removed(10'008));
+        if (ids == ChunkIds::Reused) CHECK(r.chunk_slots() <= 9);
+    }
+}
