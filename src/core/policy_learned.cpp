@@ -49,17 +49,28 @@ protected:
         // same launches again: keep their chunk ranges until an allocation
         // comes or goes. (What stands in for what is part of the key.)
         if (cached_layout_ != residency.layout_version()) {
-            range_cache_.clear();
+            // A job that allocates anew every step clears the cache every step:
+            // its entries' nodes are kept for the next ones.
+            while (!range_cache_.empty()) spare_range_nodes_.push_back(range_cache_.extract(range_cache_.begin()));
             cached_ranges_.clear();
             cached_layout_ = residency.layout_version();
         }
         uint64_t key = 0;
         const auto expected = predictor_.expected_accesses(*predicted, step - current_step_, access_scratch_, key);
-        auto [entry, added] = range_cache_.try_emplace(key);
-        if (added) {
+        auto entry = range_cache_.find(key);
+        if (entry == range_cache_.end()) {
             residency.launch_ranges(expected, range_scratch_);
-            entry->second = {cached_ranges_.size(), range_scratch_.size()};
+            const std::pair<size_t, size_t> where{cached_ranges_.size(), range_scratch_.size()};
             cached_ranges_.insert(cached_ranges_.end(), range_scratch_.begin(), range_scratch_.end());
+            if (spare_range_nodes_.empty()) {
+                entry = range_cache_.emplace(key, where).first;
+            } else {
+                auto node = std::move(spare_range_nodes_.back());
+                spare_range_nodes_.pop_back();
+                node.key() = key;
+                node.mapped() = where;
+                entry = range_cache_.insert(std::move(node)).position;
+            }
         }
         return std::span<const ChunkRange>(cached_ranges_.data() + entry->second.first, entry->second.second);
     }
@@ -320,6 +331,7 @@ private:
     uint64_t current_step_ = 0;
     // Chunk ranges of predicted launches by extent hash: (start, count) in cached_ranges_.
     std::unordered_map<uint64_t, std::pair<size_t, size_t>> range_cache_;
+    std::vector<std::unordered_map<uint64_t, std::pair<size_t, size_t>>::node_type> spare_range_nodes_;
     std::vector<ChunkRange> cached_ranges_;
     std::vector<ChunkRange> range_scratch_;
     uint64_t cached_layout_ = UINT64_MAX;

@@ -72,12 +72,8 @@ ChunkId Residency::take_free_ids(uint32_t count) {
     const auto fit = free_runs_by_length_.lower_bound({count, 0});
     if (fit == free_runs_by_length_.end()) return kNoChunk;
     const auto [length, first] = *fit;
-    free_runs_by_length_.erase(fit);
-    free_runs_.erase(first);
-    if (length > count) {
-        free_runs_.emplace(first + count, length - count);
-        free_runs_by_length_.emplace(length - count, first + count);
-    }
+    drop_free_run(free_runs_.find(first));
+    if (length > count) add_free_run(first + count, length - count);
     free_id_count_ -= count;
     return first;
 }
@@ -88,20 +84,39 @@ void Residency::give_back_ids(ChunkId first, uint32_t count) {
     // allocation fits where several small ones were.
     if (const auto after = free_runs_.find(first + count); after != free_runs_.end()) {
         count += after->second;
-        free_runs_by_length_.erase({after->second, after->first});
-        free_runs_.erase(after);
+        drop_free_run(after);
     }
     if (auto before = free_runs_.lower_bound(first); before != free_runs_.begin()) {
         --before;
         if (before->first + before->second == first) {
             first = before->first;
             count += before->second;
-            free_runs_by_length_.erase({before->second, before->first});
-            free_runs_.erase(before);
+            drop_free_run(before);
         }
     }
-    free_runs_.emplace(first, count);
-    free_runs_by_length_.emplace(count, first);
+    add_free_run(first, count);
+}
+
+void Residency::add_free_run(ChunkId first, uint32_t length) {
+    if (spare_run_nodes_.empty()) {
+        free_runs_.emplace(first, length);
+        free_runs_by_length_.emplace(length, first);
+        return;
+    }
+    auto run = std::move(spare_run_nodes_.back());
+    spare_run_nodes_.pop_back();
+    run.key() = first;
+    run.mapped() = length;
+    free_runs_.insert(std::move(run));
+    auto by_length = std::move(spare_length_nodes_.back());
+    spare_length_nodes_.pop_back();
+    by_length.value() = {length, first};
+    free_runs_by_length_.insert(std::move(by_length));
+}
+
+void Residency::drop_free_run(std::map<ChunkId, uint32_t>::iterator run) {
+    spare_length_nodes_.push_back(free_runs_by_length_.extract({run->second, run->first}));
+    spare_run_nodes_.push_back(free_runs_.extract(run));
 }
 
 void Residency::reserve_chunk_slots(uint32_t slots) {

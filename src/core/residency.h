@@ -179,6 +179,8 @@ private:
     // free run is long enough; and the ids of a removed one given back.
     ChunkId take_free_ids(uint32_t count);
     void give_back_ids(ChunkId first, uint32_t count);
+    void add_free_run(ChunkId first, uint32_t length);
+    void drop_free_run(std::map<ChunkId, uint32_t>::iterator run);
     // Where the allocation's slot is in allocs_; nullopt for an id that is not live.
     std::optional<uint32_t> slot_index(uint32_t alloc_id) const;
     void remember_removed(uint32_t alloc_id);
@@ -223,6 +225,10 @@ private:
     // Runs of free ids by first id (adjacent runs are joined), and the same by length.
     std::map<ChunkId, uint32_t> free_runs_;
     std::set<std::pair<uint32_t, ChunkId>> free_runs_by_length_;
+    // The tree nodes of dropped runs, for the next ones: a job that allocates anew
+    // every step adds and drops runs all the time.
+    std::vector<std::map<ChunkId, uint32_t>::node_type> spare_run_nodes_;
+    std::vector<std::set<std::pair<uint32_t, ChunkId>>::node_type> spare_length_nodes_;
     uint64_t free_id_count_ = 0;
 };
 
