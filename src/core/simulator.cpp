@@ -3,6 +3,7 @@
 #include "core/iteration_period.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -27,6 +28,28 @@ double thread_cpu_seconds() {
 }
 
 double seconds_for(uint64_t bytes, double gbps) { return gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e9) : 0.0; }
+
+// A link curve's rate by piece size, remembered: the interpolation takes
+// logarithms, and a replay asks for the same few piece sizes millions of times.
+class RateMemo {
+public:
+    explicit RateMemo(const std::vector<LinkModel::Point>& curve) : curve_(curve) {}
+    double operator()(uint64_t piece_bytes) {
+        // Sizes are mostly multiples of a chunk: a multiplicative hash spreads them.
+        Slot& slot = slots_[(piece_bytes * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits)];
+        if (slot.piece_bytes != piece_bytes) slot = {piece_bytes, LinkModel::rate(curve_, piece_bytes)};
+        return slot.gbps;
+    }
+
+private:
+    static constexpr unsigned kSlotBits = 6;
+    struct Slot {
+        uint64_t piece_bytes = UINT64_MAX;
+        double gbps = 0;
+    };
+    const std::vector<LinkModel::Point>& curve_;
+    std::array<Slot, size_t{1} << kSlotBits> slots_{};
+};
 
 // The largest of the range's times (all finite, not negative). Four running
 // maxima instead of one: the compares do not wait on each other.
@@ -112,6 +135,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         throw std::invalid_argument("simulate: the chunk schedule was built for another trace or chunk size");
 
     const LinkModel& link = config.link;
+    RateMemo prefetch_gbps(link.prefetch_curve), evict_gbps(link.evict_curve);
     Residency residency(config.budget_bytes, config.chunk_bytes, ChunkIds::Reused);
     residency.reserve_chunk_slots(schedule.chunk_slots());
     const auto policy = make_policy(config, schedule);
@@ -183,13 +207,13 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         for (const ChunkSpan& span : plan.evict) {
             const uint64_t bytes = Plan::bytes({&span, 1}, residency);
             evict_bytes += bytes;
-            evict_seconds += seconds_for(bytes, link.evict_gbps(bytes));
+            evict_seconds += seconds_for(bytes, evict_gbps(bytes));
             if (overlaps(previous_ranges, span)) copy_start = std::max(copy_start, previous_kernel_end);
         }
         for (const ChunkSpan& span : plan.prefetch) {
             const uint64_t bytes = Plan::bytes({&span, 1}, residency);
             fetch_bytes += bytes;
-            fetch_seconds += seconds_for(bytes, link.prefetch_gbps(bytes));
+            fetch_seconds += seconds_for(bytes, prefetch_gbps(bytes));
         }
         for (const ChunkSpan& span : plan.demand) {
             demand_bytes += Plan::bytes({&span, 1}, residency);
@@ -201,7 +225,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         // on the copy engine ahead of the prefetches.
         const uint64_t fault_evict_bytes =
             config.fault_room == FaultRoom::FaultPath ? std::min(evict_bytes, demand_bytes) : 0;
-        const double fault_evict_seconds = seconds_for(fault_evict_bytes, link.evict_gbps(config.chunk_bytes));
+        const double fault_evict_seconds = seconds_for(fault_evict_bytes, evict_gbps(config.chunk_bytes));
         if (evict_bytes > 0) evict_seconds *= static_cast<double>(evict_bytes - fault_evict_bytes) / static_cast<double>(evict_bytes);
         evict_bytes -= fault_evict_bytes;
         const uint64_t moved = evict_bytes + fetch_bytes;
