@@ -172,6 +172,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     const auto events = schedule.events();
     size_t next_event = 0;
     Plan plan;
+    std::vector<uint64_t> span_bytes; // of the plan's prefetched spans
     std::vector<ChunkRange> launch_ranges;
     // The kernel before the current launch: evicting its chunks waits until it
     // ends. (Earlier kernels ended before it started, which transfers wait for anyway.)
@@ -210,8 +211,10 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             evict_seconds += seconds_for(bytes, evict_gbps(bytes));
             if (overlaps(previous_ranges, span)) copy_start = std::max(copy_start, previous_kernel_end);
         }
+        span_bytes.clear();
         for (const ChunkSpan& span : plan.prefetch) {
             const uint64_t bytes = Plan::bytes({&span, 1}, residency);
+            span_bytes.push_back(bytes);
             fetch_bytes += bytes;
             fetch_seconds += seconds_for(bytes, prefetch_gbps(bytes));
         }
@@ -236,8 +239,9 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             // Evictions go first; fetched pieces arrive in order, in proportion to their bytes.
             const double per_byte = copy_seconds / static_cast<double>(moved);
             uint64_t done_bytes = evict_bytes;
-            for (const ChunkSpan& span : plan.prefetch) {
-                done_bytes += Plan::bytes({&span, 1}, residency);
+            for (size_t k = 0; k < plan.prefetch.size(); ++k) {
+                const ChunkSpan& span = plan.prefetch[k];
+                done_bytes += span_bytes[k];
                 const double arrival = copy_start + per_byte * static_cast<double>(done_bytes);
                 for (ChunkId c = span.first; c < span.first + span.count; ++c) ready_at[c] = arrival;
                 latest_arrival = std::max(latest_arrival, arrival);
