@@ -39,15 +39,10 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     if (launches >= kNeverStored) throw std::invalid_argument("the trace has too many launches to simulate (2^32 or more)");
     size_t next_event = 0;
     auto apply_events_until = [&](uint64_t launch) {
-        for (; next_event < events_.size() && events_[next_event].launches_before <= launch; ++next_event) {
-            AllocEvent& e = events_[next_event];
-            if (e.is_free) {
-                layout.remove_allocation(e.alloc_id);
-            } else if (const auto chunks = layout.add_allocation(e.alloc_id, e.size)) {
-                e.first_chunk = chunks->first;
-                e.chunk_count = chunks->last - chunks->first + 1;
-            }
-        }
+        replay_events(events_, next_event, launch, layout, [&](size_t k, ChunkRange chunks) {
+            events_[k].first_chunk = chunks.first;
+            events_[k].chunk_count = chunks.last - chunks.first + 1;
+        });
     };
     // Forward, the launches' chunk ranges (the allocations live at each launch
     // decide them); then backward, each chunk's next use, cutting the ranges into
@@ -164,11 +159,7 @@ uint64_t ChunkSchedule::touched_bytes(uint64_t first_launch, uint64_t last_launc
     last_launch = std::min(last_launch, launch_count());
     size_t next_event = 0;
     for (uint64_t i = 0; i < last_launch; ++i) {
-        for (; next_event < events_.size() && events_[next_event].launches_before <= i; ++next_event) {
-            const AllocEvent& e = events_[next_event];
-            if (e.is_free) layout.remove_allocation(e.alloc_id);
-            else layout.add_allocation(e.alloc_id, e.size);
-        }
+        replay_events(events_, next_event, i, layout, [](size_t, ChunkRange) {});
         if (i < first_launch) continue;
         for (const Piece& p : pieces(i))
             for (ChunkId c = p.first; c <= p.last; ++c)

@@ -73,6 +73,18 @@ public:
     // Replaying these into an empty Residency with ChunkIds::Reused, in order and
     // each before launch `launches_before`, hands out the chunk ids used here.
     std::span<const AllocEvent> events() const { return events_; }
+    // Applies to `layout` the events from `next` on that come before launch
+    // `launch`, in order, and moves `next` past them; `added(index, chunks)` is
+    // called for each allocation that gets chunks.
+    template <class Added>
+    static void replay_events(std::span<const AllocEvent> events, size_t& next, uint64_t launch, Residency& layout,
+                              Added&& added) {
+        for (; next < events.size() && events[next].launches_before <= launch; ++next) {
+            const AllocEvent& e = events[next];
+            if (e.is_free) layout.remove_allocation(e.alloc_id);
+            else if (const auto chunks = layout.add_allocation(e.alloc_id, e.size)) added(next, *chunks);
+        }
+    }
     // Chunks first..last of an allocation that appears: first used by launch
     // `next`, and handed to another allocation before launch `reused_before`
     // (kNeverStored: never). From then on the schedule's uses of these ids are the

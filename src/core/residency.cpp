@@ -15,7 +15,6 @@ Residency::Residency(uint64_t budget_bytes, uint64_t chunk_bytes, ChunkIds ids)
     chunk_shift_ = static_cast<unsigned>(std::countr_zero(chunk_bytes));
     AllocSlot removed;
     removed.id = UINT32_MAX;
-    removed.live = false;
     allocs_.push_back(removed); // kRemovedSlot
 }
 
@@ -138,7 +137,6 @@ bool Residency::remove_allocation(uint32_t alloc_id) {
         live_[c] = 0;
         alloc_slot_[c] = kRemovedSlot;
     }
-    slot.live = false;
     if (ids_ == ChunkIds::Reused && slot.count > 0) give_back_ids(slot.first, slot.count);
     // The slot goes to the next allocation and the id is only remembered as
     // removed: a job that allocates anew every step keeps a bit per allocation
@@ -178,7 +176,7 @@ const Residency::AllocSlot* Residency::find(uint32_t alloc_id) const {
 
 bool Residency::is_live(uint32_t alloc_id) const {
     const AllocSlot* slot = find(alloc_id);
-    return slot && slot->live;
+    return slot != nullptr;
 }
 
 bool Residency::was_removed(uint32_t alloc_id) const {
@@ -211,7 +209,7 @@ void Residency::launch_ranges(std::span<const trace::Access> accesses, std::vect
     out.clear();
     for (const trace::Access& access : accesses) {
         const AllocSlot* slot = find(access.alloc_id);
-        if (!slot || !slot->live) {
+        if (!slot) {
             if (not_live) ++*not_live;
             continue;
         }

@@ -54,9 +54,10 @@ public:
     void set_budget_bytes(uint64_t budget) { budget_bytes_ = budget; }
 
     // A new allocation starts with no chunk resident, unpinned, never used. Adding
-    // an id that was already added (removed since or not) throws std::invalid_argument. Returns its chunks
-    // (nullopt when it has none): a policy told of them forgets what it knew of
-    // those ids when they are reused (Policy::on_allocation_added).
+    // an id that was already added (removed since or not) throws
+    // std::invalid_argument. Returns its chunks (nullopt when it has none): a
+    // policy told of them forgets what it knew of those ids when they are reused
+    // (Policy::on_allocation_added).
     std::optional<ChunkRange> add_allocation(uint32_t alloc_id, uint64_t size_bytes);
     // Drops the allocation's chunks from the GPU without moving them (the memory
     // is gone). False when the id is unknown or already removed.
@@ -148,7 +149,6 @@ private:
         ChunkId first = 0;
         uint32_t count = 0;
         uint64_t size = 0;
-        bool live = true;
     };
     // Per-chunk state, one array per field: the loops over a launch's ranges
     // read and write one field of many adjacent chunks.

@@ -179,15 +179,10 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     std::vector<ChunkRange> previous_ranges;
     double previous_kernel_end = 0.0;
     for (uint64_t i = 0; i < launches; ++i) {
-        for (; next_event < events.size() && events[next_event].launches_before <= i; ++next_event) {
-            const ChunkSchedule::AllocEvent& e = events[next_event];
-            if (e.is_free) {
-                residency.remove_allocation(e.alloc_id);
-            } else if (const auto chunks = residency.add_allocation(e.alloc_id, e.size)) {
-                if (chunks->first != e.first_chunk) throw std::logic_error("simulate: chunk ids differ from the schedule's");
-                policy->on_allocation_added(*chunks);
-            }
-        }
+        ChunkSchedule::replay_events(events, next_event, i, residency, [&](size_t k, ChunkRange chunks) {
+            if (chunks.first != events[k].first_chunk) throw std::logic_error("simulate: chunk ids differ from the schedule's");
+            policy->on_allocation_added(chunks);
+        });
         const trace::Launch& launch = trace.launches[i];
         schedule.launch_ranges(i, launch_ranges);
         for (const ChunkRange& r : launch_ranges) residency.pin(r);
