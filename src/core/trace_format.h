@@ -3,6 +3,7 @@
 // the two in step.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -55,6 +56,19 @@ inline int64_t zigzag_decode(uint64_t value) {
     return static_cast<int64_t>(value >> 1) ^ -static_cast<int64_t>(value & 1);
 }
 
+// Writes value as LEB128 at out (room for kMaxVarintBytes) and returns the end.
+// The launch record, written on the application's thread, is laid out with
+// this into a fixed buffer: a few dozen bytes of code instead of a vector's
+// growth checks at every byte.
+inline uint8_t* put_varint(uint8_t* out, uint64_t value) {
+    while (value >= 0x80) {
+        *out++ = static_cast<uint8_t>(value | 0x80);
+        value >>= 7;
+    }
+    *out++ = static_cast<uint8_t>(value);
+    return out;
+}
+
 // Appends little-endian primitives to a byte vector.
 class Encoder {
 public:
@@ -86,13 +100,6 @@ private:
     std::vector<uint8_t>& out_;
 };
 
-inline size_t varint_size(uint64_t value) {
-    size_t bytes = 1;
-    while (value >= 0x80) {
-        value >>= 7;
-        ++bytes;
-    }
-    return bytes;
-}
+inline size_t varint_size(uint64_t value) { return (static_cast<size_t>(std::bit_width(value | 1)) + 6) / 7; }
 
 } // namespace uvmp::trace::format

@@ -9,8 +9,10 @@
 #include <cstring>
 #include <deque>
 #include <fcntl.h>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <span>
 #include <thread>
 #include <unistd.h>
 #include <unordered_set>
@@ -61,33 +63,60 @@ void frame_record(std::vector<uint8_t>& out, RecordType type, const std::vector<
     out.insert(out.end(), payload.begin(), payload.end());
 }
 
-// Application threads encode records into the current chunk under a short
-// lock; full chunks are handed to a background thread that writes them. The
-// bytes held in memory (current chunk, queued chunks, the chunk being written)
-// never exceed buffer_bytes: a record that would cross the limit is dropped.
+// The lock of the append path. Launch records are written on the application's
+// thread between two of its launches, when the program's own work has left
+// little of this code and data in the caches and the TLB; a flag spun on keeps
+// that path within this library's pages, where a std::mutex would call into the
+// C library. It is held for the few hundred nanoseconds of one append, and
+// contended only by the application's other threads and the flusher's hand-over.
+class SpinLock {
+public:
+    void lock() noexcept {
+        while (held_.exchange(true, std::memory_order_acquire)) {
+            for (int spins = 0; held_.load(std::memory_order_relaxed); ++spins)
+                if (spins >= 64) std::this_thread::yield(); // the holder may be descheduled
+        }
+    }
+    void unlock() noexcept { held_.store(false, std::memory_order_release); }
+
+private:
+    std::atomic<bool> held_{false};
+};
+
+// Bytes appended to and then written out as one block.
+struct Chunk {
+    std::unique_ptr<uint8_t[]> bytes;
+    size_t capacity = 0;
+    size_t used = 0;
+};
+
+// Application threads encode records straight into the current chunk under the
+// append lock; chunks that are full (or a second old) are handed to a
+// background thread that writes them. The bytes held in memory (current
+// chunk, queued chunks, the chunk being written) never exceed buffer_bytes: a
+// record that would cross the limit is dropped.
 class BufferedTraceWriter final : public TraceWriter {
 public:
     BufferedTraceWriter(int fd, uint64_t buffer_bytes)
-        : fd_(fd), buffer_limit_(buffer_bytes),
-          chunk_bytes_(choose_chunk_bytes(buffer_bytes)) {
-        current_.reserve(chunk_bytes_);
+        : fd_(fd), buffer_limit_(buffer_bytes), chunk_bytes_(choose_chunk_bytes(buffer_bytes)) {
+        current_ = new_chunk(chunk_bytes_);
         flusher_ = std::thread([this] { flush_loop(); });
     }
 
     ~BufferedTraceWriter() override { close(); }
 
     void kernel(uint32_t id, std::string_view name) override {
-        std::lock_guard lock(mutex_);
+        std::lock_guard lock(append_lock_);
         if (named_kernels_.contains(id)) return;
         scratch_.clear();
         Encoder out(scratch_);
         out.varint(id);
         out.string(name);
-        if (append_locked(RecordType::KernelName)) named_kernels_.insert(id);
+        if (append_scratch_locked(RecordType::KernelName)) named_kernels_.insert(id);
     }
 
     void alloc(const Alloc& record) override {
-        std::lock_guard lock(mutex_);
+        std::lock_guard lock(append_lock_);
         scratch_.clear();
         Encoder out(scratch_);
         out.varint(record.id);
@@ -97,66 +126,72 @@ public:
         out.svarint(record.device);
         out.varint(record.time_ns);
         out.varint(record.launches_before);
-        append_locked(RecordType::Alloc);
+        append_scratch_locked(RecordType::Alloc);
     }
 
     void free(const Free& record) override {
-        std::lock_guard lock(mutex_);
+        std::lock_guard lock(append_lock_);
         scratch_.clear();
         Encoder out(scratch_);
         out.varint(record.id);
         out.varint(record.time_ns);
         out.varint(record.launches_before);
-        append_locked(RecordType::Free);
+        append_scratch_locked(RecordType::Free);
     }
 
     void launch(const Launch& record, std::span<const Access> accesses) override {
-        std::lock_guard lock(mutex_);
+        // Most of a trace: its size is counted first, then it is encoded straight
+        // into the chunk, with no copy and no call outside this library.
+        std::lock_guard lock(append_lock_);
         // Sequence numbers and times are stored as differences from the previous
         // launch kept in the file, which makes most of them one or two bytes.
-        bool flat = record.grid[1] == 1 && record.grid[2] == 1 && record.block[1] == 1 &&
-                    record.block[2] == 1;
-        bool same_stream = has_previous_launch_ && record.stream == previous_stream_;
-        uint8_t flags = (flat ? format::kLaunchFlat : 0) | (same_stream ? format::kLaunchSameStream : 0);
-        scratch_.clear();
-        Encoder out(scratch_);
-        out.u8(flags);
-        out.svarint(static_cast<int64_t>(record.seq - previous_seq_));
-        out.svarint(static_cast<int64_t>(record.time_ns - previous_time_ns_));
-        out.varint(record.kernel_id);
-        if (flat) {
-            out.varint(record.grid[0]);
-            out.varint(record.block[0]);
-        } else {
-            for (uint32_t extent : record.grid) out.varint(extent);
-            for (uint32_t extent : record.block) out.varint(extent);
-        }
-        if (!same_stream) out.varint(record.stream);
-        out.varint(accesses.size());
+        const bool flat = record.grid[1] == 1 && record.grid[2] == 1 && record.block[1] == 1 &&
+                          record.block[2] == 1;
+        const bool same_stream = has_previous_launch_ && record.stream == previous_stream_;
+        const uint64_t seq_delta = format::zigzag_encode(static_cast<int64_t>(record.seq - previous_seq_));
+        const uint64_t time_delta = format::zigzag_encode(static_cast<int64_t>(record.time_ns - previous_time_ns_));
+        const int extents = flat ? 1 : 3;
+        size_t payload = 1 + format::varint_size(seq_delta) + format::varint_size(time_delta) +
+                         format::varint_size(record.kernel_id) + format::varint_size(accesses.size());
+        for (int i = 0; i < extents; ++i)
+            payload += format::varint_size(record.grid[i]) + format::varint_size(record.block[i]);
+        if (!same_stream) payload += format::varint_size(record.stream);
+        for (const Access& access : accesses)
+            payload += format::varint_size(access.alloc_id) + format::varint_size(access.offset) +
+                       format::varint_size(access.length);
+
+        uint8_t* out = start_record_locked(RecordType::Launch, payload);
+        if (!out) return;
+        *out++ = static_cast<uint8_t>((flat ? format::kLaunchFlat : 0) | (same_stream ? format::kLaunchSameStream : 0));
+        out = format::put_varint(out, seq_delta);
+        out = format::put_varint(out, time_delta);
+        out = format::put_varint(out, record.kernel_id);
+        for (int i = 0; i < extents; ++i) out = format::put_varint(out, record.grid[i]);
+        for (int i = 0; i < extents; ++i) out = format::put_varint(out, record.block[i]);
+        if (!same_stream) out = format::put_varint(out, record.stream);
+        out = format::put_varint(out, accesses.size());
         for (const Access& access : accesses) {
-            out.varint(access.alloc_id);
-            out.varint(access.offset);
-            out.varint(access.length);
+            out = format::put_varint(out, access.alloc_id);
+            out = format::put_varint(out, access.offset);
+            out = format::put_varint(out, access.length);
         }
-        if (append_locked(RecordType::Launch)) {
-            has_previous_launch_ = true;
-            previous_seq_ = record.seq;
-            previous_time_ns_ = record.time_ns;
-            previous_stream_ = record.stream;
-        }
+        has_previous_launch_ = true;
+        previous_seq_ = record.seq;
+        previous_time_ns_ = record.time_ns;
+        previous_stream_ = record.stream;
     }
 
     void kernel_duration(uint64_t launch_seq, uint64_t duration_ns) override {
-        std::lock_guard lock(mutex_);
+        std::lock_guard lock(append_lock_);
         scratch_.clear();
         Encoder out(scratch_);
         out.varint(launch_seq);
         out.varint(duration_ns);
-        append_locked(RecordType::KernelDuration);
+        append_scratch_locked(RecordType::KernelDuration);
     }
 
     void move(const Move& record) override {
-        std::lock_guard lock(mutex_);
+        std::lock_guard lock(append_lock_);
         scratch_.clear();
         Encoder out(scratch_);
         out.u8(static_cast<uint8_t>(record.kind));
@@ -166,32 +201,38 @@ public:
         out.varint(record.time_ns);
         out.varint(record.duration_ns);
         out.varint(record.launches_before);
-        append_locked(RecordType::Move);
+        append_scratch_locked(RecordType::Move);
     }
 
     void iteration(const Iteration& record) override {
-        std::lock_guard lock(mutex_);
+        std::lock_guard lock(append_lock_);
         scratch_.clear();
         Encoder out(scratch_);
         out.varint(record.index);
         out.varint(record.launches_before);
         out.varint(record.time_ns);
-        append_locked(RecordType::Iteration);
+        append_scratch_locked(RecordType::Iteration);
     }
 
     void close() override {
         {
-            std::lock_guard lock(mutex_);
+            std::lock_guard lock(append_lock_);
             if (closing_) return;
             // The end record is always kept, whatever the buffer holds: it carries
             // the dropped count and tells the reader the file is complete.
             scratch_.clear();
             Encoder out(scratch_);
             out.varint(dropped_.load(std::memory_order_relaxed));
-            frame_record(current_, RecordType::End, scratch_);
+            const size_t record_bytes = 1 + format::varint_size(scratch_.size()) + scratch_.size();
+            held_bytes_.fetch_add(record_bytes, std::memory_order_relaxed);
+            copy_scratch(format::put_varint(place_locked(RecordType::End, record_bytes), scratch_.size()));
             written_.fetch_add(1, std::memory_order_relaxed);
             closing_ = true;
             hand_over_current_locked();
+        }
+        {
+            std::lock_guard lock(queue_mutex_);
+            stop_ = true;
         }
         wake_flusher_.notify_one();
         if (flusher_.joinable()) flusher_.join();
@@ -212,57 +253,91 @@ private:
         return chunk;
     }
 
-    // Frames scratch_ as a record of the given type into the current chunk, or
-    // drops it when the memory limit would be crossed.
-    bool append_locked(RecordType type) {
-        size_t record_bytes = 1 + format::varint_size(scratch_.size()) + scratch_.size();
-        if (closing_ || held_bytes_ + record_bytes > buffer_limit_) {
+    static Chunk new_chunk(size_t capacity) {
+        return {std::make_unique_for_overwrite<uint8_t[]>(capacity), capacity, 0};
+    }
+
+    // Room in the current chunk for a record of `payload` bytes, its type and
+    // length written, or nullptr when the record is dropped because the memory
+    // limit would be crossed.
+    uint8_t* start_record_locked(RecordType type, size_t payload) {
+        const size_t record_bytes = 1 + format::varint_size(payload) + payload;
+        if (closing_ || held_bytes_.load(std::memory_order_relaxed) + record_bytes > buffer_limit_) {
             dropped_.fetch_add(1, std::memory_order_relaxed);
-            return false;
+            return nullptr;
         }
-        frame_record(current_, type, scratch_);
-        held_bytes_ += record_bytes;
+        held_bytes_.fetch_add(record_bytes, std::memory_order_relaxed);
         written_.fetch_add(1, std::memory_order_relaxed);
-        if (current_.size() >= chunk_bytes_) {
+        uint8_t* out = place_locked(type, record_bytes);
+        return format::put_varint(out, payload);
+    }
+
+    // Takes record_bytes at the end of the current chunk, starting a new chunk
+    // when they do not fit, and writes the type byte.
+    uint8_t* place_locked(RecordType type, size_t record_bytes) {
+        if (current_.capacity - current_.used < record_bytes) {
             hand_over_current_locked();
-            wake_flusher_.notify_one();
+            if (current_.capacity < record_bytes) current_ = new_chunk(record_bytes);
         }
+        uint8_t* out = current_.bytes.get() + current_.used;
+        current_.used += record_bytes;
+        *out = static_cast<uint8_t>(type);
+        return out + 1;
+    }
+
+    // Appends the record encoded in scratch_; false when it was dropped.
+    bool append_scratch_locked(RecordType type) {
+        uint8_t* out = start_record_locked(type, scratch_.size());
+        if (!out) return false;
+        copy_scratch(out);
         return true;
     }
 
+    void copy_scratch(uint8_t* out) const { std::memcpy(out, scratch_.data(), scratch_.size()); }
+
+    // Queues the current chunk for writing (when it holds anything) and starts
+    // another, one written before when there is one.
     void hand_over_current_locked() {
-        if (current_.empty()) return;
-        full_chunks_.push_back(std::move(current_));
-        if (spare_chunks_.empty()) {
-            current_ = std::vector<uint8_t>();
-            current_.reserve(chunk_bytes_);
-        } else {
-            current_ = std::move(spare_chunks_.back());
-            spare_chunks_.pop_back();
-            current_.clear();
+        if (current_.used == 0) return;
+        {
+            std::lock_guard lock(queue_mutex_);
+            full_chunks_.push_back(std::move(current_));
+            if (!spare_chunks_.empty()) {
+                current_ = std::move(spare_chunks_.back());
+                spare_chunks_.pop_back();
+            }
         }
+        if (!current_.bytes) current_ = new_chunk(chunk_bytes_);
+        current_.used = 0;
+        wake_flusher_.notify_one();
     }
 
     void flush_loop() {
-        std::unique_lock lock(mutex_);
+        std::unique_lock lock(queue_mutex_);
         while (true) {
-            wake_flusher_.wait_for(lock, std::chrono::seconds(1), [this] {
-                return closing_ || !full_chunks_.empty();
-            });
-            // A quiet program never fills a chunk: write what there is now and
-            // then so that a crash loses at most about a second of records.
-            if (full_chunks_.empty()) hand_over_current_locked();
+            const bool woken = wake_flusher_.wait_for(lock, std::chrono::seconds(1),
+                                                      [this] { return stop_ || !full_chunks_.empty(); });
+            // A quiet program fills no chunk: write what there is now and then so
+            // that a crash loses at most about a second of records. The append
+            // lock comes first, as for an append that hands a chunk over.
+            if (!woken) {
+                lock.unlock();
+                {
+                    std::lock_guard append(append_lock_);
+                    hand_over_current_locked();
+                }
+                lock.lock();
+            }
             while (!full_chunks_.empty()) {
-                std::vector<uint8_t> chunk = std::move(full_chunks_.front());
+                Chunk chunk = std::move(full_chunks_.front());
                 full_chunks_.pop_front();
                 lock.unlock();
-                if (write_error_ == 0) write_fully(fd_, chunk.data(), chunk.size(), write_error_);
+                if (write_error_ == 0) write_fully(fd_, chunk.bytes.get(), chunk.used, write_error_);
+                held_bytes_.fetch_sub(chunk.used, std::memory_order_relaxed);
                 lock.lock();
-                // The end record was framed without being counted in held_bytes_.
-                held_bytes_ -= std::min<uint64_t>(held_bytes_, chunk.size());
-                if (spare_chunks_.size() < 2) spare_chunks_.push_back(std::move(chunk));
+                if (spare_chunks_.size() < 2 && chunk.capacity == chunk_bytes_) spare_chunks_.push_back(std::move(chunk));
             }
-            if (closing_ && full_chunks_.empty() && current_.empty()) return;
+            if (stop_) return;
         }
     }
 
@@ -270,24 +345,28 @@ private:
     const uint64_t buffer_limit_;
     const uint64_t chunk_bytes_;
 
-    std::mutex mutex_;
-    std::condition_variable wake_flusher_;
-    std::vector<uint8_t> scratch_;
-    std::vector<uint8_t> current_;
-    std::deque<std::vector<uint8_t>> full_chunks_;
-    std::vector<std::vector<uint8_t>> spare_chunks_;
-    uint64_t held_bytes_ = 0;
+    // Guarded by append_lock_.
+    SpinLock append_lock_;
+    Chunk current_;
+    std::vector<uint8_t> scratch_; // the payload of a record other than a launch
     bool closing_ = false;
-    int write_error_ = 0; // touched only by the flusher thread
     std::unordered_set<uint32_t> named_kernels_;
-
     bool has_previous_launch_ = false;
     uint64_t previous_seq_ = 0;
     uint64_t previous_time_ns_ = 0;
     uint64_t previous_stream_ = 0;
 
+    // Guarded by queue_mutex_.
+    std::mutex queue_mutex_;
+    std::condition_variable wake_flusher_;
+    std::deque<Chunk> full_chunks_;
+    std::vector<Chunk> spare_chunks_;
+    bool stop_ = false;
+
+    std::atomic<uint64_t> held_bytes_{0}; // added to under append_lock_, taken from by the flusher
     std::atomic<uint64_t> written_{0};
     std::atomic<uint64_t> dropped_{0};
+    int write_error_ = 0; // touched only by the flusher thread
     std::thread flusher_;
 };
 
