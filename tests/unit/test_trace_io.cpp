@@ -200,6 +200,34 @@ TEST_CASE("a full buffer drops records and the trace says how many", "[trace_io]
     }
 }
 
+TEST_CASE("records longer than the writer's chunks are kept whole", "[trace_io]") {
+    // An 8 KiB buffer writes in chunks of 2 KiB; the launch record is longer.
+    const std::string path = fixtures::scratch_path("long_records.uvmt");
+    std::string error;
+    auto writer = TraceWriter::open({path, 8192}, Header{}, error);
+    REQUIRE(writer);
+    const std::string name(1500, 'k');
+    std::vector<Access> accesses;
+    for (uint32_t i = 0; i < 300; ++i) accesses.push_back({i + 1, uint64_t{i} << 30, 4096});
+    writer->kernel(0, name);
+    writer->launch(Launch{.seq = 0, .time_ns = 5}, accesses);
+    writer->launch(Launch{.seq = 1, .time_ns = 9}, std::span(accesses).first(2));
+    writer->close();
+    CHECK(writer->records_dropped() == 0);
+
+    const Trace read = read_trace_file(path);
+    REQUIRE(read.kernel_names.size() == 1);
+    CHECK(read.kernel_names[0] == name);
+    REQUIRE(read.launches.size() == 2);
+    REQUIRE(read.launches[0].access_count == accesses.size());
+    for (size_t i = 0; i < accesses.size(); ++i) {
+        const Access& a = read.accesses[read.launches[0].first_access + i];
+        CHECK((a.alloc_id == accesses[i].alloc_id && a.offset == accesses[i].offset && a.length == 4096));
+    }
+    CHECK(read.launches[1].time_ns == 9);
+    CHECK(read.launches[1].access_count == 2);
+}
+
 TEST_CASE("a trace reads the same through a pipe as from a file", "[trace_io]") {
     const std::string file = fixtures::scratch_path("piped.uvmt");
     TrainingLoopShape shape;
