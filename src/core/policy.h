@@ -77,6 +77,9 @@ public:
     // faults on them (a prefetch is 6-7x faster than faulting), rather than left to the
     // faults alone as unified memory would on its own.
     virtual bool fetches_demand() const { return true; }
+    // Whether plan() reads the residency model's recency list (lru_front). The
+    // model keeps it only for policies that do (Residency::keep_recency_order).
+    virtual bool reads_recency_order() const { return true; }
 };
 
 enum class PolicyKind { DemandLru, Belady, Learned };

@@ -85,7 +85,8 @@ void LookaheadPolicy::evict(ChunkId chunk, Residency& residency, Plan& out) {
 
 void LookaheadPolicy::rebuild_queue(const Residency& residency) {
     rebuild_entries_.clear();
-    for (ChunkId c = residency.lru_front(); c != kNoChunk; c = residency.lru_next(c))
+    const ChunkId slots = residency.chunk_slots();
+    for (ChunkId c = 0; slots > 0 && (c = residency.first_resident({c, slots - 1})) < slots; ++c)
         rebuild_entries_.push_back({eviction_key(c, residency), c});
     queue_.assign(rebuild_entries_);
 }

@@ -20,6 +20,8 @@ public:
     void plan(const LaunchView& launch, Residency& residency, Plan& out) final;
     // Drops the chunks' queue entries, then tells the subclass (forget_chunks).
     void on_allocation_added(ChunkRange chunks) final;
+    // Victims come from the queue of keys, never from the recency list.
+    bool reads_recency_order() const final { return false; }
 
 protected:
     // First thing for every launch. False when what was known of the future no

@@ -266,7 +266,7 @@ void Residency::make_resident(ChunkId chunk, uint64_t step) {
     resident_bytes_ += chunk_size(chunk);
     ++resident_chunks_;
     peak_resident_bytes_ = std::max(peak_resident_bytes_, resident_bytes_);
-    lru_push_back(chunk);
+    if (keep_recency_) lru_push_back(chunk);
 }
 
 void Residency::evict(ChunkId chunk) {
@@ -274,7 +274,7 @@ void Residency::evict(ChunkId chunk) {
     set_resident_bit(chunk, false);
     resident_bytes_ -= chunk_size(chunk);
     --resident_chunks_;
-    lru_unlink(chunk);
+    if (keep_recency_) lru_unlink(chunk);
 }
 
 void Residency::make_resident(ChunkRange range, uint64_t step) {
@@ -283,24 +283,21 @@ void Residency::make_resident(ChunkRange range, uint64_t step) {
         return;
     }
     std::fill(last_use_.begin() + range.first, last_use_.begin() + range.last + 1, step);
-    for (ChunkId c = range.first; c <= range.last; ++c) {
-        set_resident_bit(c, true);
-        links_[c] = {c - 1, c + 1};
+    for (ChunkId c = range.first; c <= range.last; ++c) set_resident_bit(c, true);
+    if (keep_recency_) {
+        for (ChunkId c = range.first; c <= range.last; ++c) links_[c] = {c - 1, c + 1};
+        lru_append_run(range);
     }
-    lru_append_run(range);
     resident_bytes_ += bytes_of(range);
     resident_chunks_ += range.last - range.first + 1;
     peak_resident_bytes_ = std::max(peak_resident_bytes_, resident_bytes_);
 }
 
 void Residency::evict(ChunkRange range) {
-    for (ChunkId c = range.first; c <= range.last;) {
-        if (!is_resident(c)) {
-            ++c;
-            continue;
-        }
-        const ChunkId end = lru_run_end(c, range.last);
-        lru_unlink_run({c, end});
+    for (ChunkId c = first_resident(range); c <= range.last; c = first_resident({c, range.last})) {
+        // Runs of resident chunks; with the recency list, runs linked in order within them.
+        const ChunkId end = keep_recency_ ? lru_run_end(c, range.last) : first_missing({c, range.last}) - 1;
+        if (keep_recency_) lru_unlink_run({c, end});
         for (ChunkId k = c; k <= end; ++k) set_resident_bit(k, false);
         resident_bytes_ -= bytes_of({c, end});
         resident_chunks_ -= end - c + 1;
@@ -325,9 +322,16 @@ void Residency::lru_unlink_run(ChunkRange range) {
     links_[range.last].next = kNoChunk;
 }
 
+void Residency::keep_recency_order(bool keep) {
+    if (keep == keep_recency_) return;
+    if (resident_chunks_ != 0)
+        throw std::logic_error("Residency::keep_recency_order: the order can change only while nothing is resident");
+    keep_recency_ = keep;
+}
+
 void Residency::touch(ChunkId chunk, uint64_t step) {
     last_use_[chunk] = step;
-    if (!is_resident(chunk) || lru_tail_ == chunk) return;
+    if (!keep_recency_ || !is_resident(chunk) || lru_tail_ == chunk) return;
     lru_unlink(chunk);
     lru_push_back(chunk);
 }

@@ -139,7 +139,12 @@ public:
     uint64_t peak_resident_bytes() const { return peak_resident_bytes_; }
     uint64_t resident_chunk_count() const { return resident_chunks_; }
 
-    // Resident chunks from least to most recently used.
+    // Whether the recency list below is kept (the default). A policy that never
+    // reads it turns it off, while nothing is resident: keeping it costs list
+    // operations for every chunk touched, fetched or evicted.
+    void keep_recency_order(bool keep);
+    bool keeps_recency_order() const { return keep_recency_; }
+    // Resident chunks from least to most recently used (none when the order is not kept).
     ChunkId lru_front() const { return lru_head_; }
     ChunkId lru_next(ChunkId chunk) const { return links_[chunk].next; }
 
@@ -219,6 +224,7 @@ private:
     std::vector<uint64_t> resident_bits_;
     ChunkId lru_head_ = kNoChunk;
     ChunkId lru_tail_ = kNoChunk;
+    bool keep_recency_ = true;
     // Reuse of ids, touched only when allocations come and go: kept apart from
     // the fields every launch reads.
     ChunkIds ids_;
@@ -235,6 +241,13 @@ private:
 template <class Fetched>
 void Residency::use(ChunkRange range, uint64_t step, Fetched&& fetched) {
     std::fill(last_use_.begin() + range.first, last_use_.begin() + range.last + 1, step);
+    if (!keep_recency_) {
+        for (ChunkId c = first_missing(range); c <= range.last; c = first_missing({c + 1, range.last})) {
+            make_resident(c, step);
+            fetched(c);
+        }
+        return;
+    }
     for (ChunkId c = range.first; c <= range.last;) {
         if (!is_resident(c)) {
             make_resident(c, step); // at the end of the list already, as touch would put it

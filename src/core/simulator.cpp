@@ -139,6 +139,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     Residency residency(config.budget_bytes, config.chunk_bytes, ChunkIds::Reused);
     residency.reserve_chunk_slots(schedule.chunk_slots());
     const auto policy = make_policy(config, schedule);
+    residency.keep_recency_order(policy->reads_recency_order());
     const uint64_t launches = trace.launches.size();
 
     SimResult result;

@@ -68,6 +68,7 @@ Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
         // per-chunk state with every byte it ever allocated: ids are reused.
         model.residency = std::make_unique<Residency>(budget, chunk_bytes_, ChunkIds::Reused);
         model.policy = make_policy();
+        model.residency->keep_recency_order(model.policy->reads_recency_order());
     }
     return model;
 }
