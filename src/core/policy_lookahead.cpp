@@ -40,9 +40,14 @@ ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) 
         if (top.key <= above) return kNoChunk;
         // A key can change without a touch (a predicted use that passed): the
         // entry is out of date, and the chunk competes again at its real key.
+        // The entries right after it are mostly the rest of its tensor, out of
+        // date alike: they are corrected with it.
         const uint64_t key = eviction_key(c, residency);
         if (key != top.key) {
-            queue_.set(c, key);
+            const ChunkId lowest = lowest_of_top_run(top, [&](ChunkId k) {
+                return residency.is_resident(k) && eviction_key(k, residency) == key;
+            });
+            queue_.set_range(lowest, c, key);
             continue;
         }
         if (residency.is_pinned(c)) {
@@ -58,13 +63,9 @@ void LookaheadPolicy::set_aside_pinned_run(EvictionQueue::Entry top, const Resid
     // The entries right after a pinned chunk are mostly the rest of its tensor,
     // pinned by the same launch: met at the top one by one, each would cost a
     // look for the top. Taken out together, the victims after them are the same.
-    const uint32_t length = queue_.top_run_length(UINT32_MAX);
-    ChunkId lowest = top.chunk;
-    for (uint32_t k = 1; k < length; ++k) {
-        const ChunkId c = top.chunk - k;
-        if (!residency.is_resident(c) || !residency.is_pinned(c) || eviction_key(c, residency) != top.key) break;
-        lowest = c;
-    }
+    const ChunkId lowest = lowest_of_top_run(top, [&](ChunkId c) {
+        return residency.is_resident(c) && residency.is_pinned(c) && eviction_key(c, residency) == top.key;
+    });
     queue_.erase({lowest, top.chunk});
     for (ChunkId c = lowest; c <= top.chunk; ++c) pinned_aside_.push_back(c);
 }

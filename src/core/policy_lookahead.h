@@ -63,6 +63,15 @@ private:
     // Takes the pinned chunk at the top out of the queue until the end of the
     // launch, with the pinned chunks that come right after it.
     void set_aside_pinned_run(EvictionQueue::Entry top, const Residency& residency);
+    // The lowest chunk of the queue's top run (top.chunk, top.chunk - 1, ... with
+    // the top's key) down to which every chunk below the top satisfies `fits`.
+    template <class Fits>
+    ChunkId lowest_of_top_run(EvictionQueue::Entry top, Fits&& fits) {
+        const uint32_t length = queue_.top_run_length(UINT32_MAX);
+        ChunkId lowest = top.chunk;
+        for (uint32_t k = 1; k < length && fits(top.chunk - k); ++k) lowest = top.chunk - k;
+        return lowest;
+    }
     void evict(ChunkId chunk, Residency& residency, Plan& out);
     // Looking ahead may already have passed an evicted chunk's next use (it was
     // resident then): look again from there, or it would only come back by faulting.
