@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -226,6 +228,26 @@ TEST_CASE("records longer than the writer's chunks are kept whole", "[trace_io]"
     }
     CHECK(read.launches[1].time_ns == 9);
     CHECK(read.launches[1].access_count == 2);
+}
+
+TEST_CASE("a quiet program's records reach the file without a close", "[trace_io]") {
+    // The flusher writes what there is about once a second, so that a crash loses
+    // little; waiting up to ten seconds keeps a loaded machine from failing it.
+    const std::string path = fixtures::scratch_path("quiet.uvmt");
+    std::string error;
+    auto writer = TraceWriter::open({path, 64ull << 20}, Header{}, error);
+    REQUIRE(writer);
+    const auto header_bytes = std::filesystem::file_size(path);
+    Access access{1, 0, 64};
+    writer->launch(Launch{.seq = 0, .time_ns = 1}, std::span(&access, 1));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::filesystem::file_size(path) == header_bytes && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(std::filesystem::file_size(path) > header_bytes);
+    writer->launch(Launch{.seq = 1, .time_ns = 2}, std::span(&access, 1));
+    writer->close();
+    const Trace read = read_trace_file(path);
+    CHECK(read.launches.size() == 2);
 }
 
 TEST_CASE("a trace reads the same through a pipe as from a file", "[trace_io]") {
