@@ -343,3 +343,44 @@ TEST_CASE("residency: a removed allocation leaves only its id behind", "[residen
         if (ids == ChunkIds::Reused) CHECK(r.chunk_slots() <= 9);
     }
 }
+
+TEST_CASE("residency: without the recency list, residency, bytes and uses are the same", "[residency]") {
+    Residency with_list = uneven_allocations(70 * kMiB), without = uneven_allocations(70 * kMiB);
+    without.keep_recency_order(false);
+    CHECK_FALSE(without.keeps_recency_order());
+    const ChunkId slots = with_list.chunk_slots();
+    std::mt19937 random(5);
+    for (uint64_t step = 1; step <= 3000; ++step) {
+        const ChunkId first = random() % slots;
+        const ChunkRange range{first, std::min<ChunkId>(slots - 1, first + random() % 12)};
+        std::vector<ChunkId> fetched_with, fetched_without;
+        switch (random() % 4) {
+        case 0:
+            with_list.evict(range);
+            without.evict(range);
+            break;
+        case 1:
+            with_list.make_resident(range, step);
+            without.make_resident(range, step);
+            break;
+        case 2:
+            with_list.evict(range.first);
+            without.evict(range.first);
+            break;
+        default:
+            with_list.use(range, step, [&](ChunkId c) { fetched_with.push_back(c); });
+            without.use(range, step, [&](ChunkId c) { fetched_without.push_back(c); });
+        }
+        REQUIRE(fetched_with == fetched_without);
+        REQUIRE(with_list.resident_bytes() == without.resident_bytes());
+        REQUIRE(with_list.resident_chunk_count() == without.resident_chunk_count());
+        for (ChunkId c = range.first; c <= range.last; ++c) {
+            REQUIRE(with_list.is_resident(c) == without.is_resident(c));
+            REQUIRE(with_list.last_use(c) == without.last_use(c));
+        }
+    }
+    CHECK(without.lru_front() == kNoChunk);
+    // The list cannot start or stop halfway: it would miss the resident chunks.
+    REQUIRE(without.resident_chunk_count() > 0);
+    CHECK_THROWS_AS(without.keep_recency_order(true), std::logic_error);
+}
