@@ -226,20 +226,28 @@ void EvictionQueue::run_erase(ChunkId chunk) {
 
 void EvictionQueue::settle_run() {
     if (!arrived_.empty()) {
-        std::erase_if(arrived_, [&](const RunEntry& entry) { return !live(entry); });
-        sort_best_first(arrived_);
-        const bool behind = run_begin_ == run_.size() || arrived_.empty() || !before(arrived_.front(), run_.back());
-        if (behind && run_.size() <= 2 * run_live_ + 1024) {
-            // The common case: the chunks just used, all ranked after the others.
-            run_.insert(run_.end(), arrived_.begin(), arrived_.end());
+        // Entries that left again since they arrived stay: like the run's own,
+        // they are dropped when met.
+        const bool room = run_.size() <= 2 * run_live_ + 1024;
+        const auto worse = [](const RunEntry& a, const RunEntry& b) { return before(b, a); };
+        if (room && std::is_sorted(arrived_.begin(), arrived_.end(), worse) &&
+            (run_begin_ == run_.size() || !before(arrived_.back(), run_.back()))) {
+            // The common case: one launch's chunks set to one key, ranges in
+            // ascending order (worst first), all ranked after the others.
+            run_.insert(run_.end(), arrived_.rbegin(), arrived_.rend());
         } else {
-            run_.erase(run_.begin(), run_.begin() + static_cast<std::ptrdiff_t>(run_begin_));
-            std::erase_if(run_, [&](const RunEntry& entry) { return !live(entry); });
-            merged_.clear();
-            std::merge(run_.begin(), run_.end(), arrived_.begin(), arrived_.end(), std::back_inserter(merged_),
-                       [](const RunEntry& a, const RunEntry& b) { return before(a, b); });
-            run_.swap(merged_);
-            run_begin_ = 0;
+            sort_best_first(arrived_);
+            if (room && (run_begin_ == run_.size() || !before(arrived_.front(), run_.back()))) {
+                run_.insert(run_.end(), arrived_.begin(), arrived_.end());
+            } else {
+                run_.erase(run_.begin(), run_.begin() + static_cast<std::ptrdiff_t>(run_begin_));
+                std::erase_if(run_, [&](const RunEntry& entry) { return !live(entry); });
+                merged_.clear();
+                std::merge(run_.begin(), run_.end(), arrived_.begin(), arrived_.end(), std::back_inserter(merged_),
+                           [](const RunEntry& a, const RunEntry& b) { return before(a, b); });
+                run_.swap(merged_);
+                run_begin_ = 0;
+            }
         }
         arrived_.clear();
     }
