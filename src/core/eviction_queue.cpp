@@ -42,9 +42,8 @@ EvictionQueue::Entry EvictionQueue::top() {
     return {run_[run_begin_].key, run_[run_begin_].chunk};
 }
 
-uint32_t EvictionQueue::top_run_length(uint32_t most) {
+uint32_t EvictionQueue::top_run_length(Entry first, uint32_t most) {
     if (empty() || most == 0) return 0;
-    const Entry first = top();
     // The next entry in order is the chunk just below with the same key when
     // there is one: no other entry ranks between them. (A key is in the heap or
     // in the run, never both, so looking in the top's own part is enough.)

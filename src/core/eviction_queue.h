@@ -53,7 +53,10 @@ public:
     // 1, at most `most`; 0 when empty). A victim is mostly the highest chunk of a
     // tensor whose other chunks come right after it. It may count fewer than
     // there are (the run stops at a chunk set apart from its block), never more.
-    uint32_t top_run_length(uint32_t most);
+    uint32_t top_run_length(uint32_t most) { return empty() ? 0 : top_run_length(top(), most); }
+    // The same, given what top() returned, with no change to the queue since (it
+    // is not settled again).
+    uint32_t top_run_length(Entry top, uint32_t most);
     // False when the chunk was not in the queue.
     bool erase(ChunkId chunk);
     // Erases those of first..last that are in the queue.

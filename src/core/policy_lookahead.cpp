@@ -251,7 +251,7 @@ void LookaheadPolicy::evict_top_run(uint64_t bytes, uint64_t above, Residency& r
     const uint64_t excess = residency.resident_bytes() + bytes - residency.budget_bytes();
     // Enough whole chunks for it; short ones leave the rest to the next round.
     const uint64_t wanted = (excess + residency.chunk_bytes() - 1) / residency.chunk_bytes();
-    const uint32_t length = queue_.top_run_length(static_cast<uint32_t>(std::min<uint64_t>(wanted, UINT32_MAX)));
+    const uint32_t length = queue_.top_run_length(top, static_cast<uint32_t>(std::min<uint64_t>(wanted, UINT32_MAX)));
     ChunkId lowest = top.chunk + 1; // taken: lowest..top.chunk
     uint64_t taken = 0;
     for (uint32_t k = 0; k < length && taken < excess; ++k) {

@@ -67,7 +67,7 @@ private:
     // the top's key) down to which every chunk below the top satisfies `fits`.
     template <class Fits>
     ChunkId lowest_of_top_run(EvictionQueue::Entry top, Fits&& fits) {
-        const uint32_t length = queue_.top_run_length(UINT32_MAX);
+        const uint32_t length = queue_.top_run_length(top, UINT32_MAX);
         ChunkId lowest = top.chunk;
         for (uint32_t k = 1; k < length && fits(top.chunk - k); ++k) lowest = top.chunk - k;
         return lowest;
