@@ -142,11 +142,26 @@ void EvictionQueue::set_range(ChunkId first, ChunkId last, uint64_t key) {
             return;
         }
     }
-    detach(first, last);
     if (ordered) {
-        for (ChunkId c = first; c <= last; ++c) run_insert(c, key);
+        // Mostly chunks of the run set again: a new entry each, the old ones
+        // dropped when met (their stamps no longer match).
+        for (ChunkId c = first; c <= last; ++c) {
+            const uint32_t was = member_of_[c];
+            if (was == kInRun && run_key_[c] == key) continue; // its entry stands
+            if (was != kInRun) {
+                // Chunks of a block mostly leave it together: the rest of the range at once.
+                if (was != kAbsent) detach(c, last);
+                member_of_[c] = kInRun;
+                ++run_live_;
+            }
+            run_key_[c] = key;
+            arrived_.push_back({key, c, ++run_stamp_[c]});
+        }
+        // Nobody may ask for the top for a long time: merge before arrivals pile up.
+        if (arrived_.size() > 2 * run_live_ + 1024) settle_run();
         return;
     }
+    detach(first, last);
     const uint32_t block = new_block(key, first, last);
     slots_.push_back({key, last, block});
     blocks_[block].slot = static_cast<uint32_t>(slots_.size() - 1);
@@ -207,15 +222,6 @@ void EvictionQueue::assign(const std::vector<Entry>& entries) {
     // Floyd's bottom-up construction: every node that has children, last first.
     if (heap_size() > 1)
         for (size_t slot = parent_of(slots_.size() - 1) + 1; slot-- > kFirst;) sift_down(slot);
-}
-
-void EvictionQueue::run_insert(ChunkId chunk, uint64_t key) {
-    member_of_[chunk] = kInRun;
-    run_key_[chunk] = key;
-    arrived_.push_back({key, chunk, ++run_stamp_[chunk]});
-    ++run_live_;
-    // Nobody may ask for the top for a long time: merge before arrivals pile up.
-    if (arrived_.size() > 2 * run_live_ + 1024) settle_run();
 }
 
 void EvictionQueue::run_erase(ChunkId chunk) {

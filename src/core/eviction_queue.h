@@ -151,7 +151,6 @@ private:
     bool live(const RunEntry& entry) const {
         return member_of_[entry.chunk] == kInRun && run_stamp_[entry.chunk] == entry.stamp;
     }
-    void run_insert(ChunkId chunk, uint64_t key);
     void run_erase(ChunkId chunk);
     void sort_best_first(std::vector<RunEntry>& entries);
     // Merges what arrived into the run and drops dead entries from its front.
