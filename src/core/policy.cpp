@@ -22,10 +22,12 @@ void Plan::add(std::vector<ChunkSpan>& spans, ChunkId chunk, const Residency& re
 }
 
 void Plan::add(std::vector<ChunkSpan>& spans, ChunkRange range, const Residency& residency) {
-    add(spans, range.first, residency);
-    for (ChunkId c = range.first + 1; c <= range.last; ++c) {
-        if (residency.same_allocation(c - 1, c)) ++spans.back().count;
-        else spans.push_back({c, 1});
+    // A span per allocation the range crosses (joined to the last one when it continues it).
+    for (ChunkId c = range.first; c <= range.last;) {
+        const ChunkId last = std::min(range.last, residency.allocation_last_chunk(c));
+        add(spans, c, residency);
+        spans.back().count += last - c;
+        c = last + 1;
     }
 }
 

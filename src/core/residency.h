@@ -94,6 +94,12 @@ public:
     // UINT32_MAX for a chunk of a removed allocation.
     uint32_t alloc_id_of(ChunkId chunk) const { return allocs_[alloc_slot_[chunk]].id; }
     bool same_allocation(ChunkId a, ChunkId b) const { return alloc_slot_[a] == alloc_slot_[b]; }
+    // The last chunk of the allocation holding `chunk` (the chunk itself when
+    // its allocation was removed).
+    ChunkId allocation_last_chunk(ChunkId chunk) const {
+        const AllocSlot& slot = allocs_[alloc_slot_[chunk]];
+        return slot.count ? slot.first + slot.count - 1 : chunk;
+    }
     uint64_t chunk_offset(ChunkId chunk) const;
     // The last chunk of an allocation may be shorter than chunk_bytes().
     uint64_t chunk_size(ChunkId chunk) const;
