@@ -234,15 +234,16 @@ void EvictionQueue::settle_run() {
         // Entries that left again since they arrived stay: like the run's own,
         // they are dropped when met.
         const bool room = run_.size() <= 2 * run_live_ + 1024;
+        // Whether entries from `best` on can follow the run as they are.
+        const auto behind_run = [&](const RunEntry& best) { return run_begin_ == run_.size() || !before(best, run_.back()); };
         const auto worse = [](const RunEntry& a, const RunEntry& b) { return before(b, a); };
-        if (room && std::is_sorted(arrived_.begin(), arrived_.end(), worse) &&
-            (run_begin_ == run_.size() || !before(arrived_.back(), run_.back()))) {
+        if (room && std::is_sorted(arrived_.begin(), arrived_.end(), worse) && behind_run(arrived_.back())) {
             // The common case: one launch's chunks set to one key, ranges in
             // ascending order (worst first), all ranked after the others.
             run_.insert(run_.end(), arrived_.rbegin(), arrived_.rend());
         } else {
             sort_best_first(arrived_);
-            if (room && (run_begin_ == run_.size() || !before(arrived_.front(), run_.back()))) {
+            if (room && behind_run(arrived_.front())) {
                 run_.insert(run_.end(), arrived_.begin(), arrived_.end());
             } else {
                 run_.erase(run_.begin(), run_.begin() + static_cast<std::ptrdiff_t>(run_begin_));

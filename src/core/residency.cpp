@@ -240,8 +240,7 @@ void Residency::launch_ranges(std::span<const trace::Access> accesses, std::vect
 uint64_t Residency::bytes_of(ChunkRange range) const {
     uint64_t bytes = 0;
     for (ChunkId c = range.first; c <= range.last;) {
-        const AllocSlot& slot = allocs_[alloc_slot_[c]];
-        const ChunkId last = std::min(range.last, slot.first + slot.count - 1);
+        const ChunkId last = std::min(range.last, allocation_last_chunk(c));
         // Only an allocation's last chunk can be short.
         bytes += static_cast<uint64_t>(last - c) * chunk_bytes_ + chunk_size(last);
         c = last + 1;

@@ -57,9 +57,7 @@ inline int64_t zigzag_decode(uint64_t value) {
 }
 
 // Writes value as LEB128 at out (room for kMaxVarintBytes) and returns the end.
-// The launch record, written on the application's thread, is laid out with
-// this into a fixed buffer: a few dozen bytes of code instead of a vector's
-// growth checks at every byte.
+// The trace writer encodes launch records with it straight into its buffer.
 inline uint8_t* put_varint(uint8_t* out, uint64_t value) {
     while (value >= 0x80) {
         *out++ = static_cast<uint8_t>(value | 0x80);
@@ -82,11 +80,8 @@ public:
     }
 
     void varint(uint64_t value) {
-        while (value >= 0x80) {
-            out_.push_back(static_cast<uint8_t>(value | 0x80));
-            value >>= 7;
-        }
-        out_.push_back(static_cast<uint8_t>(value));
+        uint8_t bytes[kMaxVarintBytes];
+        out_.insert(out_.end(), bytes, put_varint(bytes, value));
     }
 
     void svarint(int64_t value) { varint(zigzag_encode(value)); }

@@ -223,10 +223,7 @@ public:
             scratch_.clear();
             Encoder out(scratch_);
             out.varint(dropped_.load(std::memory_order_relaxed));
-            const size_t record_bytes = 1 + format::varint_size(scratch_.size()) + scratch_.size();
-            held_bytes_.fetch_add(record_bytes, std::memory_order_relaxed);
-            copy_scratch(format::put_varint(place_locked(RecordType::End, record_bytes), scratch_.size()));
-            written_.fetch_add(1, std::memory_order_relaxed);
+            copy_scratch(frame_locked(RecordType::End, scratch_.size(), framed_bytes(scratch_.size())));
             closing_ = true;
             hand_over_current_locked();
         }
@@ -257,19 +254,26 @@ private:
         return {std::make_unique_for_overwrite<uint8_t[]>(capacity), capacity, 0};
     }
 
+    // A record's bytes: its type, its length and its payload.
+    static size_t framed_bytes(size_t payload) { return 1 + format::varint_size(payload) + payload; }
+
     // Room in the current chunk for a record of `payload` bytes, its type and
     // length written, or nullptr when the record is dropped because the memory
     // limit would be crossed.
     uint8_t* start_record_locked(RecordType type, size_t payload) {
-        const size_t record_bytes = 1 + format::varint_size(payload) + payload;
+        const size_t record_bytes = framed_bytes(payload);
         if (closing_ || held_bytes_.load(std::memory_order_relaxed) + record_bytes > buffer_limit_) {
             dropped_.fetch_add(1, std::memory_order_relaxed);
             return nullptr;
         }
+        return frame_locked(type, payload, record_bytes);
+    }
+
+    // The same whatever the limit, the record counted as written and held.
+    uint8_t* frame_locked(RecordType type, size_t payload, size_t record_bytes) {
         held_bytes_.fetch_add(record_bytes, std::memory_order_relaxed);
         written_.fetch_add(1, std::memory_order_relaxed);
-        uint8_t* out = place_locked(type, record_bytes);
-        return format::put_varint(out, payload);
+        return format::put_varint(place_locked(type, record_bytes), payload);
     }
 
     // Takes record_bytes at the end of the current chunk, starting a new chunk
