@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <unordered_map>
 
 namespace uvmp {
 namespace {
@@ -113,11 +112,22 @@ uint64_t infer_access_extents(std::span<const AccessUse> uses, const AllocationS
 }
 
 uint64_t infer_access_extents(trace::Trace& trace, std::span<const uint64_t> bounds) {
-    std::unordered_map<uint32_t, uint64_t> sizes;
-    for (const trace::Alloc& alloc : trace.allocs) sizes[alloc.id] = alloc.size;
+    // Sizes by id, sorted (a trace lists allocations in the order their ids
+    // were handed out, mostly): a table of nodes would cost a page of fresh
+    // memory every hundred allocations.
+    struct IdSize {
+        uint32_t id;
+        uint64_t size;
+    };
+    LargeVector<IdSize> sizes;
+    sizes.reserve(trace.allocs.size());
+    for (const trace::Alloc& alloc : trace.allocs) sizes.push_back({alloc.id, alloc.size});
+    const auto by_id = [](const IdSize& a, const IdSize& b) { return a.id < b.id; };
+    if (!std::is_sorted(sizes.begin(), sizes.end(), by_id)) std::stable_sort(sizes.begin(), sizes.end(), by_id);
     const AllocationSize size_of = [&](uint32_t id) {
-        const auto it = sizes.find(id);
-        return it == sizes.end() ? uint64_t{0} : it->second;
+        // An id recorded twice takes its last size.
+        const auto after = std::upper_bound(sizes.begin(), sizes.end(), IdSize{id, 0}, by_id);
+        return after == sizes.begin() || (after - 1)->id != id ? uint64_t{0} : (after - 1)->size;
     };
 
     const uint64_t launches = trace.launches.size();

@@ -1,6 +1,7 @@
 #include "core/policy_chunk_schedule.h"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -8,25 +9,47 @@
 namespace uvmp {
 namespace {
 
-std::vector<ChunkSchedule::AllocEvent> ordered_events(const trace::Trace& trace) {
-    struct Keyed {
-        ChunkSchedule::AllocEvent event;
-        uint64_t time_ns;
+// Record indices in the order of (launches_before, time), ties in recorded order.
+// A trace records them in that order almost always, so the sort is mostly skipped.
+template <class Record>
+std::vector<uint32_t> event_order(const LargeVector<Record>& records) {
+    std::vector<uint32_t> order(records.size());
+    std::iota(order.begin(), order.end(), 0u);
+    const auto earlier = [&](uint32_t x, uint32_t y) {
+        const Record& a = records[x];
+        const Record& b = records[y];
+        return a.launches_before != b.launches_before ? a.launches_before < b.launches_before : a.time_ns < b.time_ns;
     };
-    std::vector<Keyed> keyed;
-    keyed.reserve(trace.allocs.size() + trace.frees.size());
-    for (const trace::Alloc& a : trace.allocs) keyed.push_back({{a.launches_before, a.id, a.size, false}, a.time_ns});
-    for (const trace::Free& f : trace.frees) keyed.push_back({{f.launches_before, f.id, 0, true}, f.time_ns});
+    if (!std::is_sorted(order.begin(), order.end(), earlier)) std::stable_sort(order.begin(), order.end(), earlier);
+    return order;
+}
+
+LargeVector<ChunkSchedule::AllocEvent> ordered_events(const trace::Trace& trace) {
+    if (trace.allocs.size() >= UINT32_MAX || trace.frees.size() >= UINT32_MAX)
+        throw std::invalid_argument("the trace has too many allocations to simulate (2^32 or more)");
+    const std::vector<uint32_t> allocs = event_order(trace.allocs);
+    const std::vector<uint32_t> frees = event_order(trace.frees);
+    LargeVector<ChunkSchedule::AllocEvent> events;
+    events.reserve(allocs.size() + frees.size());
     // Between two launches the recorded times order events; an allocation comes
     // before a free of the same instant.
-    std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) {
-        if (x.event.launches_before != y.event.launches_before) return x.event.launches_before < y.event.launches_before;
-        if (x.time_ns != y.time_ns) return x.time_ns < y.time_ns;
-        return !x.event.is_free && y.event.is_free;
-    });
-    std::vector<ChunkSchedule::AllocEvent> events;
-    events.reserve(keyed.size());
-    for (const Keyed& k : keyed) events.push_back(k.event);
+    size_t a = 0, f = 0;
+    while (a < allocs.size() || f < frees.size()) {
+        bool take_alloc = f == frees.size();
+        if (!take_alloc && a < allocs.size()) {
+            const trace::Alloc& alloc = trace.allocs[allocs[a]];
+            const trace::Free& free = trace.frees[frees[f]];
+            take_alloc = alloc.launches_before != free.launches_before ? alloc.launches_before < free.launches_before
+                                                                       : alloc.time_ns <= free.time_ns;
+        }
+        if (take_alloc) {
+            const trace::Alloc& alloc = trace.allocs[allocs[a++]];
+            events.push_back({alloc.launches_before, alloc.id, alloc.size, false});
+        } else {
+            const trace::Free& free = trace.frees[frees[f++]];
+            events.push_back({free.launches_before, free.id, 0, true});
+        }
+    }
     return events;
 }
 
@@ -76,7 +99,7 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     // its first uses; before it, the ids were another's or nobody's, and that
     // one's uses of them end there.
     std::vector<uint32_t> reused_before(chunk_slots_, kNeverStored);
-    std::vector<uint64_t> touched_of_event(events_.size(), 0);
+    LargeVector<uint64_t> touched_of_event(events_.size(), 0);
     first_use_end_.assign(events_.size() + 1, 0);
     size_t undone = events_.size();
     auto undo_events_from = [&](uint64_t launches_before) {
@@ -103,7 +126,10 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
             first_use_end_[undone - 1] = first_uses_.size();
         }
     };
-    pieces_.reserve(ranges.size());
+    // A range is cut into pieces where next uses differ: mostly fewer than 1.5
+    // pieces a range. Reserved pages that are never written cost nothing, and
+    // growing past the reservation copies the pieces.
+    pieces_.reserve(2 * ranges.size());
     piece_end_.assign(launches + 1, 0);
     for (uint64_t i = launches; i-- > 0;) {
         undo_events_from(i + 1);

@@ -115,15 +115,15 @@ public:
 
 private:
     uint64_t chunk_bytes_;
-    std::vector<AllocEvent> events_;
+    LargeVector<AllocEvent> events_;
     // Built backward, so the last launch's pieces come first: launch i's pieces
     // are [piece_end_[i + 1], piece_end_[i]), and piece_end_[launch_count()] is 0.
     LargeVector<Piece> pieces_;
     LargeVector<uint64_t> piece_end_;
     // Built backward too: event k's are [first_use_end_[k + 1], first_use_end_[k]),
     // and first_use_end_[events_.size()] is 0.
-    std::vector<FirstUse> first_uses_;
-    std::vector<uint64_t> first_use_end_;
+    LargeVector<FirstUse> first_uses_;
+    LargeVector<uint64_t> first_use_end_;
     uint32_t chunk_slots_ = 0;
     bool reuses_ids_ = false;
     LargeVector<uint64_t> launch_bytes_;

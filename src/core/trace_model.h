@@ -102,12 +102,12 @@ struct Iteration {
 struct Trace {
     Header header;
     std::vector<std::string> kernel_names; // indexed by Launch::kernel_id
-    std::vector<Alloc> allocs;
-    std::vector<Free> frees;
+    LargeVector<Alloc> allocs;
+    LargeVector<Free> frees;
     LargeVector<Launch> launches;
     LargeVector<Access> accesses;
-    std::vector<Move> moves;
-    std::vector<Iteration> iterations;
+    LargeVector<Move> moves;
+    LargeVector<Iteration> iterations;
     uint64_t dropped_records = 0; // records the recorder could not keep (buffer full)
 
     // Whether the launch's access list lies within the access table (a reader

@@ -229,6 +229,29 @@ TEST_CASE("simulator: a freed allocation's chunk ids go to the next one, whose u
     }
 }
 
+TEST_CASE("simulator: allocations and frees are replayed by launch, then time, an allocation before a free of its instant",
+          "[simulator]") {
+    // Listed out of order, as threads recording at once can leave them.
+    trace::Trace t;
+    t.allocs.push_back({7, 0, 2 * kMiB, trace::AllocKind::Converted, 0, 0, 0});
+    t.allocs.push_back({5, 0, 2 * kMiB, trace::AllocKind::Converted, 0, 30, 2});
+    t.allocs.push_back({6, 0, 2 * kMiB, trace::AllocKind::Converted, 0, 20, 2});
+    t.allocs.push_back({8, 0, 2 * kMiB, trace::AllocKind::Converted, 0, 5, 1});
+    t.frees.push_back({8, 40, 2});
+    t.frees.push_back({7, 20, 2});
+    for (uint32_t i = 0; i < 3; ++i) {
+        trace::Launch l;
+        l.seq = i;
+        t.launches.push_back(l);
+    }
+    const ChunkSchedule schedule(t, 2 * kMiB);
+    std::vector<std::pair<uint32_t, bool>> order; // (id, is_free)
+    for (const ChunkSchedule::AllocEvent& e : schedule.events()) order.emplace_back(e.alloc_id, e.is_free);
+    const std::vector<std::pair<uint32_t, bool>> expected{{7, false}, {8, false}, {6, false},
+                                                          {7, true},  {5, false}, {8, true}};
+    CHECK(order == expected);
+}
+
 TEST_CASE("simulator: learned fetches ahead for a program that allocates its activations anew every step", "[simulator]") {
     // The synthetic training loop frees its activations at the end of each step
     // and allocates new ones (new ids) in the next: the same launch names other
