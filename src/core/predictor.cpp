@@ -63,7 +63,7 @@ bool Predictor::observe(uint32_t kernel_id, std::span<const trace::Access> acces
         const Step& expected = steps_[next_position(position_)];
         hit = expected.kernel_id == kernel_id &&
               (expected.signature == signature || resembles(expected, accesses, state_of));
-        if (hit && state_of && (expected.signature != signature || !stand_ins_.empty()))
+        if (hit && state_of && (expected.signature != signature || stand_in_count_ != 0))
             note_stand_ins(expected, accesses, state_of);
     }
     if (hit) {
@@ -118,27 +118,40 @@ std::span<const trace::Access> Predictor::expected_accesses(const Step& step, ui
                                                              std::vector<trace::Access>& scratch, uint64_t& key) const {
     const auto learned = accesses(step);
     key = step.extent_hash;
-    if (stand_ins_.empty()) return learned;
+    if (stand_in_count_ == 0) return learned;
+    const auto learned_places = places(step);
     // The predicted launch is `ahead` after the last observed one, whose index is recent_count_ - 1.
     const uint64_t target = recent_count_ - 1 + ahead;
     const uint64_t repeat = repeat_distance();
     bool replaced = false;
     for (size_t i = 0; i < learned.size(); ++i) {
-        const auto it = stand_ins_.find(learned[i].alloc_id);
-        if (it == stand_ins_.end() || target - it->second.since >= repeat) continue;
+        const StandIn& in = stand_ins_[learned_places[i]];
+        if (in.alloc_id == kNoStandIn || target - in.since >= repeat) continue;
         if (!replaced) scratch.assign(learned.begin(), learned.end());
         replaced = true;
-        scratch[i].alloc_id = it->second.alloc_id;
-        key = combine(combine(key, i), it->second.alloc_id);
+        scratch[i].alloc_id = in.alloc_id;
+        key = combine(combine(key, i), in.alloc_id);
     }
     if (!replaced) return learned;
     key = finish(key);
     return scratch;
 }
 
-uint32_t Predictor::stand_in(uint32_t alloc_id) const {
-    const auto it = stand_ins_.find(alloc_id);
-    return it == stand_ins_.end() ? alloc_id : it->second.alloc_id;
+uint32_t Predictor::stand_in(uint32_t place, uint32_t alloc_id) const {
+    const uint32_t in = stand_ins_[place].alloc_id;
+    return in == kNoStandIn ? alloc_id : in;
+}
+
+std::span<const uint32_t> Predictor::places(const Step& step) const {
+    return {places_.data() + step.first_access, step.access_count};
+}
+
+void Predictor::add_places(std::span<const trace::Access> accesses) {
+    for (const trace::Access& a : accesses) {
+        const auto [it, added] = place_of_id_.try_emplace(a.alloc_id, static_cast<uint32_t>(stand_ins_.size()));
+        if (added) stand_ins_.emplace_back();
+        places_.push_back(it->second);
+    }
 }
 
 uint64_t Predictor::repeat_distance() const {
@@ -146,9 +159,10 @@ uint64_t Predictor::repeat_distance() const {
     return located_ ? steps_.size() - 1 - position_ : 0;
 }
 
-bool Predictor::replaces(const trace::Access& known, const trace::Access& live, const StateOf& state_of) const {
+bool Predictor::replaces(uint32_t place, const trace::Access& known, const trace::Access& live,
+                         const StateOf& state_of) const {
     if (known.offset != live.offset || known.alloc_id == live.alloc_id) return false;
-    const uint32_t current = stand_in(known.alloc_id);
+    const uint32_t current = stand_in(place, known.alloc_id);
     if (current == live.alloc_id) return true;
     if (state_of(live.alloc_id) != AllocState::Live) return false;
     // Once a loop is frozen (a whole period came as predicted), a live allocation
@@ -160,16 +174,21 @@ bool Predictor::replaces(const trace::Access& known, const trace::Access& live, 
 
 void Predictor::note_stand_ins(const Step& expected, std::span<const trace::Access> accesses, const StateOf& state_of) {
     const auto known = this->accesses(expected);
+    const auto known_places = places(expected);
     if (known.size() != accesses.size()) return;
     for (size_t i = 0; i < known.size(); ++i) {
+        StandIn& in = stand_ins_[known_places[i]];
         // The learned allocation itself again: nothing stands in for it any more.
         if (known[i].alloc_id == accesses[i].alloc_id) {
-            if (!stand_ins_.empty()) stand_ins_.erase(known[i].alloc_id);
+            if (in.alloc_id != kNoStandIn) {
+                in = StandIn{};
+                --stand_in_count_;
+            }
             continue;
         }
-        if (!replaces(known[i], accesses[i], state_of)) continue;
-        auto [it, added] = stand_ins_.try_emplace(known[i].alloc_id, StandIn{accesses[i].alloc_id, recent_count_});
-        if (!added && it->second.alloc_id != accesses[i].alloc_id) it->second = {accesses[i].alloc_id, recent_count_};
+        if (!replaces(known_places[i], known[i], accesses[i], state_of)) continue;
+        if (in.alloc_id == kNoStandIn) ++stand_in_count_;
+        if (in.alloc_id != accesses[i].alloc_id) in = {accesses[i].alloc_id, recent_count_};
     }
 }
 
@@ -192,13 +211,14 @@ uint32_t Predictor::context_score(uint64_t candidate) const {
 
 bool Predictor::resembles(const Step& expected, std::span<const trace::Access> accesses, const StateOf& state_of) const {
     const auto known = this->accesses(expected);
+    const auto known_places = places(expected);
     if (known.empty() || accesses.empty()) return known.empty() && accesses.empty();
     // An access at the same place in a list of the same length may replace a freed one.
     const bool in_place = state_of && known.size() == accesses.size();
     size_t shared = 0;
     for (size_t i = 0; i < accesses.size(); ++i) {
         const trace::Access& a = accesses[i];
-        if (in_place && replaces(known[i], a, state_of)) {
+        if (in_place && replaces(known_places[i], known[i], a, state_of)) {
             ++shared;
             continue;
         }
@@ -264,6 +284,7 @@ void Predictor::push_step(uint32_t kernel_id, uint64_t signature, std::span<cons
     step.first_access = static_cast<uint32_t>(step_accesses_.size());
     step.access_count = static_cast<uint32_t>(accesses.size());
     step_accesses_.insert(step_accesses_.end(), accesses.begin(), accesses.end());
+    add_places(accesses);
     steps_.push_back(step);
 }
 
@@ -346,8 +367,12 @@ void Predictor::unfreeze() {
 }
 
 void Predictor::rebuild_index() {
-    // Called whenever steps_ is replaced: the stand-ins' keys were ids of the old steps.
+    // Called whenever steps_ is replaced: the places were the old steps' allocations.
+    places_.clear();
+    place_of_id_.clear();
     stand_ins_.clear();
+    stand_in_count_ = 0;
+    add_places(step_accesses_);
     latest_of_signature_.clear();
     latest_of_kernel_.clear();
     earlier_.clear();

@@ -104,7 +104,7 @@ public:
     std::span<const trace::Access> expected_accesses(const Step& step, uint64_t ahead,
                                                      std::vector<trace::Access>& scratch, uint64_t& key) const;
     // Allocations standing in for others.
-    size_t stand_in_count() const { return stand_ins_.size(); }
+    size_t stand_in_count() const { return stand_in_count_; }
 
     bool located() const { return located_; }
     // True when the last observed launch was the predicted continuation of the
@@ -135,16 +135,21 @@ private:
     uint32_t context_score(uint64_t candidate) const;
     bool resembles(const Step& expected, std::span<const trace::Access> accesses, const StateOf& state_of) const;
     struct StandIn {
-        uint32_t alloc_id;
-        uint64_t since; // the launch (counted from 0) where it took the place
+        uint32_t alloc_id = kNoStandIn;
+        uint64_t since = 0; // the launch (counted from 0) where it took the place
     };
-    uint32_t stand_in(uint32_t alloc_id) const;
+    static constexpr uint32_t kNoStandIn = UINT32_MAX;
+    // What the allocation at `place`, learned as `alloc_id`, names now.
+    uint32_t stand_in(uint32_t place, uint32_t alloc_id) const;
+    std::span<const uint32_t> places(const Step& step) const;
+    void add_places(std::span<const trace::Access> accesses);
     // Launches from the current one to where the program repeats it: the loop's
     // length, or while learning the distance back to the launch's match.
     uint64_t repeat_distance() const;
     // Whether the live access takes the place of the predicted one, whose
     // allocation (or what stood in for it) has been freed.
-    bool replaces(const trace::Access& known, const trace::Access& live, const StateOf& state_of) const;
+    // `place` is the known access's allocation's (see places_).
+    bool replaces(uint32_t place, const trace::Access& known, const trace::Access& live, const StateOf& state_of) const;
     void note_stand_ins(const Step& expected, std::span<const trace::Access> accesses, const StateOf& state_of);
     void append(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses);
     void push_step(uint32_t kernel_id, uint64_t signature, std::span<const trace::Access> accesses);
@@ -176,9 +181,16 @@ private:
         uint32_t same_kernel = kNoPosition;
     };
     std::vector<Earlier> earlier_;
-    // Learned allocation id -> the live allocation standing in for it. Keys are
-    // ids of the history or the loop; cleared when the loop is replaced.
-    std::unordered_map<uint32_t, StandIn> stand_ins_;
+    // Per learned access (beside step_accesses_), its allocation's place: the
+    // learned allocations numbered from 0, so that what stands in for one is a
+    // table entry and not a hash look-up, which every predicted launch made for
+    // each of its accesses.
+    std::vector<uint32_t> places_;
+    std::unordered_map<uint32_t, uint32_t> place_of_id_;
+    // By place: the live allocation standing in for the learned one. Renumbered
+    // and cleared when the loop is replaced.
+    std::vector<StandIn> stand_ins_;
+    size_t stand_in_count_ = 0;
     std::unordered_map<uint64_t, uint32_t> latest_of_signature_;
     std::unordered_map<uint32_t, uint32_t> latest_of_kernel_;
     void index_step(uint32_t position);
