@@ -174,6 +174,12 @@ void EvictionQueue::erase(ChunkRange range) {
     detach(range.first, std::min<ChunkId>(range.last, static_cast<ChunkId>(member_of_.size() - 1)));
 }
 
+void EvictionQueue::erase_ordered(ChunkRange range) {
+    const size_t end = std::min<size_t>(size_t{range.last} + 1, member_of_.size());
+    for (size_t c = range.first; c < end; ++c)
+        if (member_of_[c] == kInRun) run_erase(static_cast<ChunkId>(c));
+}
+
 bool EvictionQueue::erase(ChunkId chunk) {
     if (!contains(chunk)) return false;
     detach(chunk, chunk);

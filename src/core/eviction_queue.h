@@ -61,6 +61,9 @@ public:
     bool erase(ChunkId chunk);
     // Erases those of first..last that are in the queue.
     void erase(ChunkRange range);
+    // Erases those of first..last that have keys at or above `ordered_from`
+    // (in the run, where leaving costs one mark a chunk).
+    void erase_ordered(ChunkRange range);
     void clear();
     // Replaces the contents at once (O(n log n) at worst); a chunk listed twice keeps its last key.
     void assign(const std::vector<Entry>& entries);

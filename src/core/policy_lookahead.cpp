@@ -38,6 +38,16 @@ ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) 
             continue;
         }
         if (top.key <= above) return kNoChunk;
+        if (residency.is_pinned(c) && !launch_ordered_out_) {
+            // The launch's own chunks; their keys are set anew at its end. Those
+            // with no predicted use rank first and come to the top one tensor
+            // after another: the first met takes them all out of the queue.
+            // (Taking out the rest as well, in every launch, costs more than it
+            // saves: a tensor set again whole keeps its heap entry.)
+            for (const ChunkRange& r : launch_ranges_) queue_.erase_ordered(r);
+            launch_ordered_out_ = true;
+            continue;
+        }
         // A key can change without a touch (a predicted use that passed): the
         // entry is out of date, and the chunk competes again at its real key.
         // The entries right after it are mostly the rest of its tensor, out of
@@ -106,6 +116,8 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
     // Chunks made resident outside the policy (placed at allocation) have no
     // entry: the queue holds fewer chunks than are resident.
     if (queue_.size() < residency.resident_chunk_count()) rebuild_queue(residency);
+    launch_ranges_ = launch.ranges;
+    launch_ordered_out_ = false;
 
     // The launch's own chunks first: whatever is missing faults in on demand,
     // displacing the chunks needed farthest ahead.

@@ -97,6 +97,10 @@ private:
     // Pinned chunks taken out of the queue while looking for a victim; they go
     // back at the end of the launch.
     std::vector<ChunkId> pinned_aside_;
+    // The launch being planned, and whether its chunks with ordered keys are
+    // out of the queue.
+    std::span<const ChunkRange> launch_ranges_;
+    bool launch_ordered_out_ = false;
     std::vector<EvictionQueue::Entry> rebuild_entries_;
     std::vector<ChunkId> changed_keys_;
     struct KeyRun {

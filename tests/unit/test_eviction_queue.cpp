@@ -189,3 +189,34 @@ TEST_CASE("eviction queue: a run at the top is what single pops would give next"
     });
     CHECK(longer_than_one > 100); // runs are found, not only single chunks
 }
+
+TEST_CASE("eviction queue: erasing a range's ordered keys leaves its other keys", "[policy][queue]") {
+    const uint64_t ordered_from = GENERATE(UINT64_MAX, 30, 0);
+    EvictionQueue queue(ordered_from);
+    std::map<ChunkId, uint64_t> keys;
+    uint64_t erased = 0;
+    random_range_ops(queue, keys, 23, 5, [&](unsigned kind, ChunkId first, uint64_t key, std::mt19937& random) {
+        switch (kind) {
+        case 2:
+            set_both(queue, keys, first, key);
+            break;
+        case 3: {
+            const ChunkId last = first + static_cast<ChunkId>(random() % 24);
+            queue.erase_ordered({first, last});
+            for (ChunkId c = first; c <= last; ++c) {
+                const auto it = keys.find(c);
+                if (it == keys.end() || it->second < ordered_from) continue;
+                keys.erase(it);
+                ++erased;
+            }
+            break;
+        }
+        case 4:
+            for (int pops = random() % 6; pops > 0 && !keys.empty(); --pops) pop_expected_top(queue, keys);
+            break;
+        }
+    });
+    while (!keys.empty()) pop_expected_top(queue, keys);
+    CHECK(queue.empty());
+    CHECK((erased > 0) == (ordered_from != UINT64_MAX));
+}
