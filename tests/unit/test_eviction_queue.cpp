@@ -65,6 +65,28 @@ void random_range_ops(EvictionQueue& queue, std::map<ChunkId, uint64_t>& keys, u
     }
 }
 
+// random_range_ops with single chunks set, up to five pops at a time and
+// `erase(first, random)` as its other kinds; then every entry left must come
+// out in order.
+template <class Erase>
+void range_ops_then_drain(EvictionQueue& queue, std::map<ChunkId, uint64_t>& keys, unsigned seed, Erase erase) {
+    random_range_ops(queue, keys, seed, 5, [&](unsigned kind, ChunkId first, uint64_t key, std::mt19937& random) {
+        switch (kind) {
+        case 2:
+            set_both(queue, keys, first, key);
+            break;
+        case 3:
+            erase(first, random);
+            break;
+        case 4:
+            for (int pops = random() % 6; pops > 0 && !keys.empty(); --pops) pop_expected_top(queue, keys);
+            break;
+        }
+    });
+    while (!keys.empty()) pop_expected_top(queue, keys);
+    CHECK(queue.empty());
+}
+
 } // namespace
 
 TEST_CASE("eviction queue: the top is always the largest key, ties to the largest chunk", "[policy][queue]") {
@@ -141,21 +163,7 @@ TEST_CASE("eviction queue: runs of chunks set to one key keep the order of singl
     const uint64_t ordered_from = GENERATE(UINT64_MAX, 30, 0);
     EvictionQueue queue(ordered_from);
     std::map<ChunkId, uint64_t> keys;
-    random_range_ops(queue, keys, 13, 5, [&](unsigned kind, ChunkId first, uint64_t key, std::mt19937& random) {
-        switch (kind) {
-        case 2:
-            set_both(queue, keys, first, key);
-            break;
-        case 3:
-            erase_both(queue, keys, first);
-            break;
-        case 4:
-            for (int pops = random() % 6; pops > 0 && !keys.empty(); --pops) pop_expected_top(queue, keys);
-            break;
-        }
-    });
-    while (!keys.empty()) pop_expected_top(queue, keys);
-    CHECK(queue.empty());
+    range_ops_then_drain(queue, keys, 13, [&](ChunkId first, std::mt19937&) { erase_both(queue, keys, first); });
 }
 
 TEST_CASE("eviction queue: a run at the top is what single pops would give next", "[policy][queue]") {
@@ -195,28 +203,15 @@ TEST_CASE("eviction queue: erasing a range's ordered keys leaves its other keys"
     EvictionQueue queue(ordered_from);
     std::map<ChunkId, uint64_t> keys;
     uint64_t erased = 0;
-    random_range_ops(queue, keys, 23, 5, [&](unsigned kind, ChunkId first, uint64_t key, std::mt19937& random) {
-        switch (kind) {
-        case 2:
-            set_both(queue, keys, first, key);
-            break;
-        case 3: {
-            const ChunkId last = first + static_cast<ChunkId>(random() % 24);
-            queue.erase_ordered({first, last});
-            for (ChunkId c = first; c <= last; ++c) {
-                const auto it = keys.find(c);
-                if (it == keys.end() || it->second < ordered_from) continue;
-                keys.erase(it);
-                ++erased;
-            }
-            break;
-        }
-        case 4:
-            for (int pops = random() % 6; pops > 0 && !keys.empty(); --pops) pop_expected_top(queue, keys);
-            break;
+    range_ops_then_drain(queue, keys, 23, [&](ChunkId first, std::mt19937& random) {
+        const ChunkId last = first + static_cast<ChunkId>(random() % 24);
+        queue.erase_ordered({first, last});
+        for (ChunkId c = first; c <= last; ++c) {
+            const auto it = keys.find(c);
+            if (it == keys.end() || it->second < ordered_from) continue;
+            keys.erase(it);
+            ++erased;
         }
     });
-    while (!keys.empty()) pop_expected_top(queue, keys);
-    CHECK(queue.empty());
     CHECK((erased > 0) == (ordered_from != UINT64_MAX));
 }
