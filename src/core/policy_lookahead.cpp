@@ -20,16 +20,16 @@ void LookaheadPolicy::note_fetched_keys(ChunkRange range, const Residency& resid
     note_keys_by_chunk(range, residency);
 }
 
-ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) {
+EvictionQueue::Entry LookaheadPolicy::find_victim(const Residency& residency, uint64_t above) {
     bool rebuilt = false;
     while (true) {
         if (queue_.empty()) {
             // A chunk made resident outside the policy (placed at allocation)
             // has no entry yet: look at all resident chunks once more.
-            if (rebuilt || residency.resident_chunk_count() == 0) return kNoChunk;
+            if (rebuilt || residency.resident_chunk_count() == 0) return {};
             rebuild_queue(residency);
             rebuilt = true;
-            if (queue_.empty()) return kNoChunk;
+            if (queue_.empty()) return {};
         }
         const EvictionQueue::Entry top = queue_.top();
         const ChunkId c = top.chunk;
@@ -37,7 +37,7 @@ ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) 
             queue_.erase(c);
             continue;
         }
-        if (top.key <= above) return kNoChunk;
+        if (top.key <= above) return {};
         if (residency.is_pinned(c) && !launch_ordered_out_) {
             // The launch's own chunks; their keys are set anew at its end. Those
             // with no predicted use rank first and come to the top one tensor
@@ -64,8 +64,7 @@ ChunkId LookaheadPolicy::pop_victim(const Residency& residency, uint64_t above) 
             set_aside_pinned_run(top, residency);
             continue;
         }
-        queue_.erase(c);
-        return c;
+        return top;
     }
 }
 
@@ -86,12 +85,6 @@ void LookaheadPolicy::note_evicted(uint64_t next_use) {
         horizon_range_ = 0;
         horizon_offset_ = 0;
     }
-}
-
-void LookaheadPolicy::evict(ChunkId chunk, Residency& residency, Plan& out) {
-    note_evicted(eviction_key(chunk, residency));
-    residency.evict(chunk);
-    Plan::add(out.evict, chunk, residency);
 }
 
 void LookaheadPolicy::rebuild_queue(const Residency& residency) {
@@ -244,41 +237,34 @@ uint32_t LookaheadPolicy::fetch_run(ChunkRange run, uint64_t step, Residency& re
 
 bool LookaheadPolicy::make_room(uint64_t bytes, uint64_t above, Residency& residency, Plan& out) {
     while (residency.free_bytes() < bytes) {
-        const ChunkId victim = pop_victim(residency, above);
-        if (victim == kNoChunk) return false;
-        evict(victim, residency, out);
-        evict_top_run(bytes, above, residency, out);
+        const EvictionQueue::Entry victim = find_victim(residency, above);
+        if (victim.chunk == kNoChunk) return false;
+        evict_run(victim, bytes, residency, out);
     }
     return true;
 }
 
-void LookaheadPolicy::evict_top_run(uint64_t bytes, uint64_t above, Residency& residency, Plan& out) {
+void LookaheadPolicy::evict_run(EvictionQueue::Entry victim, uint64_t bytes, Residency& residency, Plan& out) {
     // The victims after one are mostly the chunks right below it in the same
     // tensor: take those the queue says come next, while they are evictable as
-    // pop_victim would find them, without going through the top for each.
-    if (residency.free_bytes() >= bytes || queue_.empty()) return;
-    const EvictionQueue::Entry top = queue_.top();
-    if (top.key <= above) return;
+    // find_victim would find them, without going through the top for each.
     // Fewer than `bytes` are free, so this many must go (budget exceeded or not).
     const uint64_t excess = residency.resident_bytes() + bytes - residency.budget_bytes();
     // Enough whole chunks for it; short ones leave the rest to the next round.
     const uint64_t wanted = (excess + residency.chunk_bytes() - 1) / residency.chunk_bytes();
-    const uint32_t length = queue_.top_run_length(top, static_cast<uint32_t>(std::min<uint64_t>(wanted, UINT32_MAX)));
-    ChunkId lowest = top.chunk + 1; // taken: lowest..top.chunk
-    uint64_t taken = 0;
-    for (uint32_t k = 0; k < length && taken < excess; ++k) {
-        const ChunkId c = top.chunk - k;
-        if (c >= residency.chunk_slots() || !residency.is_resident(c) || residency.is_pinned(c) ||
-            eviction_key(c, residency) != top.key)
-            break;
+    const uint32_t length = queue_.top_run_length(victim, static_cast<uint32_t>(std::min<uint64_t>(wanted, UINT32_MAX)));
+    ChunkId lowest = victim.chunk; // taken: lowest..victim.chunk
+    uint64_t taken = residency.chunk_size(victim.chunk);
+    for (uint32_t k = 1; k < length && taken < excess; ++k) {
+        const ChunkId c = victim.chunk - k;
+        if (!residency.is_resident(c) || residency.is_pinned(c) || eviction_key(c, residency) != victim.key) break;
         taken += residency.chunk_size(c);
         lowest = c;
     }
-    if (lowest > top.chunk) return;
-    queue_.erase({lowest, top.chunk});
-    note_evicted(top.key);
-    residency.evict(ChunkRange{lowest, top.chunk});
-    Plan::add(out.evict, {lowest, top.chunk}, residency);
+    queue_.erase({lowest, victim.chunk});
+    note_evicted(victim.key);
+    residency.evict(ChunkRange{lowest, victim.chunk});
+    Plan::add(out.evict, {lowest, victim.chunk}, residency);
 }
 
 } // namespace uvmp

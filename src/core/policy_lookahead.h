@@ -58,8 +58,9 @@ protected:
 private:
     void push_key(ChunkId chunk, const Residency& residency);
     void note_keys_by_chunk(ChunkRange range, const Residency& residency);
-    // The unpinned resident chunk with the largest key above `above`, or kNoChunk.
-    ChunkId pop_victim(const Residency& residency, uint64_t above);
+    // The queue's top once it is an unpinned resident chunk with its current key,
+    // above `above`; its entry stays. Chunk kNoChunk when there is none.
+    EvictionQueue::Entry find_victim(const Residency& residency, uint64_t above);
     // Takes the pinned chunk at the top out of the queue until the end of the
     // launch, with the pinned chunks that come right after it.
     void set_aside_pinned_run(EvictionQueue::Entry top, const Residency& residency);
@@ -72,15 +73,15 @@ private:
         for (uint32_t k = 1; k < length && fits(top.chunk - k); ++k) lowest = top.chunk - k;
         return lowest;
     }
-    void evict(ChunkId chunk, Residency& residency, Plan& out);
     // Looking ahead may already have passed an evicted chunk's next use (it was
     // resident then): look again from there, or it would only come back by faulting.
     void note_evicted(uint64_t next_use);
     // Evicts victims with keys above `above` until `bytes` are free; false when
     // there are not enough of them.
     bool make_room(uint64_t bytes, uint64_t above, Residency& residency, Plan& out);
-    // Evicts, towards that, the chunks that come next in the queue as one run.
-    void evict_top_run(uint64_t bytes, uint64_t above, Residency& residency, Plan& out);
+    // Evicts the victim and, while fewer than `bytes` would be free, the chunks
+    // that come next in the queue as one run with it.
+    void evict_run(EvictionQueue::Entry victim, uint64_t bytes, Residency& residency, Plan& out);
     void fetch_ahead(uint64_t step, Residency& residency, Plan& out);
     void fetch_ahead_until_full(uint64_t step, Residency& residency, Plan& out);
     // The chunks from `first` (missing, live) on that are missing and live too, within `last`.
