@@ -134,6 +134,7 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
     for (ChunkId c : pinned_aside_)
         if (residency.is_resident(c) && !queue_.contains(c)) push_key(c, residency);
     pinned_aside_.clear();
+    launch_ranges_ = {}; // the view's, valid while planning
     // Entries of freed chunks leave the queue only when they reach its top;
     // start afresh when they dominate.
     if (queue_.size() > 2 * residency.resident_chunk_count() + 1024) rebuild_queue(residency);
