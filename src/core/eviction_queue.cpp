@@ -100,25 +100,21 @@ void EvictionQueue::detach(ChunkId first, ChunkId last) {
         leave_block(member, last - first + 1);
         return;
     }
-    // Else adjacent chunks mostly left one block together: count them, and leave once.
-    uint32_t block = kAbsent;
-    uint32_t count = 0;
-    for (ChunkId c = first; c <= last; ++c) {
+    // Else mostly a few stretches of adjacent chunks, each of one block: each
+    // leaves at once.
+    for (size_t c = first, end = size_t{last} + 1; c < end;) {
         const uint32_t member = member_of_[c];
-        if (member == kAbsent) continue;
+        size_t stretch_end = c + 1;
+        while (stretch_end < end && member_of_[stretch_end] == member) ++stretch_end;
         if (member == kInRun) {
-            run_erase(c);
-            continue;
+            for (size_t k = c; k < stretch_end; ++k) run_erase(static_cast<ChunkId>(k));
+        } else if (member != kAbsent) {
+            std::fill(member_of_.begin() + static_cast<std::ptrdiff_t>(c),
+                      member_of_.begin() + static_cast<std::ptrdiff_t>(stretch_end), kAbsent);
+            leave_block(member, static_cast<uint32_t>(stretch_end - c));
         }
-        member_of_[c] = kAbsent;
-        if (member != block) {
-            if (count) leave_block(block, count);
-            block = member;
-            count = 0;
-        }
-        ++count;
+        c = stretch_end;
     }
-    if (count) leave_block(block, count);
 }
 
 void EvictionQueue::set_range(ChunkId first, ChunkId last, uint64_t key) {
