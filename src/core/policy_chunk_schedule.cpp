@@ -9,17 +9,19 @@
 namespace uvmp {
 namespace {
 
-// Record indices in the order of (launches_before, time), ties in recorded order.
-// A trace records them in that order almost always, so the sort is mostly skipped.
+// Between two launches the recorded times order allocations and frees.
+template <class A, class B>
+bool recorded_before(const A& a, const B& b) {
+    return a.launches_before != b.launches_before ? a.launches_before < b.launches_before : a.time_ns < b.time_ns;
+}
+
+// Record indices in that order, ties in recorded order. A trace records them in
+// that order almost always, so the sort is mostly skipped.
 template <class Record>
 std::vector<uint32_t> event_order(const LargeVector<Record>& records) {
     std::vector<uint32_t> order(records.size());
     std::iota(order.begin(), order.end(), 0u);
-    const auto earlier = [&](uint32_t x, uint32_t y) {
-        const Record& a = records[x];
-        const Record& b = records[y];
-        return a.launches_before != b.launches_before ? a.launches_before < b.launches_before : a.time_ns < b.time_ns;
-    };
+    const auto earlier = [&](uint32_t x, uint32_t y) { return recorded_before(records[x], records[y]); };
     if (!std::is_sorted(order.begin(), order.end(), earlier)) std::stable_sort(order.begin(), order.end(), earlier);
     return order;
 }
@@ -31,17 +33,11 @@ LargeVector<ChunkSchedule::AllocEvent> ordered_events(const trace::Trace& trace)
     const std::vector<uint32_t> frees = event_order(trace.frees);
     LargeVector<ChunkSchedule::AllocEvent> events;
     events.reserve(allocs.size() + frees.size());
-    // Between two launches the recorded times order events; an allocation comes
-    // before a free of the same instant.
+    // An allocation comes before a free of the same instant.
     size_t a = 0, f = 0;
     while (a < allocs.size() || f < frees.size()) {
-        bool take_alloc = f == frees.size();
-        if (!take_alloc && a < allocs.size()) {
-            const trace::Alloc& alloc = trace.allocs[allocs[a]];
-            const trace::Free& free = trace.frees[frees[f]];
-            take_alloc = alloc.launches_before != free.launches_before ? alloc.launches_before < free.launches_before
-                                                                       : alloc.time_ns <= free.time_ns;
-        }
+        const bool take_alloc =
+            f == frees.size() || (a < allocs.size() && !recorded_before(trace.frees[frees[f]], trace.allocs[allocs[a]]));
         if (take_alloc) {
             const trace::Alloc& alloc = trace.allocs[allocs[a++]];
             events.push_back({alloc.launches_before, alloc.id, alloc.size, false});

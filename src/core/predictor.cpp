@@ -264,6 +264,8 @@ void Predictor::append(uint32_t kernel_id, uint64_t signature, std::span<const t
         return;
     }
     push_step(kernel_id, signature, accesses);
+    // Loaded or frozen loops get theirs from rebuild_index.
+    add_places(accesses);
     index_step(static_cast<uint32_t>(steps_.size() - 1));
 }
 
@@ -284,7 +286,6 @@ void Predictor::push_step(uint32_t kernel_id, uint64_t signature, std::span<cons
     step.first_access = static_cast<uint32_t>(step_accesses_.size());
     step.access_count = static_cast<uint32_t>(accesses.size());
     step_accesses_.insert(step_accesses_.end(), accesses.begin(), accesses.end());
-    add_places(accesses);
     steps_.push_back(step);
 }
 
