@@ -1,30 +1,20 @@
 #include "core/access_extents.h"
 
-#include "core/radix_pass.h"
-
 #include <algorithm>
 #include <bit>
+#include <numeric>
 
 namespace uvmp {
 namespace {
 
-// One use of a pointer, sorted by where it points.
-struct Keyed {
-    uint64_t offset;
-    uint32_t alloc_id;
-    uint32_t use; // index into the uses
-};
-
-// A distinct pointer in the window: the span of launches using it, and its uses
-// as a run of the sorted Keyed entries.
+// A distinct pointer in the window: the span of launches using it.
 struct Pointer {
     uint32_t alloc_id;
     uint64_t offset;
     uint64_t first;
     uint64_t last;
     uint64_t known_end; // end of the longest known-length access from it, or 0
-    size_t keyed_begin;
-    size_t keyed_end;
+    uint64_t end = 0;   // where its accesses of unknown length end
 };
 
 // Pointers beyond this many higher offsets are not compared: an allocation
@@ -32,67 +22,87 @@ struct Pointer {
 // quadratic scan.
 constexpr size_t kMaxCompared = 4096;
 
-// By allocation, then offset. Both usually fit one 64-bit number, sorted by
-// its bytes in linear time.
-void sort_by_place(std::vector<Keyed>& keyed, unsigned offset_bits, unsigned id_bits) {
-    if (offset_bits + id_bits > 64) {
-        std::sort(keyed.begin(), keyed.end(), [](const Keyed& x, const Keyed& y) {
-            return x.alloc_id != y.alloc_id ? x.alloc_id < y.alloc_id : x.offset < y.offset;
-        });
-        return;
-    }
-    struct Packed {
-        uint64_t place;
-        uint32_t index;
-    };
-    std::vector<Packed> packed(keyed.size());
-    for (size_t i = 0; i < keyed.size(); ++i)
-        packed[i] = {(offset_bits == 64 ? 0 : uint64_t{keyed[i].alloc_id} << offset_bits) | keyed[i].offset, static_cast<uint32_t>(i)};
-    uint64_t differing = 0;
-    for (const Packed& p : packed) differing |= p.place ^ packed.front().place;
-    std::vector<Packed> scratch;
-    for (unsigned shift = 0; shift < 64; shift += 8)
-        if ((differing >> shift) & 0xff)
-            radix_pass(packed, scratch, [shift](const Packed& p) { return (p.place >> shift) & 0xff; });
-    std::vector<Keyed> sorted(keyed.size());
-    for (size_t i = 0; i < packed.size(); ++i) sorted[i] = keyed[packed[i].index];
-    keyed.swap(sorted);
-}
-
-} // namespace
-
-uint64_t infer_access_extents(std::span<const AccessUse> uses, const AllocationSize& size_of) {
-    std::vector<Keyed> keyed(uses.size());
-    uint64_t offset_bits = 0, id_bits = 0;
-    for (size_t i = 0; i < uses.size(); ++i) {
-        keyed[i] = {uses[i].access->offset, uses[i].access->alloc_id, static_cast<uint32_t>(i)};
-        offset_bits |= keyed[i].offset;
-        id_bits |= keyed[i].alloc_id;
-    }
-    sort_by_place(keyed, static_cast<unsigned>(std::bit_width(offset_bits)), static_cast<unsigned>(std::bit_width(id_bits)));
-    std::vector<Pointer> pointers;
-    for (size_t i = 0; i < keyed.size();) {
-        const AccessUse& use = uses[keyed[i].use];
-        Pointer p{keyed[i].alloc_id, keyed[i].offset, use.position, use.position, 0, i, i};
-        for (; i < keyed.size() && keyed[i].alloc_id == p.alloc_id && keyed[i].offset == p.offset; ++i) {
-            const AccessUse& u = uses[keyed[i].use];
-            p.first = std::min(p.first, u.position);
-            p.last = std::max(p.last, u.position);
-            if (u.access->length) p.known_end = std::max(p.known_end, p.offset + u.access->length);
+// The distinct pointers of a window by place, open addressing. A window
+// repeats its pointers many times over (a training step uses a tensor in
+// several kernels), so only the distinct ones are sorted. A slot stamped with
+// an earlier window is empty: starting a window clears nothing.
+class PointerTable {
+public:
+    void start_window(size_t uses) {
+        const size_t wanted = std::bit_ceil(std::max<size_t>(2 * uses, 16));
+        if (slots_.size() < wanted || ++stamp_ == 0) {
+            slots_.assign(std::max(wanted, slots_.size()), Slot{});
+            stamp_ = 1;
         }
-        p.keyed_end = i;
-        pointers.push_back(p);
+        mask_ = slots_.size() - 1;
+    }
+    // The pointer's index, or `fresh` if it was not in the window yet.
+    uint32_t find_or_add(uint32_t alloc_id, uint64_t offset, uint32_t fresh) {
+        const uint64_t hash = (offset ^ (uint64_t{alloc_id} << 40) ^ alloc_id) * 0x9E3779B97F4A7C15ull;
+        for (size_t at = (hash >> 20) & mask_;; at = (at + 1) & mask_) {
+            Slot& slot = slots_[at];
+            if (slot.stamp != stamp_) {
+                slot = {offset, alloc_id, stamp_, fresh};
+                return fresh;
+            }
+            if (slot.offset == offset && slot.alloc_id == alloc_id) return slot.pointer;
+        }
     }
 
-    uint64_t given = 0;
-    for (size_t k = 0; k < pointers.size(); ++k) {
-        const Pointer& p = pointers[k];
+private:
+    struct Slot {
+        uint64_t offset = 0;
+        uint32_t alloc_id = 0;
+        uint32_t stamp = 0;
+        uint32_t pointer = 0;
+    };
+    std::vector<Slot> slots_;
+    size_t mask_ = 0;
+    uint32_t stamp_ = 0;
+};
+
+// The buffers of one inference, kept across the windows of a trace: each
+// window's would otherwise be fresh memory, and on some systems fresh pages
+// cost more than the inference.
+struct Scratch {
+    PointerTable table;
+    std::vector<Pointer> pointers;  // in order of first use
+    std::vector<uint32_t> pointer_of_use;
+    std::vector<uint32_t> by_place; // pointer indices, by allocation then offset
+};
+
+uint64_t infer_extents(std::span<const AccessUse> uses, const AllocationSize& size_of, Scratch& scratch) {
+    std::vector<Pointer>& pointers = scratch.pointers;
+    pointers.clear();
+    scratch.pointer_of_use.resize(uses.size());
+    scratch.table.start_window(uses.size());
+    for (size_t i = 0; i < uses.size(); ++i) {
+        const AccessUse& use = uses[i];
+        const trace::Access& a = *use.access;
+        const uint32_t k = scratch.table.find_or_add(a.alloc_id, a.offset, static_cast<uint32_t>(pointers.size()));
+        if (k == pointers.size()) pointers.push_back({a.alloc_id, a.offset, use.position, use.position, 0});
+        Pointer& p = pointers[k];
+        p.first = std::min(p.first, use.position);
+        p.last = std::max(p.last, use.position);
+        if (a.length) p.known_end = std::max(p.known_end, a.offset + a.length);
+        scratch.pointer_of_use[i] = k;
+    }
+    std::vector<uint32_t>& by_place = scratch.by_place;
+    by_place.resize(pointers.size());
+    std::iota(by_place.begin(), by_place.end(), 0u);
+    std::sort(by_place.begin(), by_place.end(), [&](uint32_t x, uint32_t y) {
+        const Pointer &a = pointers[x], &b = pointers[y];
+        return a.alloc_id != b.alloc_id ? a.alloc_id < b.alloc_id : a.offset < b.offset;
+    });
+
+    for (size_t k = 0; k < by_place.size(); ++k) {
+        Pointer& p = pointers[by_place[k]];
         const uint64_t size = size_of(p.alloc_id);
-        if (size == 0 || p.offset >= size) continue;
+        if (size == 0 || p.offset >= size) continue; // its accesses are left alone
         uint64_t end = size;
-        const size_t limit = std::min(pointers.size(), k + 1 + kMaxCompared);
-        for (size_t j = k + 1; j < limit && pointers[j].alloc_id == p.alloc_id; ++j) {
-            const Pointer& q = pointers[j];
+        const size_t limit = std::min(by_place.size(), k + 1 + kMaxCompared);
+        for (size_t j = k + 1; j < limit && pointers[by_place[j]].alloc_id == p.alloc_id; ++j) {
+            const Pointer& q = pointers[by_place[j]];
             if (q.offset >= size) break;
             if (q.first <= p.last && p.first <= q.last) {
                 end = q.offset;
@@ -100,15 +110,25 @@ uint64_t infer_access_extents(std::span<const AccessUse> uses, const AllocationS
             }
         }
         // A known-length access from the same pointer reaches at least that far.
-        end = std::max(end, std::min(size, p.known_end));
-        for (size_t i = p.keyed_begin; i < p.keyed_end; ++i) {
-            trace::Access& a = *uses[keyed[i].use].access;
-            if (a.length != 0) continue;
-            a.length = end - a.offset;
-            ++given;
-        }
+        p.end = std::max(end, std::min(size, p.known_end));
+    }
+
+    uint64_t given = 0;
+    for (size_t i = 0; i < uses.size(); ++i) {
+        trace::Access& a = *uses[i].access;
+        const Pointer& p = pointers[scratch.pointer_of_use[i]];
+        if (a.length != 0 || p.end == 0) continue;
+        a.length = p.end - a.offset;
+        ++given;
     }
     return given;
+}
+
+} // namespace
+
+uint64_t infer_access_extents(std::span<const AccessUse> uses, const AllocationSize& size_of) {
+    Scratch scratch;
+    return infer_extents(uses, size_of, scratch);
 }
 
 uint64_t infer_access_extents(trace::Trace& trace, std::span<const uint64_t> bounds) {
@@ -138,6 +158,7 @@ uint64_t infer_access_extents(trace::Trace& trace, std::span<const uint64_t> bou
 
     uint64_t given = 0;
     std::vector<AccessUse> uses;
+    Scratch scratch;
     for (size_t w = 0; w + 1 < cuts.size(); ++w) {
         uses.clear();
         for (uint64_t i = cuts[w]; i < cuts[w + 1]; ++i) {
@@ -146,7 +167,7 @@ uint64_t infer_access_extents(trace::Trace& trace, std::span<const uint64_t> bou
             for (uint32_t k = 0; k < launch.access_count; ++k)
                 uses.push_back({i, &trace.accesses[launch.first_access + k]});
         }
-        given += infer_access_extents(uses, size_of);
+        given += infer_extents(uses, size_of, scratch);
     }
     return given;
 }

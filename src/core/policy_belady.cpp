@@ -1,5 +1,6 @@
 // belady: the offline optimum's shape, from perfect knowledge of the trace.
 // The lower bound that the learned policy is measured against.
+#include "core/chunk_next_uses.h"
 #include "core/policy_chunk_schedule.h"
 #include "core/policy_lookahead.h"
 
@@ -13,9 +14,9 @@ class BeladyPolicy final : public LookaheadPolicy {
 public:
     // The chunks never used again share one key, ranked by id in the queue's sorted run.
     BeladyPolicy(const ChunkSchedule& schedule, LookaheadConfig config)
-        : LookaheadPolicy(config, ChunkSchedule::kNever), schedule_(schedule),
-          next_use_(schedule.chunk_slots(), ChunkSchedule::kNever),
-          reused_before_(schedule.chunk_slots(), ChunkSchedule::kNeverStored) {}
+        : LookaheadPolicy(config, ChunkNextUses::kNever), schedule_(schedule), schedule_future_(schedule.next_uses()),
+          next_use_(schedule.chunk_slots(), ChunkNextUses::kNever),
+          reused_before_(schedule.chunk_slots(), ChunkNextUses::kNeverStored) {}
 
     std::string_view name() const override { return "belady"; }
 
@@ -23,16 +24,16 @@ protected:
     bool begin_launch(const LaunchView& launch, const Residency& residency) override {
         if (launch.step >= schedule_.launch_count() || residency.chunk_slots() > next_use_.size())
             throw std::logic_error("belady: the launches planned are not the ones of its schedule");
-        launch_pieces_ = schedule_.pieces(launch.step);
+        launch_pieces_ = schedule_future_.pieces(launch.step);
         return true;
     }
 
     std::optional<std::span<const ChunkRange>> future_ranges(uint64_t step, const Residency&) override {
         if (step >= schedule_.launch_count()) return std::nullopt;
+        if (!schedule_future_.reuses_ids()) return schedule_.launch_ranges(step);
         // Looking ahead often asks for the launch it stopped at last time.
         if (step != future_step_) {
-            schedule_.launch_ranges(step, future_);
-            if (schedule_.reuses_ids()) keep_chunks_still_held_at(step, future_);
+            keep_chunks_still_held_at(step, schedule_.launch_ranges(step), future_);
             future_step_ = step;
         }
         return future_;
@@ -60,52 +61,51 @@ protected:
         if (next_event_ == events.size() || events[next_event_].first_chunk != chunks.first ||
             events[next_event_].chunk_count != chunks.last - chunks.first + 1)
             throw std::logic_error("belady: the allocations made are not the ones of its schedule");
-        for (const ChunkSchedule::FirstUse& u : schedule_.first_uses(next_event_++)) {
+        for (const ChunkNextUses::FirstUse& u : schedule_future_.first_uses(next_event_++)) {
             std::fill(next_use_.begin() + u.first, next_use_.begin() + u.last + 1, u.next_use());
             std::fill(reused_before_.begin() + u.first, reused_before_.begin() + u.last + 1, u.reused_before);
         }
     }
 
 private:
-    // Drops from `ranges` the chunks whose ids another allocation has by launch
-    // `step`: what that launch touches there is not the memory they hold now.
-    void keep_chunks_still_held_at(uint64_t step, std::vector<ChunkRange>& ranges) {
-        kept_.clear();
+    // The chunks of `ranges` whose ids no other allocation has by launch `step`:
+    // what that launch touches in the others is not the memory they hold now.
+    void keep_chunks_still_held_at(uint64_t step, std::span<const ChunkRange> ranges, std::vector<ChunkRange>& kept) {
+        kept.clear();
         for (const ChunkRange& r : ranges) {
             for (ChunkId c = r.first; c <= r.last;) {
                 ChunkId end = c;
                 const bool held = reused_before_[c] > step;
                 while (end < r.last && (reused_before_[end + 1] > step) == held) ++end;
-                if (held) kept_.push_back({c, end});
+                if (held) kept.push_back({c, end});
                 if (end == r.last) break;
                 c = end + 1;
             }
         }
-        ranges.swap(kept_);
     }
 
     // The parts of the current launch's pieces within `range`, in order.
     template <class F>
     void for_each_piece_in(ChunkRange range, F&& f) const {
         size_t k = std::partition_point(launch_pieces_.begin(), launch_pieces_.end(),
-                                        [&](const ChunkSchedule::Piece& p) { return p.last < range.first; }) -
+                                        [&](const ChunkNextUses::Piece& p) { return p.last < range.first; }) -
                    launch_pieces_.begin();
         for (; k < launch_pieces_.size() && launch_pieces_[k].first <= range.last; ++k) {
-            const ChunkSchedule::Piece& p = launch_pieces_[k];
+            const ChunkNextUses::Piece& p = launch_pieces_[k];
             f(std::max(p.first, range.first), std::min(p.last, range.last), p.next_use());
         }
     }
 
     const ChunkSchedule& schedule_;
+    const ChunkNextUses& schedule_future_;
     std::vector<uint64_t> next_use_;
     // The launch before which each chunk's id goes to another allocation.
     std::vector<uint32_t> reused_before_;
-    std::span<const ChunkSchedule::Piece> launch_pieces_; // the current launch's
+    std::span<const ChunkNextUses::Piece> launch_pieces_; // the current launch's
     size_t next_event_ = 0; // the schedule's next event that forget_chunks looks at
 
-    std::vector<ChunkRange> future_;
-    std::vector<ChunkRange> kept_;
-    uint64_t future_step_ = ChunkSchedule::kNever;
+    std::vector<ChunkRange> future_; // with ids reused: future_step_'s ranges still held
+    uint64_t future_step_ = ChunkNextUses::kNever;
 };
 
 } // namespace

@@ -1,6 +1,9 @@
 #include "core/policy_chunk_schedule.h"
 
+#include "core/chunk_next_uses.h"
+
 #include <algorithm>
+#include <bit>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -49,28 +52,61 @@ LargeVector<ChunkSchedule::AllocEvent> ordered_events(const trace::Trace& trace)
     return events;
 }
 
+// One bit a chunk. Most ranges a launch touches were touched before: the
+// marks are tested 64 at a time.
+class ChunkMarks {
+public:
+    void clear(ChunkRange range) {
+        if (bits_.size() <= range.last / 64) bits_.resize(range.last / 64 + 1, 0);
+        for_words(range, [](uint64_t& word, uint64_t mask) { word &= ~mask; });
+    }
+    // Marks the range's chunks, calling `first_mark(chunk)` for those not marked before.
+    template <class F>
+    void mark(ChunkRange range, F&& first_mark) {
+        for_words(range, [&](uint64_t& word, uint64_t mask) {
+            for (uint64_t unmarked = mask & ~word; unmarked != 0; unmarked &= unmarked - 1)
+                first_mark(static_cast<ChunkId>((&word - bits_.data()) * 64 + std::countr_zero(unmarked)));
+            word |= mask;
+        });
+    }
+
+private:
+    template <class F>
+    void for_words(ChunkRange range, F&& f) {
+        for (size_t w = range.first / 64; w <= range.last / 64; ++w) {
+            const unsigned low = w == range.first / 64 ? range.first % 64 : 0;
+            const unsigned high = w == range.last / 64 ? range.last % 64 : 63;
+            f(bits_[w], (~uint64_t{0} >> (63 - high)) & (~uint64_t{0} << low));
+        }
+    }
+    std::vector<uint64_t> bits_;
+};
+
 } // namespace
 
 ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     : chunk_bytes_(chunk_bytes), events_(ordered_events(trace)) {
     Residency layout(0, chunk_bytes, ChunkIds::Reused);
     const uint64_t launches = trace.launches.size();
-    if (launches >= kNeverStored) throw std::invalid_argument("the trace has too many launches to simulate (2^32 or more)");
+    if (launches >= UINT32_MAX) throw std::invalid_argument("the trace has too many launches to simulate (2^32 or more)");
+    // For the footprint: the bytes of each allocation's chunks that are touched
+    // while it holds them, found by marking each chunk at its first touch.
+    LargeVector<uint64_t> touched_of_event(events_.size(), 0);
+    std::vector<uint32_t> holder; // the event that gave each chunk id out last
+    ChunkMarks touched;           // whether that allocation touched it
     size_t next_event = 0;
     auto apply_events_until = [&](uint64_t launch) {
         replay_events(events_, next_event, launch, layout, [&](size_t k, ChunkRange chunks) {
             events_[k].first_chunk = chunks.first;
             events_[k].chunk_count = chunks.last - chunks.first + 1;
+            if (holder.size() <= chunks.last) holder.resize(chunks.last + 1);
+            std::fill(holder.begin() + chunks.first, holder.begin() + chunks.last + 1, static_cast<uint32_t>(k));
+            touched.clear(chunks);
         });
     };
-    // Forward, the launches' chunk ranges (the allocations live at each launch
-    // decide them); then backward, each chunk's next use, cutting the ranges into
-    // pieces where it changes.
-    LargeVector<ChunkRange> ranges;
-    ranges.reserve(trace.accesses.size());
-    LargeVector<uint32_t> range_begin; // accesses, and so ranges, are fewer than 2^32
-    range_begin.reserve(launches + 1);
-    range_begin.push_back(0);
+    ranges_.reserve(trace.accesses.size());
+    range_end_.reserve(launches + 1);
+    range_end_.push_back(0);
     launch_bytes_.resize(launches);
     std::vector<ChunkRange> launch_ranges;
     for (uint64_t i = 0; i < launches; ++i) {
@@ -78,74 +114,23 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
         const trace::Launch& launch = trace.launches[i];
         if (!trace.has_accesses_of(launch))
             throw std::invalid_argument("launch " + std::to_string(i) + " names accesses beyond the access table");
-        const std::span<const trace::Access> accesses = trace.accesses_of(launch);
-        layout.launch_ranges(accesses, launch_ranges, &dangling_accesses_);
+        layout.launch_ranges(trace.accesses_of(launch), launch_ranges, &dangling_accesses_);
         uint64_t bytes = 0;
-        for (const ChunkRange& r : launch_ranges) bytes += layout.bytes_of(r);
+        for (const ChunkRange& r : launch_ranges) {
+            bytes += layout.bytes_of(r);
+            touched.mark(r, [&](ChunkId c) {
+                const AllocEvent& e = events_[holder[c]];
+                const bool last = c == e.first_chunk + e.chunk_count - 1; // only it can be short
+                touched_of_event[holder[c]] += last ? e.size - uint64_t{e.chunk_count - 1} * chunk_bytes : chunk_bytes;
+            });
+        }
         launch_bytes_[i] = bytes;
-        ranges.insert(ranges.end(), launch_ranges.begin(), launch_ranges.end());
-        range_begin.push_back(static_cast<uint32_t>(ranges.size()));
+        ranges_.insert(ranges_.end(), launch_ranges.begin(), launch_ranges.end());
+        range_end_.push_back(static_cast<uint32_t>(ranges_.size()));
     }
-    apply_events_until(kNever);
+    apply_events_until(UINT64_MAX);
     chunk_slots_ = layout.chunk_slots();
 
-    // Next uses in 32 bits while building: a quarter of the memory traffic of the pass.
-    std::vector<uint32_t> next_use(chunk_slots_, kNeverStored);
-    // Going back past an allocation's appearance: its chunks' next uses so far are
-    // its first uses; before it, the ids were another's or nobody's, and that
-    // one's uses of them end there.
-    std::vector<uint32_t> reused_before(chunk_slots_, kNeverStored);
-    LargeVector<uint64_t> touched_of_event(events_.size(), 0);
-    first_use_end_.assign(events_.size() + 1, 0);
-    size_t undone = events_.size();
-    auto undo_events_from = [&](uint64_t launches_before) {
-        for (; undone > 0 && events_[undone - 1].launches_before >= launches_before; --undone) {
-            const AllocEvent& e = events_[undone - 1];
-            if (e.chunk_count > 0) {
-                const size_t end = size_t{e.first_chunk} + e.chunk_count;
-                for (size_t c = e.first_chunk; c < end;) {
-                    const uint32_t next = next_use[c], reused = reused_before[c];
-                    size_t run_end = c + 1;
-                    while (run_end < end && next_use[run_end] == next && reused_before[run_end] == reused) ++run_end;
-                    first_uses_.push_back({static_cast<ChunkId>(c), static_cast<ChunkId>(run_end - 1), next, reused});
-                    reuses_ids_ |= reused != kNeverStored;
-                    if (next != kNeverStored)
-                        for (size_t k = c - e.first_chunk; k < run_end - e.first_chunk; ++k)
-                            touched_of_event[undone - 1] += std::min(chunk_bytes, e.size - k * chunk_bytes);
-                    c = run_end;
-                }
-                std::fill(next_use.begin() + e.first_chunk, next_use.begin() + static_cast<std::ptrdiff_t>(end), kNeverStored);
-                // An event after the last launch is at the end (launches < 2^32).
-                std::fill(reused_before.begin() + e.first_chunk, reused_before.begin() + static_cast<std::ptrdiff_t>(end),
-                          static_cast<uint32_t>(std::min(e.launches_before, launches)));
-            }
-            first_use_end_[undone - 1] = first_uses_.size();
-        }
-    };
-    // A range is cut into pieces where next uses differ: mostly fewer than 1.5
-    // pieces a range. Reserved pages that are never written cost nothing, and
-    // growing past the reservation copies the pieces.
-    pieces_.reserve(2 * ranges.size());
-    piece_end_.assign(launches + 1, 0);
-    for (uint64_t i = launches; i-- > 0;) {
-        undo_events_from(i + 1);
-        for (uint32_t k = range_begin[i]; k < range_begin[i + 1]; ++k) {
-            // A range may span the end of one allocation and the start of the next,
-            // so the short last chunk of an allocation can sit inside it.
-            const ChunkRange r = ranges[k];
-            const size_t range_end = size_t{r.last} + 1;
-            for (size_t c = r.first; c < range_end;) {
-                const uint32_t next = next_use[c];
-                size_t end = c + 1;
-                while (end < range_end && next_use[end] == next) ++end;
-                pieces_.push_back({static_cast<ChunkId>(c), static_cast<ChunkId>(end - 1), next});
-                c = end;
-            }
-            std::fill(next_use.begin() + r.first, next_use.begin() + r.last + 1, static_cast<uint32_t>(i));
-        }
-        piece_end_[i] = pieces_.size();
-    }
-    undo_events_from(0);
     // The footprint is the peak of live bytes that are ever touched: memory that
     // is freed and allocated again each step counts once per step, not per cycle.
     std::unordered_map<uint32_t, uint64_t> touched_of_live;
@@ -165,12 +150,11 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     }
 }
 
-void ChunkSchedule::launch_ranges(uint64_t launch, std::vector<ChunkRange>& out) const {
-    out.clear();
-    for (const Piece& p : pieces(launch)) {
-        if (!out.empty() && out.back().last + 1 == p.first) out.back().last = p.last;
-        else out.push_back({p.first, p.last});
-    }
+ChunkSchedule::~ChunkSchedule() = default;
+
+const ChunkNextUses& ChunkSchedule::next_uses() const {
+    std::call_once(next_uses_built_, [this] { next_uses_ = std::make_unique<ChunkNextUses>(*this); });
+    return *next_uses_;
 }
 
 uint64_t ChunkSchedule::touched_bytes(uint64_t first_launch, uint64_t last_launch) const {
@@ -183,8 +167,8 @@ uint64_t ChunkSchedule::touched_bytes(uint64_t first_launch, uint64_t last_launc
     for (uint64_t i = 0; i < last_launch; ++i) {
         replay_events(events_, next_event, i, layout, [](size_t, ChunkRange) {});
         if (i < first_launch) continue;
-        for (const Piece& p : pieces(i))
-            for (ChunkId c = p.first; c <= p.last; ++c)
+        for (const ChunkRange& r : launch_ranges(i))
+            for (ChunkId c = r.first; c <= r.last; ++c)
                 if (!seen[c]) {
                     seen[c] = true;
                     bytes += layout.chunk_size(c);

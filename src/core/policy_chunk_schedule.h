@@ -1,18 +1,13 @@
-// The whole future of a recorded trace in chunk terms: for every launch, the
-// chunks it touches and when each of them is touched next. The belady policy
-// reads the future from it; the simulator drives the residency model from it.
-//
-// A launch's chunks are kept as pieces, runs of adjacent chunks touched next by
-// the same launch: a launch names a few tensors of many chunks each, and one
-// 12-byte piece stands for a tensor's chunks, which listed one by one with their
-// next uses took 12 bytes each.
+// A recorded trace in chunk terms: the chunk ids of its allocations and the
+// chunks each launch touches. The simulator drives the residency model from it.
+// When each chunk is touched next, which only the belady policy reads, is
+// worked out on first request (ChunkNextUses): simulating another policy does
+// not pay for it.
 //
 // Chunk ids are handed out as the library's residency model hands them out
 // (ChunkIds::Reused): a freed allocation's ids go to a later one. A job that
 // allocates anew every step then keeps its per-chunk state, here and in the
-// simulation, as large as what is live at once. A chunk's next use is always its
-// allocation's: past the allocation's last use it is never used again, even if
-// a later allocation gets its id.
+// simulation, as large as what is live at once.
 #pragma once
 
 #include "core/large_pages.h"
@@ -20,17 +15,17 @@
 #include "core/trace_model.h"
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
 namespace uvmp {
 
+class ChunkNextUses;
+
 class ChunkSchedule {
 public:
-    static constexpr uint64_t kNever = UINT64_MAX;
-    // kNever in a piece, which keeps launch indices in 32 bits.
-    static constexpr uint32_t kNeverStored = UINT32_MAX;
-
     // An allocation appearing or going away before launch `launches_before`.
     struct AllocEvent {
         uint64_t launches_before = 0;
@@ -46,25 +41,19 @@ public:
     // out of range, an allocation id used twice), has 2^32 launches or more, or
     // chunk_bytes is not a power of two.
     ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes);
-
-    // Chunks first..last, all touched next by launch `next` (kNeverStored: never).
-    struct Piece {
-        ChunkId first;
-        ChunkId last;
-        uint32_t next;
-        uint32_t count() const { return last - first + 1; }
-        uint64_t next_use() const { return next == kNeverStored ? kNever : next; }
-    };
+    ~ChunkSchedule();
+    ChunkSchedule(const ChunkSchedule&) = delete;
+    ChunkSchedule& operator=(const ChunkSchedule&) = delete;
 
     uint64_t chunk_bytes() const { return chunk_bytes_; }
-    uint64_t launch_count() const { return piece_end_.size() - 1; }
-    // Ascending; the chunks of all pieces are the launch's chunks, each once.
-    std::span<const Piece> pieces(uint64_t launch) const {
-        return {pieces_.data() + piece_end_[launch + 1], piece_end_[launch] - piece_end_[launch + 1]};
+    uint64_t launch_count() const { return range_end_.size() - 1; }
+    // The launch's chunks, as Residency::launch_ranges gives them: ascending,
+    // overlapping and adjacent ranges merged.
+    std::span<const ChunkRange> launch_ranges(uint64_t launch) const {
+        return {ranges_.data() + range_end_[launch], range_end_[launch + 1] - range_end_[launch]};
     }
-    // The launch's chunks as ranges replacing what `out` held: its pieces,
-    // adjacent ones merged (as Residency::launch_ranges gives them).
-    void launch_ranges(uint64_t launch, std::vector<ChunkRange>& out) const;
+    // The ranges of all launches together.
+    uint64_t range_count() const { return ranges_.size(); }
     // Bytes of the launch's chunks, all of them.
     uint64_t launch_bytes(uint64_t launch) const { return launch_bytes_[launch]; }
     // Every chunk id handed out is below this.
@@ -85,24 +74,9 @@ public:
             else if (const auto chunks = layout.add_allocation(e.alloc_id, e.size)) added(next, *chunks);
         }
     }
-    // Chunks first..last of an allocation that appears: first used by launch
-    // `next`, and handed to another allocation before launch `reused_before`
-    // (kNeverStored: never). From then on the schedule's uses of these ids are the
-    // other allocation's.
-    struct FirstUse {
-        ChunkId first;
-        ChunkId last;
-        uint32_t next;
-        uint32_t reused_before;
-        uint64_t next_use() const { return next == kNeverStored ? kNever : next; }
-    };
-    // The chunks of event `event` (an allocation appearing), ascending, all of
-    // them (none for a free).
-    std::span<const FirstUse> first_uses(size_t event) const {
-        return {first_uses_.data() + first_use_end_[event + 1], first_use_end_[event] - first_use_end_[event + 1]};
-    }
-    // Whether any allocation takes ids that another had.
-    bool reuses_ids() const { return reuses_ids_; }
+    // When each chunk is touched next, built on the first call (safe from
+    // any thread); it lives as long as the schedule.
+    const ChunkNextUses& next_uses() const;
 
     // The most bytes live at once among chunks that are touched at all.
     uint64_t footprint_bytes() const { return footprint_bytes_; }
@@ -116,19 +90,15 @@ public:
 private:
     uint64_t chunk_bytes_;
     LargeVector<AllocEvent> events_;
-    // Built backward, so the last launch's pieces come first: launch i's pieces
-    // are [piece_end_[i + 1], piece_end_[i]), and piece_end_[launch_count()] is 0.
-    LargeVector<Piece> pieces_;
-    LargeVector<uint64_t> piece_end_;
-    // Built backward too: event k's are [first_use_end_[k + 1], first_use_end_[k]),
-    // and first_use_end_[events_.size()] is 0.
-    LargeVector<FirstUse> first_uses_;
-    LargeVector<uint64_t> first_use_end_;
+    // Launch i's ranges are [range_end_[i], range_end_[i + 1]).
+    LargeVector<ChunkRange> ranges_;
+    LargeVector<uint32_t> range_end_; // accesses, and so ranges, are fewer than 2^32
     uint32_t chunk_slots_ = 0;
-    bool reuses_ids_ = false;
     LargeVector<uint64_t> launch_bytes_;
     uint64_t footprint_bytes_ = 0;
     uint64_t dangling_accesses_ = 0;
+    mutable std::once_flag next_uses_built_;
+    mutable std::unique_ptr<ChunkNextUses> next_uses_;
 };
 
 } // namespace uvmp

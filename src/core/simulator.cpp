@@ -174,10 +174,9 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     size_t next_event = 0;
     Plan plan;
     std::vector<uint64_t> span_bytes; // of the plan's prefetched spans
-    std::vector<ChunkRange> launch_ranges;
     // The kernel before the current launch: evicting its chunks waits until it
     // ends. (Earlier kernels ended before it started, which transfers wait for anyway.)
-    std::vector<ChunkRange> previous_ranges;
+    std::span<const ChunkRange> previous_ranges;
     double previous_kernel_end = 0.0;
     for (uint64_t i = 0; i < launches; ++i) {
         ChunkSchedule::replay_events(events, next_event, i, residency, [&](size_t k, ChunkRange chunks) {
@@ -185,7 +184,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             policy->on_allocation_added(chunks);
         });
         const trace::Launch& launch = trace.launches[i];
-        schedule.launch_ranges(i, launch_ranges);
+        const std::span<const ChunkRange> launch_ranges = schedule.launch_ranges(i);
         for (const ChunkRange& r : launch_ranges) residency.pin(r);
         if (schedule.launch_bytes(i) > config.budget_bytes) ++result.oversized_launches;
 
@@ -255,7 +254,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         const uint64_t duration_ns = launch.duration_ns ? launch.duration_ns : link.default_kernel_ns;
         const double compute = static_cast<double>(duration_ns) * 1e-9;
         const double end = start + compute + fault_evict_seconds + seconds_for(demand_bytes, link.demand_fault_gbps);
-        previous_ranges.swap(launch_ranges);
+        previous_ranges = launch_ranges;
         previous_kernel_end = end;
         compute_free = end;
         previous_kernel_start = start;

@@ -9,8 +9,8 @@
 
 namespace uvmp {
 
-void repeat_last_iteration(trace::Trace& trace, std::span<const uint64_t> bounds, uint32_t times) {
-    if (times == 0) return;
+std::vector<uint64_t> repeat_last_iteration(trace::Trace& trace, std::span<const uint64_t> bounds, uint32_t times) {
+    if (times == 0) return {bounds.begin(), bounds.end()};
     const auto iteration = last_full_iteration(bounds);
     if (!iteration) throw std::invalid_argument("the trace holds no full iteration to repeat");
     const auto [begin, end] = *iteration;
@@ -31,13 +31,9 @@ void repeat_last_iteration(trace::Trace& trace, std::span<const uint64_t> bounds
     const uint64_t span_ns = trace.launches[end - 1].time_ns - trace.launches[begin].time_ns +
                              trace.launches[end - 1].duration_ns;
     trace.launches.reserve(end + period * times);
-    uint64_t period_accesses = 0;
-    for (uint64_t i = begin; i < end; ++i) period_accesses += trace.launches[i].access_count;
-    if (trace.accesses.size() + period_accesses * times > UINT32_MAX)
-        throw std::invalid_argument("repeating it " + std::to_string(times) +
-                                    " times makes more than 2^32 accesses: repeat it fewer times");
-    trace.accesses.reserve(trace.accesses.size() + period_accesses * times);
     uint64_t next_mark = trace.iterations.empty() ? 0 : trace.iterations.back().index + 1;
+    std::vector<uint64_t> lengthened(bounds.begin(), bounds.end()); // the repeated iteration ends the last
+    lengthened.reserve(bounds.size() + times);
     for (uint32_t copy = 1; copy <= times; ++copy) {
         const uint64_t first = trace.launches.size();
         const uint64_t shift_ns = span_ns * copy;
@@ -45,19 +41,18 @@ void repeat_last_iteration(trace::Trace& trace, std::span<const uint64_t> bounds
             trace::Launch launch = trace.launches[i];
             launch.seq = trace.launches.back().seq + 1; // launches dropped by the recorder keep their gap
             launch.time_ns += shift_ns;
-            launch.first_access = static_cast<uint32_t>(trace.accesses.size());
-            for (uint32_t k = 0; k < launch.access_count; ++k)
-                trace.accesses.push_back(trace.accesses[trace.launches[i].first_access + k]);
-            trace.launches.push_back(launch);
+            trace.launches.push_back(launch); // its accesses are the original's
         }
         if (!trace.iterations.empty())
             trace.iterations.push_back({next_mark++, first, trace.launches[first].time_ns});
+        lengthened.push_back(trace.launches.size());
     }
     // What came after the last full iteration (teardown) now comes after the copies.
     for (trace::Alloc& a : trace.allocs)
         if (a.launches_before > end) a.launches_before = trace.launches.size();
     for (trace::Free& f : trace.frees)
         if (f.launches_before > end) f.launches_before = trace.launches.size();
+    return lengthened;
 }
 
 } // namespace uvmp

@@ -1,10 +1,12 @@
 #include "core/access_extents.h"
+#include "trace_fixtures.h"
 
 #include <catch2/catch.hpp>
 
 #include <vector>
 
 using namespace uvmp;
+using trace::fixtures::add_launch;
 
 namespace {
 
@@ -61,12 +63,9 @@ TEST_CASE("access extents: a trace is inferred one iteration at a time", "[exten
     // Iteration 1: offsets 0 and 500 in use together. Iteration 2: only 0.
     const std::vector<std::vector<uint64_t>> launches{{0, 500}, {0}};
     for (const auto& offsets : launches) {
-        trace::Launch l;
-        l.seq = t.launches.size();
-        l.first_access = static_cast<uint32_t>(t.accesses.size());
-        for (uint64_t offset : offsets) t.accesses.push_back({1, offset, 0});
-        l.access_count = static_cast<uint32_t>(offsets.size());
-        t.launches.push_back(l);
+        std::vector<trace::Access> accesses;
+        for (uint64_t offset : offsets) accesses.push_back({1, offset, 0});
+        add_launch(t, 0, accesses);
     }
     const std::vector<uint64_t> bounds{0, 1, 2};
     CHECK(infer_access_extents(t, bounds) == 3);

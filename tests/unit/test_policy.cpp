@@ -1,5 +1,6 @@
 #include "core/loop_seed.h"
 #include "core/policy.h"
+#include "core/chunk_next_uses.h"
 #include "core/policy_chunk_schedule.h"
 #include "core/synthetic_trace.h"
 
@@ -59,7 +60,8 @@ Run drive(Policy& policy, const trace::Trace& t, const ChunkSchedule& schedule, 
     for (uint64_t i = 0; i < schedule.launch_count(); ++i) {
         std::vector<ChunkId> chunks;
         std::vector<ChunkRange> ranges;
-        for (const ChunkSchedule::Piece& p : schedule.pieces(i)) {
+        // The launch's pieces as its ranges: finer than the schedule's merged ones.
+        for (const ChunkNextUses::Piece& p : schedule.next_uses().pieces(i)) {
             ranges.push_back({p.first, p.last});
             for (ChunkId c = p.first; c <= p.last; ++c) chunks.push_back(c);
         }
@@ -213,8 +215,11 @@ TEST_CASE("chunk schedule: a launch's bytes count a short last chunk inside a me
     t.accesses.push_back({1, 0, 0});
     t.launches.push_back(l);
     const ChunkSchedule schedule(t, 2 * kMiB);
-    REQUIRE(schedule.pieces(0).size() == 1);
-    CHECK(schedule.pieces(0)[0].count() == 3);
+    REQUIRE(schedule.launch_ranges(0).size() == 1);
+    CHECK(schedule.launch_ranges(0)[0].first == 0);
+    CHECK(schedule.launch_ranges(0)[0].last == 2);
+    REQUIRE(schedule.next_uses().pieces(0).size() == 1);
+    CHECK(schedule.next_uses().pieces(0)[0].count() == 3);
     CHECK(schedule.launch_bytes(0) == 5 * kMiB);
 }
 

@@ -1,3 +1,4 @@
+#include "core/chunk_next_uses.h"
 #include "core/simulator.h"
 
 #include "core/policy_chunk_schedule.h"
@@ -7,12 +8,12 @@
 
 #include <catch2/catch.hpp>
 
-#include <iostream>
 
 using namespace uvmp;
 
 namespace {
 
+using trace::fixtures::add_launch;
 using trace::fixtures::loop_trace;
 
 constexpr uint64_t kMiB = 1ull << 20;
@@ -106,21 +107,16 @@ TEST_CASE("simulator: frees release budget and accesses to freed memory are igno
     CHECK(r.demand_bytes + r.prefetched_bytes == 32 * kMiB);
 }
 
-TEST_CASE("simulator: replays at least a million launch records per second", "[simulator][speed]") {
+TEST_CASE("simulator: a long trace stays within its budget with every policy", "[simulator]") {
+    // (How fast this runs is measured by bench/sim_speed.py, not here.)
     // 40 buffers of 8 MiB, 200 launches per step each reading two of them.
     trace::Trace t;
     for (uint32_t a = 0; a < 40; ++a) t.allocs.push_back({a, 0, 8 * kMiB});
     for (uint32_t it = 0; it < 1000; ++it) {
         t.iterations.push_back({it, t.launches.size(), 0});
         for (uint32_t k = 0; k < 200; ++k) {
-            trace::Launch l;
-            l.seq = t.launches.size();
-            l.kernel_id = k;
-            l.first_access = static_cast<uint32_t>(t.accesses.size());
-            l.access_count = 2;
-            t.accesses.push_back({k % 40, 0, 0});
-            t.accesses.push_back({(k * 7 + 3) % 40, 0, 0});
-            t.launches.push_back(l);
+            const trace::Access read[] = {{k % 40, 0, 0}, {(k * 7 + 3) % 40, 0, 0}};
+            add_launch(t, k, read);
         }
     }
     const ChunkSchedule schedule(t, 2 * kMiB);
@@ -130,12 +126,9 @@ TEST_CASE("simulator: replays at least a million launch records per second", "[s
         config.budget_bytes = 200 * kMiB;
         config.policy = kind;
         const SimResult r = simulate(t, schedule, bounds, config);
-        const double rate = static_cast<double>(r.launches) / r.simulation_wall_seconds;
-        std::cout << "simulate " << r.policy << ": " << r.launches << " launches in " << r.simulation_wall_seconds
-                  << " s = " << rate / 1e6 << " M launches/s\n";
+        CHECK(r.launches == t.launches.size());
         CHECK(r.peak_resident_bytes <= config.budget_bytes);
-        // Kept loose so that a loaded or debug build does not fail; the number is printed.
-        CHECK(rate > 2e5);
+        CHECK(r.peak_resident_bytes > config.budget_bytes / 2);
     }
 }
 
@@ -150,14 +143,8 @@ TEST_CASE("simulator: memory allocated and freed every step is not fetched ahead
         t.iterations.push_back({s, t.launches.size(), 0});
         t.allocs.push_back({id, 0, 8 * kMiB, trace::AllocKind::Converted, 0, 10 * s + 1, t.launches.size()});
         for (uint32_t k = 0; k < 2; ++k) {
-            trace::Launch l;
-            l.seq = t.launches.size();
-            l.kernel_id = k;
-            l.first_access = static_cast<uint32_t>(t.accesses.size());
-            l.access_count = 2;
-            t.accesses.push_back({0, 0, 0});
-            t.accesses.push_back({id, 0, 0});
-            t.launches.push_back(l);
+            const trace::Access read[] = {{0, 0, 0}, {id, 0, 0}};
+            add_launch(t, k, read);
         }
         t.frees.push_back({id, 10 * s + 5, t.launches.size()});
     }
@@ -198,18 +185,19 @@ TEST_CASE("simulator: a freed allocation's chunk ids go to the next one, whose u
     CHECK(events[3].first_chunk == events[1].first_chunk);
     // Launch 0 is buffer 1's last use: its chunks are never used again, though
     // their ids are touched by launch 3.
-    REQUIRE(schedule.pieces(0).size() == 1);
-    CHECK(schedule.pieces(0)[0].next_use() == ChunkSchedule::kNever);
+    const ChunkNextUses& future = schedule.next_uses();
+    REQUIRE(future.pieces(0).size() == 1);
+    CHECK(future.pieces(0)[0].next_use() == ChunkNextUses::kNever);
     // Buffer 1's ids go to buffer 2 before launch 3; buffer 2's first use is launch 3.
-    REQUIRE(schedule.first_uses(1).size() == 1);
-    CHECK(schedule.first_uses(1)[0].next_use() == 0);
-    CHECK(schedule.first_uses(1)[0].reused_before == 3);
-    REQUIRE(schedule.first_uses(3).size() == 1);
-    CHECK(schedule.first_uses(3)[0].next_use() == 3);
-    CHECK(schedule.first_uses(3)[0].reused_before == ChunkSchedule::kNeverStored);
-    CHECK(schedule.first_uses(2).empty()); // a free
-    CHECK(schedule.first_uses(0)[0].next_use() == 1);
-    CHECK(schedule.reuses_ids());
+    REQUIRE(future.first_uses(1).size() == 1);
+    CHECK(future.first_uses(1)[0].next_use() == 0);
+    CHECK(future.first_uses(1)[0].reused_before == 3);
+    REQUIRE(future.first_uses(3).size() == 1);
+    CHECK(future.first_uses(3)[0].next_use() == 3);
+    CHECK(future.first_uses(3)[0].reused_before == ChunkNextUses::kNeverStored);
+    CHECK(future.first_uses(2).empty()); // a free
+    CHECK(future.first_uses(0)[0].next_use() == 1);
+    CHECK(future.reuses_ids());
     CHECK(schedule.launch_bytes(3) == 3 * kMiB);
     // Touched in launches 0-4: the two ids once, at buffer 1's size, and buffer 0's.
     CHECK(schedule.touched_bytes(0, 5) == 6 * kMiB);

@@ -1,3 +1,4 @@
+#include "core/access_extents.h"
 #include "core/simulator.h"
 #include "core/trace_repeat.h"
 #include "trace_fixtures.h"
@@ -7,14 +8,17 @@
 #include <stdexcept>
 
 using namespace uvmp;
+using trace::fixtures::add_launch;
 using trace::fixtures::loop_trace;
 
 TEST_CASE("trace repeat: the last iteration is appended with its accesses and marks", "[repeat]") {
     auto t = loop_trace(3, 8, 2); // 3 launches an iteration, marked
     const auto bounds = iteration_bounds(t);
     REQUIRE(bounds.size() == 3);
-    repeat_last_iteration(t, bounds, 4);
+    const size_t accesses = t.accesses.size();
+    const auto lengthened = repeat_last_iteration(t, bounds, 4);
     REQUIRE(t.launches.size() == 6 * 3);
+    CHECK(t.accesses.size() == accesses); // the copies name the original's
     CHECK(t.iterations.size() == 6);
     CHECK(t.iterations.back().launches_before == 15);
     for (uint64_t i = 6; i < t.launches.size(); ++i) {
@@ -24,9 +28,21 @@ TEST_CASE("trace repeat: the last iteration is appended with its accesses and ma
         CHECK(copy.kernel_id == original.kernel_id);
         CHECK(copy.duration_ns == original.duration_ns);
         REQUIRE(copy.access_count == original.access_count);
-        CHECK(t.accesses[copy.first_access].alloc_id == t.accesses[original.first_access].alloc_id);
+        CHECK(copy.first_access == original.first_access);
     }
-    CHECK(iteration_bounds(t).size() == 7);
+    CHECK(lengthened == std::vector<uint64_t>{0, 3, 6, 9, 12, 15, 18});
+    CHECK(iteration_bounds(t) == lengthened);
+}
+
+TEST_CASE("trace repeat: the bounds returned for a trace without marks are those detected again", "[repeat]") {
+    auto t = loop_trace(5, 8, 6);
+    t.iterations.clear();
+    const auto bounds = iteration_bounds(t);
+    REQUIRE(bounds.size() >= 3);
+    const auto lengthened = repeat_last_iteration(t, bounds, 7);
+    CHECK(lengthened.back() == t.launches.size());
+    CHECK(lengthened.size() == bounds.size() + 7);
+    CHECK(iteration_bounds(t) == lengthened);
 }
 
 TEST_CASE("trace repeat: an iteration that allocates, or no iteration at all, is refused", "[repeat]") {
@@ -43,9 +59,32 @@ TEST_CASE("trace repeat: a mark where the repeated iteration ends is not doubled
     t.launches.resize(7);         // the recording stopped inside the third iteration
     const auto bounds = iteration_bounds(t);
     REQUIRE(bounds.back() == 6);
-    repeat_last_iteration(t, bounds, 2);
+    const auto lengthened = repeat_last_iteration(t, bounds, 2);
     REQUIRE(t.launches.size() == 12);
+    CHECK(lengthened == std::vector<uint64_t>{0, 3, 6, 9, 12});
     std::vector<uint64_t> marked;
     for (const trace::Iteration& m : t.iterations) marked.push_back(m.launches_before);
     CHECK(marked == std::vector<uint64_t>{0, 3, 6, 9});
+}
+
+TEST_CASE("trace repeat: extents inferred over the copies are the original iteration's", "[repeat]") {
+    constexpr uint64_t kMiB = 1ull << 20;
+    trace::Trace t;
+    t.allocs.push_back({0, 0x1000000, 8 * kMiB});
+    // Each iteration: a launch reading two tensors of one allocation, then one
+    // reading the second of them; no lengths recorded.
+    for (uint32_t it = 0; it < 2; ++it) {
+        t.iterations.push_back({it, t.launches.size(), 0});
+        const trace::Access both[] = {{0, 0, 0}, {0, 4 * kMiB, 0}};
+        add_launch(t, 0, both);
+        add_launch(t, 1, {both + 1, 1});
+    }
+    const auto bounds = repeat_last_iteration(t, iteration_bounds(t), 5);
+    infer_access_extents(t, bounds);
+    for (uint64_t i = 0; i < t.launches.size(); ++i) {
+        const auto accesses = t.accesses_of(t.launches[i]);
+        REQUIRE(accesses.size() == (i % 2 == 0 ? 2u : 1u));
+        if (i % 2 == 0) CHECK(accesses[0].length == 4 * kMiB); // up to the other tensor
+        CHECK(accesses.back().length == 4 * kMiB);               // to the allocation's end
+    }
 }

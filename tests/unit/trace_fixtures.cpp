@@ -23,6 +23,17 @@ std::vector<std::byte> read_file(const std::string& path) {
     return bytes;
 }
 
+void add_launch(Trace& t, uint32_t kernel_id, std::span<const Access> accesses, uint64_t duration_ns) {
+    Launch l;
+    l.seq = t.launches.size();
+    l.kernel_id = kernel_id;
+    l.duration_ns = duration_ns;
+    l.first_access = static_cast<uint32_t>(t.accesses.size());
+    l.access_count = static_cast<uint32_t>(accesses.size());
+    t.accesses.insert(t.accesses.end(), accesses.begin(), accesses.end());
+    t.launches.push_back(l);
+}
+
 Trace loop_trace(uint32_t allocations, uint64_t alloc_mib, uint32_t iterations, uint64_t kernel_us) {
     constexpr uint64_t kMiB = 1ull << 20;
     Trace t;
@@ -30,14 +41,8 @@ Trace loop_trace(uint32_t allocations, uint64_t alloc_mib, uint32_t iterations, 
     for (uint32_t it = 0; it < iterations; ++it) {
         t.iterations.push_back({it, t.launches.size(), 0});
         for (uint32_t a = 0; a < allocations; ++a) {
-            Launch l;
-            l.seq = t.launches.size();
-            l.kernel_id = a;
-            l.duration_ns = kernel_us * 1000;
-            l.first_access = static_cast<uint32_t>(t.accesses.size());
-            l.access_count = 1;
-            t.accesses.push_back({a, 0, 0});
-            t.launches.push_back(l);
+            const Access access{a, 0, 0};
+            add_launch(t, a, {&access, 1}, kernel_us * 1000);
         }
     }
     return t;

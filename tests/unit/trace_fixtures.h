@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ namespace uvmp::trace::fixtures {
 // A path in the build tree for a test's scratch file; the name should be unique per test.
 std::string scratch_path(const std::string& name);
 std::vector<std::byte> read_file(const std::string& path);
+
+// Appends a launch of kernel `kernel_id` with these accesses, numbered after
+// the trace's launches so far.
+void add_launch(Trace& t, uint32_t kernel_id, std::span<const Access> accesses, uint64_t duration_ns = 0);
 
 // A training-like loop: `allocations` buffers of `alloc_mib` MiB; launch k of each
 // iteration reads buffer k with kernel k, lasting `kernel_us`; a mark starts each iteration.

@@ -323,19 +323,22 @@ void run(const SimulateOptions& o) {
 
     const std::clock_t prepare_start = std::clock();
     trace::Trace trace = load_trace(o.file);
+    std::vector<uint64_t> bounds = iteration_bounds(trace);
     if (o.repeat_last > 0) {
         try {
-            repeat_last_iteration(trace, iteration_bounds(trace), o.repeat_last);
+            bounds = repeat_last_iteration(trace, bounds, o.repeat_last);
         } catch (const std::invalid_argument& e) {
             bad_usage(fmt::format("--repeat-last: {}: {}", o.file, e.what()));
         }
     }
-    const auto bounds = iteration_bounds(trace);
     if (o.extents == "inferred") infer_access_extents(trace, bounds);
     const ChunkSchedule schedule(trace, config.chunk_bytes);
+    // belady's future is built here, on the first call, for the timing to show
+    // it in preparation; a sweep runs belady too.
+    if (o.sweep || config.policy == PolicyKind::Belady) schedule.next_uses();
     if (o.timing) {
         // What comes before any policy runs, shared by all of them: reading the file and
-        // turning accesses into chunks, each launch's with its next uses.
+        // turning accesses into chunks (for belady, each launch's with its next uses).
         const double cpu = static_cast<double>(std::clock() - prepare_start) / CLOCKS_PER_SEC;
         (o.json ? std::cerr : std::cout) << fmt::format(
             "{:<22}{} launches in {:.3f} s CPU: {:.2f} M launches/s (reading, extents, chunk schedule)\n", "prepared",
