@@ -104,7 +104,11 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
             touched.clear(chunks);
         });
     };
-    ranges_.reserve(trace.accesses.size());
+    // A range comes from one access at least. Launches can share access lists
+    // (repeated iterations do), so the accesses they name are counted.
+    uint64_t named_accesses = 0;
+    for (const trace::Launch& launch : trace.launches) named_accesses += launch.access_count;
+    ranges_.reserve(named_accesses);
     range_end_.reserve(launches + 1);
     range_end_.push_back(0);
     launch_bytes_.resize(launches);
