@@ -169,7 +169,7 @@ std::optional<uint32_t> Residency::slot_index(uint32_t alloc_id) const {
     return it == slot_of_sparse_id_.end() ? std::nullopt : std::optional<uint32_t>(it->second);
 }
 
-const Residency::AllocSlot* Residency::find(uint32_t alloc_id) const {
+const Residency::AllocSlot* Residency::find_sparse(uint32_t alloc_id) const {
     const auto index = slot_index(alloc_id);
     return index ? &allocs_[*index] : nullptr;
 }
@@ -197,13 +197,6 @@ uint32_t Residency::chunk_count(uint32_t alloc_id) const {
     return slot ? slot->count : 0;
 }
 
-std::optional<ChunkRange> Residency::access_range(const AllocSlot& slot, const trace::Access& access) const {
-    if (access.offset >= slot.size) return std::nullopt;
-    const uint64_t end = access.length == 0 ? slot.size : std::min(slot.size, access.offset + access.length);
-    return ChunkRange{slot.first + static_cast<ChunkId>(access.offset >> chunk_shift_),
-                      slot.first + static_cast<ChunkId>((end - 1) >> chunk_shift_)};
-}
-
 void Residency::launch_ranges(std::span<const trace::Access> accesses, std::vector<ChunkRange>& out,
                               uint64_t* not_live) const {
     out.clear();
@@ -213,7 +206,13 @@ void Residency::launch_ranges(std::span<const trace::Access> accesses, std::vect
             if (not_live) ++*not_live;
             continue;
         }
-        if (const auto range = access_range(*slot, access)) out.push_back(*range);
+        if (access.offset >= slot->size) continue; // starts past its end: touches none of it
+        // Computed in place rather than returned as an optional: that went
+        // through the stack, and reading it back stalled on the two halves
+        // just stored (a fifth of building the schedule).
+        const uint64_t end = access.length == 0 ? slot->size : std::min(slot->size, access.offset + access.length);
+        out.push_back({slot->first + static_cast<ChunkId>(access.offset >> chunk_shift_),
+                       slot->first + static_cast<ChunkId>((end - 1) >> chunk_shift_)});
     }
     // A launch names a handful of buffers, often in address order already: a
     // plain insertion sort beats a general one there.

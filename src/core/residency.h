@@ -195,10 +195,15 @@ private:
     // Where the allocation's slot is in allocs_; nullopt for an id that is not live.
     std::optional<uint32_t> slot_index(uint32_t alloc_id) const;
     void remember_removed(uint32_t alloc_id);
-    const AllocSlot* find(uint32_t alloc_id) const;
-    // The chunks one access to the (live) allocation of `slot` touches; nullopt
-    // when it starts past the allocation's end.
-    std::optional<ChunkRange> access_range(const AllocSlot& slot, const trace::Access& access) const;
+    // Inline for the ids in the table: a launch's accesses look each one up.
+    const AllocSlot* find(uint32_t alloc_id) const {
+        if (alloc_id < slot_by_id_.size()) {
+            const uint32_t slot = slot_by_id_[alloc_id];
+            return slot ? &allocs_[slot - 1] : nullptr;
+        }
+        return find_sparse(alloc_id);
+    }
+    const AllocSlot* find_sparse(uint32_t alloc_id) const;
 
     uint64_t budget_bytes_;
     uint64_t chunk_bytes_;
