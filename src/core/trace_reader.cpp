@@ -68,18 +68,12 @@ public:
         return value;
     }
 
+    // Most values are one byte: that case is inlined where numbers are read,
+    // the rest (and every error) is a call.
     uint64_t varint() {
-        // Fast path: most values are one byte.
-        if (cursor_ != end_ && *cursor_ < 0x80) return *cursor_++;
-        uint64_t value = 0;
-        for (unsigned shift = 0; shift < 64; shift += 7) {
-            if (cursor_ == end_) fail("runs out of bytes inside a number");
-            uint8_t byte = *cursor_++;
-            if (shift == 63 && byte > 1) fail("has a number wider than 64 bits");
-            value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-            if (byte < 0x80) return value;
-        }
-        fail("has a number wider than 64 bits");
+        if (cursor_ != end_ && *cursor_ < 0x80) [[likely]]
+            return *cursor_++;
+        return longer_varint();
     }
 
     int64_t svarint() { return format::zigzag_decode(varint()); }
@@ -122,6 +116,21 @@ public:
     void skip(size_t bytes) { cursor_ += bytes; }
 
 private:
+    [[gnu::noinline]] uint64_t longer_varint() {
+        // Ten bytes hold any 64-bit number: with that many left, no byte needs
+        // its own check against the end.
+        const bool room = remaining() >= 10;
+        uint64_t value = 0;
+        for (unsigned shift = 0; shift < 64; shift += 7) {
+            if (!room && cursor_ == end_) fail("runs out of bytes inside a number");
+            uint8_t byte = *cursor_++;
+            if (shift == 63 && byte > 1) fail("has a number wider than 64 bits");
+            value |= static_cast<uint64_t>(byte & 0x7f) << shift;
+            if (byte < 0x80) return value;
+        }
+        fail("has a number wider than 64 bits");
+    }
+
     const uint8_t* begin_;
     const uint8_t* cursor_;
     const uint8_t* end_;

@@ -2,6 +2,8 @@
 # Builds the trace-reader fuzzer with clang and runs it for a bounded time on a
 # seed corpus made from the bundled synthetic trace.
 #   tests/fuzz/run_fuzz.sh [SECONDS] [BUILD_DIR]
+# Exit status 77 (a skipped test to ctest) when clang or its libFuzzer runtime
+# is missing.
 set -euo pipefail
 
 seconds=${1:-60}
@@ -10,7 +12,13 @@ build=${2:-$root/build-fuzz}
 clangxx=${CLANGXX:-$(command -v clang++ || true)}
 if [[ -z $clangxx ]]; then
   echo "run_fuzz.sh: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2
-  exit 2
+  exit 77
+fi
+mkdir -p "$build"
+probe='extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }'
+if ! echo "$probe" | "$clangxx" -fsanitize=fuzzer -x c++ - -o "$build/libfuzzer-probe" 2>/dev/null; then
+  echo "run_fuzz.sh: $clangxx cannot link libFuzzer (apt-get install libclang-rt-14-dev)" >&2
+  exit 77
 fi
 
 cmake -S "$root/tests/fuzz" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$clangxx" >/dev/null
