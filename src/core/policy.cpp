@@ -68,4 +68,6 @@ std::string_view policy_kind_name(PolicyKind kind) {
     return "unknown";
 }
 
+bool reads_next_uses(PolicyKind kind) { return kind == PolicyKind::Belady; }
+
 } // namespace uvmp

@@ -86,6 +86,8 @@ enum class PolicyKind { DemandLru, Belady, Learned };
 
 std::optional<PolicyKind> parse_policy_kind(std::string_view name);
 std::string_view policy_kind_name(PolicyKind kind);
+// Whether the policy reads when each chunk is touched next (ChunkSchedule::next_uses).
+bool reads_next_uses(PolicyKind kind);
 
 struct LookaheadConfig {
     // How far past the current launch prefetching may reach.

@@ -52,12 +52,11 @@ LargeVector<ChunkSchedule::AllocEvent> ordered_events(const trace::Trace& trace)
     return events;
 }
 
-// One bit a chunk. Most ranges a launch touches were touched before: the
-// marks are tested 64 at a time.
+// One bit a chunk, the table growing with the chunks named. Most ranges a
+// launch touches were touched before: the marks are tested 64 at a time.
 class ChunkMarks {
 public:
     void clear(ChunkRange range) {
-        if (bits_.size() <= range.last / 64) bits_.resize(range.last / 64 + 1, 0);
         for_words(range, [](uint64_t& word, uint64_t mask) { word &= ~mask; });
     }
     // Marks the range's chunks, calling `first_mark(chunk)` for those not marked before.
@@ -73,6 +72,7 @@ public:
 private:
     template <class F>
     void for_words(ChunkRange range, F&& f) {
+        if (bits_.size() <= range.last / 64) bits_.resize(range.last / 64 + 1, 0);
         for (size_t w = range.first / 64; w <= range.last / 64; ++w) {
             const unsigned low = w == range.first / 64 ? range.first % 64 : 0;
             const unsigned high = w == range.last / 64 ? range.last % 64 : 63;
@@ -164,19 +164,14 @@ const ChunkNextUses& ChunkSchedule::next_uses() const {
 uint64_t ChunkSchedule::touched_bytes(uint64_t first_launch, uint64_t last_launch) const {
     // The events replayed up to each launch say how large its chunks are then.
     Residency layout(0, chunk_bytes_, ChunkIds::Reused);
-    std::vector<bool> seen(chunk_slots_, false);
+    ChunkMarks seen;
     uint64_t bytes = 0;
     last_launch = std::min(last_launch, launch_count());
     size_t next_event = 0;
     for (uint64_t i = 0; i < last_launch; ++i) {
         replay_events(events_, next_event, i, layout, [](size_t, ChunkRange) {});
         if (i < first_launch) continue;
-        for (const ChunkRange& r : launch_ranges(i))
-            for (ChunkId c = r.first; c <= r.last; ++c)
-                if (!seen[c]) {
-                    seen[c] = true;
-                    bytes += layout.chunk_size(c);
-                }
+        for (const ChunkRange& r : launch_ranges(i)) seen.mark(r, [&](ChunkId c) { bytes += layout.chunk_size(c); });
     }
     return bytes;
 }

@@ -159,19 +159,11 @@ void Residency::remember_removed(uint32_t alloc_id) {
     }
 }
 
-std::optional<uint32_t> Residency::slot_index(uint32_t alloc_id) const {
-    if (alloc_id < slot_by_id_.size()) {
-        const uint32_t slot = slot_by_id_[alloc_id];
-        return slot ? std::optional<uint32_t>(slot - 1) : std::nullopt;
-    }
+std::optional<uint32_t> Residency::sparse_slot_index(uint32_t alloc_id) const {
+    // Below kDenseIds an id has a place in the table, or has never been live.
     if (alloc_id < kDenseIds) return std::nullopt;
     const auto it = slot_of_sparse_id_.find(alloc_id);
     return it == slot_of_sparse_id_.end() ? std::nullopt : std::optional<uint32_t>(it->second);
-}
-
-const Residency::AllocSlot* Residency::find_sparse(uint32_t alloc_id) const {
-    const auto index = slot_index(alloc_id);
-    return index ? &allocs_[*index] : nullptr;
 }
 
 bool Residency::is_live(uint32_t alloc_id) const {

@@ -192,18 +192,21 @@ private:
     void give_back_ids(ChunkId first, uint32_t count);
     void add_free_run(ChunkId first, uint32_t length);
     void drop_free_run(std::map<ChunkId, uint32_t>::iterator run);
-    // Where the allocation's slot is in allocs_; nullopt for an id that is not live.
-    std::optional<uint32_t> slot_index(uint32_t alloc_id) const;
-    void remember_removed(uint32_t alloc_id);
-    // Inline for the ids in the table: a launch's accesses look each one up.
-    const AllocSlot* find(uint32_t alloc_id) const {
+    // Where the allocation's slot is in allocs_; nullopt for an id that is not
+    // live. Inline for the ids in the table: a launch's accesses look each one up.
+    std::optional<uint32_t> slot_index(uint32_t alloc_id) const {
         if (alloc_id < slot_by_id_.size()) {
             const uint32_t slot = slot_by_id_[alloc_id];
-            return slot ? &allocs_[slot - 1] : nullptr;
+            return slot ? std::optional<uint32_t>(slot - 1) : std::nullopt;
         }
-        return find_sparse(alloc_id);
+        return sparse_slot_index(alloc_id);
     }
-    const AllocSlot* find_sparse(uint32_t alloc_id) const;
+    std::optional<uint32_t> sparse_slot_index(uint32_t alloc_id) const;
+    void remember_removed(uint32_t alloc_id);
+    const AllocSlot* find(uint32_t alloc_id) const {
+        const auto index = slot_index(alloc_id);
+        return index ? &allocs_[*index] : nullptr;
+    }
 
     uint64_t budget_bytes_;
     uint64_t chunk_bytes_;

@@ -333,9 +333,9 @@ void run(const SimulateOptions& o) {
     }
     if (o.extents == "inferred") infer_access_extents(trace, bounds);
     const ChunkSchedule schedule(trace, config.chunk_bytes);
-    // belady's future is built here, on the first call, for the timing to show
-    // it in preparation; a sweep runs belady too.
-    if (o.sweep || config.policy == PolicyKind::Belady) schedule.next_uses();
+    // Built here, on the first call, for the timing to show it in preparation
+    // (a sweep runs every policy).
+    if (o.sweep || reads_next_uses(config.policy)) schedule.next_uses();
     if (o.timing) {
         // What comes before any policy runs, shared by all of them: reading the file and
         // turning accesses into chunks (for belady, each launch's with its next uses).
