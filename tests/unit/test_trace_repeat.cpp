@@ -88,3 +88,40 @@ TEST_CASE("trace repeat: extents inferred over the copies are the original itera
         CHECK(accesses.back().length == 4 * kMiB);               // to the allocation's end
     }
 }
+
+TEST_CASE("trace repeat: extents inferred before repeating are those inferred over the copies", "[repeat]") {
+    constexpr uint64_t kMiB = 1ull << 20;
+    // Two iterations of three launches over tensors of one allocation, then a
+    // partial third iteration that repeating drops; no lengths recorded.
+    const auto recorded = [] {
+        trace::Trace t;
+        t.allocs.push_back({0, 0x1000000, 16 * kMiB});
+        for (uint32_t it = 0; it < 3; ++it) {
+            t.iterations.push_back({it, t.launches.size(), 0});
+            const trace::Access first[] = {{0, 0, 0}, {0, 4 * kMiB, 0}};
+            const trace::Access second[] = {{0, 4 * kMiB, 0}, {0, 12 * kMiB, 0}};
+            const trace::Access third[] = {{0, 8 * kMiB, 0}};
+            add_launch(t, 0, first);
+            if (it == 2) break;
+            add_launch(t, 1, second);
+            add_launch(t, 2, third);
+        }
+        return t;
+    };
+    trace::Trace after = recorded();
+    infer_access_extents(after, repeat_last_iteration(after, iteration_bounds(after), 4));
+    trace::Trace before = recorded();
+    const auto bounds = iteration_bounds(before);
+    infer_access_extents(before, bounds);
+    repeat_last_iteration(before, bounds, 4);
+    REQUIRE(before.launches.size() == after.launches.size());
+    for (uint64_t i = 0; i < before.launches.size(); ++i) {
+        const auto a = before.accesses_of(before.launches[i]);
+        const auto b = after.accesses_of(after.launches[i]);
+        REQUIRE(a.size() == b.size());
+        for (size_t k = 0; k < a.size(); ++k) {
+            CHECK(a[k].length != 0);
+            CHECK(a[k].length == b[k].length);
+        }
+    }
+}

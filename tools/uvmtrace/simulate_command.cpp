@@ -324,6 +324,10 @@ void run(const SimulateOptions& o) {
     const std::clock_t prepare_start = std::clock();
     trace::Trace trace = load_trace(o.file);
     std::vector<uint64_t> bounds = iteration_bounds(trace);
+    // Before repeating: the copies name the repeated iteration's access lists,
+    // so its inferred extents hold for them, and inferring over the copies
+    // would redo that iteration's window once per copy.
+    if (o.extents == "inferred") infer_access_extents(trace, bounds);
     if (o.repeat_last > 0) {
         try {
             bounds = repeat_last_iteration(trace, bounds, o.repeat_last);
@@ -331,7 +335,6 @@ void run(const SimulateOptions& o) {
             bad_usage(fmt::format("--repeat-last: {}: {}", o.file, e.what()));
         }
     }
-    if (o.extents == "inferred") infer_access_extents(trace, bounds);
     const ChunkSchedule schedule(trace, config.chunk_bytes);
     // Built here, on the first call, for the timing to show it in preparation
     // (a sweep runs every policy).
