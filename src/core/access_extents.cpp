@@ -71,7 +71,44 @@ struct Scratch {
     std::vector<uint32_t> by_place; // pointer indices, by allocation then offset
 };
 
-uint64_t infer_extents(std::span<const AccessUse> uses, const AllocationSize& size_of, Scratch& scratch) {
+// Sizes by allocation id; an id recorded twice takes its last size. The
+// library hands ids out in sequence, so they index a table; ids spread
+// wider than that are found by binary search. (A table of nodes would
+// cost a page of fresh memory every hundred allocations.)
+class AllocationSizes {
+public:
+    explicit AllocationSizes(const LargeVector<trace::Alloc>& allocs) {
+        uint32_t max_id = 0;
+        for (const trace::Alloc& alloc : allocs) max_id = std::max(max_id, alloc.id);
+        if (allocs.empty()) return;
+        if (max_id / 4 <= allocs.size()) {
+            by_id_.assign(size_t{max_id} + 1, 0);
+            for (const trace::Alloc& alloc : allocs) by_id_[alloc.id] = alloc.size;
+            return;
+        }
+        sorted_.reserve(allocs.size());
+        for (const trace::Alloc& alloc : allocs) sorted_.push_back({alloc.id, alloc.size});
+        std::stable_sort(sorted_.begin(), sorted_.end(), by_id);
+    }
+    // 0 when unknown.
+    uint64_t operator()(uint32_t id) const {
+        if (!by_id_.empty()) return id < by_id_.size() ? by_id_[id] : 0;
+        const auto after = std::upper_bound(sorted_.begin(), sorted_.end(), IdSize{id, 0}, by_id);
+        return after == sorted_.begin() || (after - 1)->id != id ? uint64_t{0} : (after - 1)->size;
+    }
+
+private:
+    struct IdSize {
+        uint32_t id;
+        uint64_t size;
+    };
+    static bool by_id(const IdSize& a, const IdSize& b) { return a.id < b.id; }
+    LargeVector<uint64_t> by_id_;
+    LargeVector<IdSize> sorted_;
+};
+
+template <class SizeOf>
+uint64_t infer_extents(std::span<const AccessUse> uses, const SizeOf& size_of, Scratch& scratch) {
     std::vector<Pointer>& pointers = scratch.pointers;
     pointers.clear();
     scratch.pointer_of_use.resize(uses.size());
@@ -95,9 +132,15 @@ uint64_t infer_extents(std::span<const AccessUse> uses, const AllocationSize& si
         return a.alloc_id != b.alloc_id ? a.alloc_id < b.alloc_id : a.offset < b.offset;
     });
 
+    // Pointers come by allocation: its size is looked up once.
+    uint32_t sized_id = 0;
+    uint64_t size = 0;
     for (size_t k = 0; k < by_place.size(); ++k) {
         Pointer& p = pointers[by_place[k]];
-        const uint64_t size = size_of(p.alloc_id);
+        if (k == 0 || p.alloc_id != sized_id) {
+            sized_id = p.alloc_id;
+            size = size_of(sized_id);
+        }
         if (size == 0 || p.offset >= size) continue; // its accesses are left alone
         uint64_t end = size;
         const size_t limit = std::min(by_place.size(), k + 1 + kMaxCompared);
@@ -132,23 +175,7 @@ uint64_t infer_access_extents(std::span<const AccessUse> uses, const AllocationS
 }
 
 uint64_t infer_access_extents(trace::Trace& trace, std::span<const uint64_t> bounds) {
-    // Sizes by id, sorted (a trace lists allocations in the order their ids
-    // were handed out, mostly): a table of nodes would cost a page of fresh
-    // memory every hundred allocations.
-    struct IdSize {
-        uint32_t id;
-        uint64_t size;
-    };
-    LargeVector<IdSize> sizes;
-    sizes.reserve(trace.allocs.size());
-    for (const trace::Alloc& alloc : trace.allocs) sizes.push_back({alloc.id, alloc.size});
-    const auto by_id = [](const IdSize& a, const IdSize& b) { return a.id < b.id; };
-    if (!std::is_sorted(sizes.begin(), sizes.end(), by_id)) std::stable_sort(sizes.begin(), sizes.end(), by_id);
-    const AllocationSize size_of = [&](uint32_t id) {
-        // An id recorded twice takes its last size.
-        const auto after = std::upper_bound(sizes.begin(), sizes.end(), IdSize{id, 0}, by_id);
-        return after == sizes.begin() || (after - 1)->id != id ? uint64_t{0} : (after - 1)->size;
-    };
+    const AllocationSizes size_of(trace.allocs);
 
     const uint64_t launches = trace.launches.size();
     std::vector<uint64_t> cuts{0};

@@ -73,3 +73,19 @@ TEST_CASE("access extents: a trace is inferred one iteration at a time", "[exten
     CHECK(t.accesses[1].length == kAllocSize - 500);
     CHECK(t.accesses[2].length == kAllocSize);
 }
+
+TEST_CASE("access extents: allocation sizes by id, dense or spread, an id recorded twice taking its last size",
+          "[extents]") {
+    for (const uint32_t high_id : {7u, 1u << 30}) {
+        trace::Trace t;
+        t.allocs.push_back({high_id, 0x1000, 100});
+        t.allocs.push_back({2, 0x9000, 300});
+        t.allocs.push_back({high_id, 0x1000, kAllocSize}); // recorded again, larger
+        const trace::Access accesses[] = {{high_id, 0, 0}, {2, 100, 0}, {5, 0, 0}};
+        add_launch(t, 0, accesses);
+        CHECK(infer_access_extents(t, std::vector<uint64_t>{}) == 2);
+        CHECK(t.accesses[0].length == kAllocSize);
+        CHECK(t.accesses[1].length == 200);
+        CHECK(t.accesses[2].length == 0); // allocation never recorded: left alone
+    }
+}
