@@ -70,7 +70,7 @@ uint32_t EvictionQueue::new_block(uint64_t key, ChunkId first, ChunkId last) {
         blocks_.emplace_back();
     }
     blocks_[index] = {key, first, last, last - first + 1, 0};
-    for (ChunkId c = first; c <= last; ++c) member_of_[c] = index;
+    std::fill(member_of_.begin() + first, member_of_.begin() + last + 1, index);
     heap_chunks_ += last - first + 1;
     return index;
 }

@@ -1,5 +1,6 @@
 #include "core/policy_chunk_schedule.h"
 
+#include "core/bit_words.h"
 #include "core/chunk_next_uses.h"
 
 #include <algorithm>
@@ -73,11 +74,7 @@ private:
     template <class F>
     void for_words(ChunkRange range, F&& f) {
         if (bits_.size() <= range.last / 64) bits_.resize(range.last / 64 + 1, 0);
-        for (size_t w = range.first / 64; w <= range.last / 64; ++w) {
-            const unsigned low = w == range.first / 64 ? range.first % 64 : 0;
-            const unsigned high = w == range.last / 64 ? range.last % 64 : 63;
-            f(bits_[w], (~uint64_t{0} >> (63 - high)) & (~uint64_t{0} << low));
-        }
+        for_bit_words(bits_.data(), range.first, range.last, f);
     }
     std::vector<uint64_t> bits_;
 };

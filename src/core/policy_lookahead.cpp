@@ -210,7 +210,9 @@ ChunkRange LookaheadPolicy::missing_run(const Residency& residency, ChunkId firs
     constexpr ChunkId kMostAtOnce = 32;
     last = std::min({last, residency.chunk_slots() - 1, first + kMostAtOnce - 1});
     ChunkId run_last = residency.first_resident({first, last}) - 1;
-    for (ChunkId c = first + 1; c <= run_last; ++c)
+    // The chunks of `first`'s allocation are live with it: only past its end
+    // can a chunk of one that is not live come.
+    for (ChunkId c = std::max(first, residency.allocation_last_chunk(first)) + 1; c <= run_last; ++c)
         if (!residency.is_chunk_live(c)) run_last = c - 1;
     return {first, run_last};
 }

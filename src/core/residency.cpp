@@ -273,7 +273,7 @@ void Residency::make_resident(ChunkRange range, uint64_t step) {
         return;
     }
     std::fill(last_use_.begin() + range.first, last_use_.begin() + range.last + 1, step);
-    for (ChunkId c = range.first; c <= range.last; ++c) set_resident_bit(c, true);
+    set_resident_bits(range, true);
     if (keep_recency_) {
         for (ChunkId c = range.first; c <= range.last; ++c) links_[c] = {c - 1, c + 1};
         lru_append_run(range);
@@ -288,7 +288,7 @@ void Residency::evict(ChunkRange range) {
         // Runs of resident chunks; with the recency list, runs linked in order within them.
         const ChunkId end = keep_recency_ ? lru_run_end(c, range.last) : first_missing({c, range.last}) - 1;
         if (keep_recency_) lru_unlink_run({c, end});
-        for (ChunkId k = c; k <= end; ++k) set_resident_bit(k, false);
+        set_resident_bits({c, end}, false);
         resident_bytes_ -= bytes_of({c, end});
         resident_chunks_ -= end - c + 1;
         c = end + 1;

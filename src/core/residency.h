@@ -14,6 +14,7 @@
 // ids. The library and the simulator (through its chunk schedule) reuse them.
 #pragma once
 
+#include "core/bit_words.h"
 #include "core/large_pages.h"
 #include "core/trace_model.h"
 
@@ -179,6 +180,10 @@ private:
     void set_resident_bit(ChunkId chunk, bool resident) {
         const uint64_t bit = uint64_t{1} << (chunk & 63);
         resident_bits_[chunk >> 6] = resident ? resident_bits_[chunk >> 6] | bit : resident_bits_[chunk >> 6] & ~bit;
+    }
+    void set_resident_bits(ChunkRange range, bool resident) {
+        for_bit_words(resident_bits_.data(), range.first, range.last,
+                      [resident](uint64_t& word, uint64_t mask) { word = resident ? word | mask : word & ~mask; });
     }
     // The first chunk of the range, among those handed out, whose residency bit
     // differs from the bits of `flip`'s; the end of that when there is none.

@@ -70,15 +70,15 @@ public:
 
     // Most values are one byte: that case is inlined where numbers are read,
     // the rest (and every error) is a call.
-    uint64_t varint() {
+    [[gnu::always_inline]] uint64_t varint() {
         if (cursor_ != end_ && *cursor_ < 0x80) [[likely]]
             return *cursor_++;
         return longer_varint();
     }
 
-    int64_t svarint() { return format::zigzag_decode(varint()); }
+    [[gnu::always_inline]] int64_t svarint() { return format::zigzag_decode(varint()); }
 
-    uint32_t u32_varint(const char* field) {
+    [[gnu::always_inline]] uint32_t u32_varint(const char* field) {
         uint64_t value = varint();
         if (value > UINT32_MAX) fail(std::string("has ") + field + " " + std::to_string(value) + ", above 32 bits");
         return static_cast<uint32_t>(value);
