@@ -61,7 +61,7 @@ std::optional<ChunkRange> Residency::add_allocation(uint32_t alloc_id, uint64_t 
     last_use_.resize(slots, 0);
     alloc_slot_.resize(slots, slot_index);
     links_.resize(slots);
-    pins_.resize(slots, 0);
+    pinned_mark_.resize(slots, 0);
     live_.resize(slots, 1);
     resident_bits_.resize((slots + 63) / 64, 0);
     return range;
@@ -122,7 +122,7 @@ void Residency::reserve_chunk_slots(uint32_t slots) {
     last_use_.reserve(slots);
     alloc_slot_.reserve(slots);
     links_.reserve(slots);
-    pins_.reserve(slots);
+    pinned_mark_.reserve(slots);
     live_.reserve(slots);
     resident_bits_.reserve((size_t{slots} + 63) / 64);
 }
@@ -133,7 +133,7 @@ bool Residency::remove_allocation(uint32_t alloc_id) {
     AllocSlot& slot = allocs_[*index];
     for (ChunkId c = slot.first; c < slot.first + slot.count; ++c) {
         if (is_resident(c)) evict(c);
-        pins_[c] = 0;
+        pinned_mark_[c] = 0;
         live_[c] = 0;
         alloc_slot_[c] = kRemovedSlot;
     }
@@ -359,15 +359,16 @@ ChunkId Residency::first_missing(ChunkRange range) const {
     return static_cast<ChunkId>(std::max<uint64_t>(scan_bits(range, ~uint64_t{0}), range.first));
 }
 
-void Residency::pin(ChunkRange range) {
-    uint16_t* pins = pins_.data();
-    for (size_t c = range.first, end = size_t{range.last} + 1; c < end; ++c) ++pins[c];
+void Residency::pin_launch(std::span<const ChunkRange> ranges) {
+    for (const ChunkRange& r : ranges)
+        std::fill(pinned_mark_.begin() + r.first, pinned_mark_.begin() + r.last + 1, pin_mark_);
 }
 
-void Residency::unpin(ChunkRange range) {
-    uint16_t* pins = pins_.data();
-    for (size_t c = range.first, end = size_t{range.last} + 1; c < end; ++c)
-        pins[c] = static_cast<uint16_t>(pins[c] - (pins[c] != 0));
+void Residency::unpin_launch() {
+    if (++pin_mark_ != 0) return;
+    // Marks wrapped around: the oldest ones would count again.
+    std::fill(pinned_mark_.begin(), pinned_mark_.end(), 0);
+    pin_mark_ = 1;
 }
 
 void Residency::lru_move_run_to_back(ChunkRange range) {

@@ -135,11 +135,13 @@ public:
     template <class Fetched>
     void use(ChunkRange range, uint64_t step, Fetched&& fetched);
 
-    // A pinned chunk is needed by a kernel that is about to run or running:
-    // no policy may evict it.
-    void pin(ChunkRange range);
-    void unpin(ChunkRange range);
-    bool is_pinned(ChunkId chunk) const { return pins_[chunk] != 0; }
+    // A pinned chunk is needed by the launch being planned: no policy may
+    // evict it. pin_launch pins the ranges' chunks until unpin_launch. A launch
+    // names hundreds of chunks: pinning marks each once, and unpinning
+    // touches none of them (the marks of an earlier launch no longer count).
+    void pin_launch(std::span<const ChunkRange> ranges);
+    void unpin_launch();
+    bool is_pinned(ChunkId chunk) const { return pinned_mark_[chunk] == pin_mark_; }
 
     uint64_t resident_bytes() const { return resident_bytes_; }
     uint64_t free_bytes() const { return resident_bytes_ >= budget_bytes_ ? 0 : budget_bytes_ - resident_bytes_; }
@@ -238,7 +240,10 @@ private:
     LargeVector<uint64_t> last_use_;
     LargeVector<uint32_t> alloc_slot_;
     LargeVector<Link> links_;
-    LargeVector<uint16_t> pins_;
+    // Per chunk the mark of the launch that pinned it last; pin_mark_ is the
+    // current launch's (never 0, the mark of chunks never pinned).
+    LargeVector<uint32_t> pinned_mark_;
+    uint32_t pin_mark_ = 1;
     LargeVector<uint8_t> live_; // the allocation's, kept per chunk: looking ahead asks for every chunk
     std::vector<uint64_t> resident_bits_;
     ChunkId lru_head_ = kNoChunk;

@@ -185,7 +185,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         });
         const trace::Launch& launch = trace.launches[i];
         const std::span<const ChunkRange> launch_ranges = schedule.launch_ranges(i);
-        for (const ChunkRange& r : launch_ranges) residency.pin(r);
+        residency.pin_launch(launch_ranges);
         if (schedule.launch_bytes(i) > config.budget_bytes) ++result.oversized_launches;
 
         LaunchView view;
@@ -247,10 +247,9 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
 
         double start = compute_free;
         const bool may_wait = latest_arrival > compute_free;
-        for (const ChunkRange& r : launch_ranges) {
-            residency.unpin(r);
-            if (may_wait) start = std::max(start, latest_of(ready_at, r));
-        }
+        residency.unpin_launch();
+        if (may_wait)
+            for (const ChunkRange& r : launch_ranges) start = std::max(start, latest_of(ready_at, r));
         const uint64_t duration_ns = launch.duration_ns ? launch.duration_ns : link.default_kernel_ns;
         const double compute = static_cast<double>(duration_ns) * 1e-9;
         const double end = start + compute + fault_evict_seconds + seconds_for(demand_bytes, link.demand_fault_gbps);

@@ -111,11 +111,11 @@ void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
     view.kernel_id = launch.kernel_id;
     view.accesses = launch.accesses;
     view.ranges = range_scratch_;
-    for (const ChunkRange& r : range_scratch_) residency.pin(r);
+    residency.pin_launch(range_scratch_);
     plan_.clear();
     model.policy->plan(view, residency, plan_);
     plan_.coalesce_evictions(residency);
-    for (const ChunkRange& r : range_scratch_) residency.unpin(r);
+    residency.unpin_launch();
     if (const uint64_t demand = Plan::bytes(plan_.demand, residency)) {
         stats_.add(stats_.launches_with_demand);
         stats_.add(stats_.bytes_demand_estimated, demand);

@@ -65,7 +65,7 @@ Run drive(Policy& policy, const trace::Trace& t, const ChunkSchedule& schedule, 
             ranges.push_back({p.first, p.last});
             for (ChunkId c = p.first; c <= p.last; ++c) chunks.push_back(c);
         }
-        for (const ChunkRange& range : ranges) r.pin(range);
+        r.pin_launch(ranges);
         LaunchView view{i, t.launches[i].kernel_id,
                         {t.accesses.data() + t.launches[i].first_access, t.launches[i].access_count}, ranges};
         plan.clear();
@@ -74,7 +74,7 @@ Run drive(Policy& policy, const trace::Trace& t, const ChunkSchedule& schedule, 
         for (const ChunkSpan& s : plan.evict)
             for (ChunkId c = s.first; c < s.first + s.count; ++c) run.evicted_needed_chunk |= needed.count(c) > 0;
         for (ChunkId c : chunks) run.launch_not_resident |= !r.is_resident(c);
-        for (const ChunkRange& range : ranges) r.unpin(range);
+        r.unpin_launch();
         run.demand_bytes += Plan::bytes(plan.demand, r);
         run.prefetch_bytes += Plan::bytes(plan.prefetch, r);
         run.max_resident = std::max(run.max_resident, r.resident_bytes());
@@ -255,16 +255,14 @@ TEST_CASE("policy: learned with reused chunk ids on a job that allocates anew ev
         }
         const auto accesses = t.accesses_of(t.launches[i]);
         r.launch_ranges(accesses, ranges);
-        for (const ChunkRange& range : ranges) r.pin(range);
+        r.pin_launch(ranges);
         plan.clear();
         policy->plan({i, t.launches[i].kernel_id, accesses, ranges}, r, plan);
         for (const ChunkSpan& s : plan.evict)
             for (const ChunkRange& range : ranges)
                 needed_evicted |= s.first <= range.last && range.first < s.first + s.count;
-        for (const ChunkRange& range : ranges) {
-            not_resident |= r.first_missing(range) <= range.last;
-            r.unpin(range);
-        }
+        r.unpin_launch();
+        for (const ChunkRange& range : ranges) not_resident |= r.first_missing(range) <= range.last;
         demand += Plan::bytes(plan.demand, r);
         prefetch += Plan::bytes(plan.prefetch, r);
         over_budget |= r.resident_bytes() > budget;

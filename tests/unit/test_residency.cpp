@@ -147,32 +147,33 @@ TEST_CASE("residency: the LRU order follows touches", "[residency]") {
     CHECK(lru_order(r) == std::vector<ChunkId>{1, 0, 2});
 }
 
-TEST_CASE("residency: pins nest", "[residency]") {
+TEST_CASE("residency: a launch's chunks are pinned until it is unpinned", "[residency]") {
     Residency r(100 * kMiB);
-    r.add_allocation(1, 2 * kMiB);
-    r.pin(ChunkRange{0, 0});
-    r.pin(ChunkRange{0, 0});
-    r.unpin(ChunkRange{0, 0});
-    CHECK(r.is_pinned(0));
-    r.unpin(ChunkRange{0, 0});
-    CHECK_FALSE(r.is_pinned(0));
-    r.unpin(ChunkRange{0, 0}); // an extra unpin does not wrap around
-    CHECK_FALSE(r.is_pinned(0));
+    r.add_allocation(1, 16 * kMiB); // chunks 0..7
+    for (ChunkId c = 0; c < 8; ++c) CHECK_FALSE(r.is_pinned(c));
+    const ChunkRange first[] = {{0, 1}, {4, 5}};
+    r.pin_launch(first);
+    for (ChunkId c = 0; c < 8; ++c) CHECK(r.is_pinned(c) == (c <= 1 || c == 4 || c == 5));
+    r.unpin_launch();
+    for (ChunkId c = 0; c < 8; ++c) CHECK_FALSE(r.is_pinned(c));
+    // The next launch's chunks alone: the marks of the one before no longer count.
+    const ChunkRange second[] = {{5, 7}};
+    r.pin_launch(second);
+    for (ChunkId c = 0; c < 8; ++c) CHECK(r.is_pinned(c) == (c >= 5));
+    r.unpin_launch();
+    r.unpin_launch(); // an extra unpin pins nothing
+    for (ChunkId c = 0; c < 8; ++c) CHECK_FALSE(r.is_pinned(c));
 }
 
-TEST_CASE("residency: pins of a range nest like those of its chunks", "[residency]") {
-    Residency r(100 * kMiB);
-    r.add_allocation(1, 8 * kMiB); // chunks 0..3
-    r.pin(ChunkRange{0, 2});
-    r.pin(ChunkRange{1, 3});
-    r.unpin(ChunkRange{0, 3});
+TEST_CASE("residency: chunks given to a new allocation are not pinned", "[residency]") {
+    Residency r(100 * kMiB, 2 * kMiB, ChunkIds::Reused);
+    REQUIRE(r.add_allocation(1, 4 * kMiB)->first == 0); // chunks 0..1
+    const ChunkRange both[] = {{0, 1}};
+    r.pin_launch(both);
+    r.remove_allocation(1);
+    REQUIRE(r.add_allocation(2, 4 * kMiB)->first == 0); // the same ids, while the launch is pinned
     CHECK_FALSE(r.is_pinned(0));
-    CHECK(r.is_pinned(1));
-    CHECK(r.is_pinned(2));
-    CHECK_FALSE(r.is_pinned(3));
-    r.unpin(ChunkRange{0, 3}); // extra unpins do not wrap around
-    r.unpin(ChunkRange{0, 3});
-    for (ChunkId c = 0; c < 4; ++c) CHECK_FALSE(r.is_pinned(c));
+    CHECK_FALSE(r.is_pinned(1));
 }
 
 TEST_CASE("residency: using a range is making resident and touching its chunks one by one", "[residency]") {
@@ -261,7 +262,8 @@ TEST_CASE("residency: removed allocations' chunk ids go to later ones when reuse
     REQUIRE(r.add_allocation(1, 10 * kMiB)->first == 0); // chunks 0..4
     REQUIRE(r.add_allocation(2, 4 * kMiB)->first == 5);  // 5..6
     r.make_resident({0, 4}, 3);
-    r.pin({0, 1});
+    const ChunkRange pinned[] = {{0, 1}};
+    r.pin_launch(pinned);
     r.remove_allocation(1);
     CHECK(r.free_chunk_ids() == 5);
 
