@@ -241,9 +241,11 @@ private:
     LargeVector<uint32_t> alloc_slot_;
     LargeVector<Link> links_;
     // Per chunk the mark of the launch that pinned it last; pin_mark_ is the
-    // current launch's (never 0, the mark of chunks never pinned).
-    LargeVector<uint32_t> pinned_mark_;
-    uint32_t pin_mark_ = 1;
+    // current launch's (never 0, the mark of chunks never pinned). Sixteen bits:
+    // a launch's marks are written eight at a time, and wrapping around, which
+    // clears them all, comes once in 65 535 launches.
+    LargeVector<uint16_t> pinned_mark_;
+    uint16_t pin_mark_ = 1;
     LargeVector<uint8_t> live_; // the allocation's, kept per chunk: looking ahead asks for every chunk
     std::vector<uint64_t> resident_bits_;
     ChunkId lru_head_ = kNoChunk;

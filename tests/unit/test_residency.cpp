@@ -165,6 +165,23 @@ TEST_CASE("residency: a launch's chunks are pinned until it is unpinned", "[resi
     for (ChunkId c = 0; c < 8; ++c) CHECK_FALSE(r.is_pinned(c));
 }
 
+TEST_CASE("residency: a chunk pinned long ago stays unpinned when the launch marks wrap around", "[residency]") {
+    Residency r(100 * kMiB);
+    r.add_allocation(1, 4 * kMiB); // chunks 0..1
+    const ChunkRange first[] = {{0, 0}};
+    const ChunkRange second[] = {{1, 1}};
+    r.pin_launch(first);
+    r.unpin_launch();
+    bool ever_pinned_again = false;
+    for (int launch = 0; launch < 70000; ++launch) {
+        r.pin_launch(second);
+        ever_pinned_again |= r.is_pinned(0) || !r.is_pinned(1);
+        r.unpin_launch();
+        ever_pinned_again |= r.is_pinned(0) || r.is_pinned(1);
+    }
+    CHECK_FALSE(ever_pinned_again);
+}
+
 TEST_CASE("residency: chunks given to a new allocation are not pinned", "[residency]") {
     Residency r(100 * kMiB, 2 * kMiB, ChunkIds::Reused);
     REQUIRE(r.add_allocation(1, 4 * kMiB)->first == 0); // chunks 0..1
