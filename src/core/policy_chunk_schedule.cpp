@@ -160,7 +160,7 @@ const ChunkNextUses& ChunkSchedule::next_uses() const {
 
 uint64_t ChunkSchedule::touched_bytes(uint64_t first_launch, uint64_t last_launch) const {
     // The events replayed up to each launch say how large its chunks are then.
-    Residency layout(0, chunk_bytes_, ChunkIds::Reused);
+    Residency layout(0, chunk_bytes_, ChunkIds::Given);
     ChunkMarks seen;
     uint64_t bytes = 0;
     last_launch = std::min(last_launch, launch_count());

@@ -64,14 +64,17 @@ public:
     std::span<const AllocEvent> events() const { return events_; }
     // Applies to `layout` the events from `next` on that come before launch
     // `launch`, in order, and moves `next` past them; `added(index, chunks)` is
-    // called for each allocation that gets chunks.
+    // called for each allocation that gets chunks. A layout with ChunkIds::Given
+    // takes the ids worked out here instead of looking for free ones.
     template <class Added>
     static void replay_events(std::span<const AllocEvent> events, size_t& next, uint64_t launch, Residency& layout,
                               Added&& added) {
+        const bool given = layout.chunk_ids() == ChunkIds::Given;
         for (; next < events.size() && events[next].launches_before <= launch; ++next) {
             const AllocEvent& e = events[next];
             if (e.is_free) layout.remove_allocation(e.alloc_id);
-            else if (const auto chunks = layout.add_allocation(e.alloc_id, e.size)) added(next, *chunks);
+            else if (const auto chunks = layout.add_allocation(e.alloc_id, e.size, given ? e.first_chunk : kNoChunk))
+                added(next, *chunks);
         }
     }
     // When each chunk is touched next, built on the first call (safe from

@@ -18,17 +18,23 @@ Residency::Residency(uint64_t budget_bytes, uint64_t chunk_bytes, ChunkIds ids)
     allocs_.push_back(removed); // kRemovedSlot
 }
 
-std::optional<ChunkRange> Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes) {
+std::optional<ChunkRange> Residency::add_allocation(uint32_t alloc_id, uint64_t size_bytes, ChunkId first) {
     if (find(alloc_id) || was_removed(alloc_id))
         throw std::invalid_argument("allocation " + std::to_string(alloc_id) + " was added twice");
     const uint64_t count = (size_bytes + chunk_bytes_ - 1) >> chunk_shift_;
-    const bool may_reuse = ids_ == ChunkIds::Reused && count > 0 && count < kNoChunk;
-    const ChunkId reused = may_reuse ? take_free_ids(static_cast<uint32_t>(count)) : kNoChunk;
-    if (reused == kNoChunk && live_.size() + count >= kNoChunk)
-        throw std::length_error("too many chunks: use a larger chunk size");
+    if ((first != kNoChunk) != (ids_ == ChunkIds::Given && count > 0))
+        throw std::invalid_argument("allocation " + std::to_string(alloc_id) +
+                                    (first == kNoChunk ? ": its first chunk id is needed" : ": chunk ids are not given"));
+    ChunkId placed = first; // kNoChunk: new ids
+    if (ids_ == ChunkIds::Reused && count > 0 && count < kNoChunk) placed = take_free_ids(static_cast<uint32_t>(count));
+    const uint64_t end = placed != kNoChunk ? uint64_t{placed} + count : live_.size() + count;
+    if (end >= kNoChunk) throw std::length_error("too many chunks: use a larger chunk size");
+    if (ids_ == ChunkIds::Given && count > 0 && placed < live_.size() &&
+        std::any_of(live_.begin() + placed, live_.begin() + std::min<uint64_t>(end, live_.size()), [](uint8_t l) { return l; }))
+        throw std::invalid_argument("allocation " + std::to_string(alloc_id) + ": its chunk ids are in use");
     AllocSlot slot;
     slot.id = alloc_id;
-    slot.first = reused != kNoChunk ? reused : static_cast<ChunkId>(live_.size());
+    slot.first = placed != kNoChunk ? placed : static_cast<ChunkId>(live_.size());
     slot.count = static_cast<uint32_t>(count);
     slot.size = size_bytes;
     uint32_t slot_index;
@@ -49,21 +55,20 @@ std::optional<ChunkRange> Residency::add_allocation(uint32_t alloc_id, uint64_t 
     ++layout_version_;
     const ChunkRange range{slot.first, slot.first + slot.count - 1};
     if (count == 0) return std::nullopt;
-    if (reused != kNoChunk) {
-        // The ids' state is the removed allocation's: nothing of it carries over
-        // (not resident, unlinked and unpinned since its removal).
-        std::fill(last_use_.begin() + range.first, last_use_.begin() + range.last + 1, 0);
-        std::fill(alloc_slot_.begin() + range.first, alloc_slot_.begin() + range.last + 1, slot_index);
-        std::fill(live_.begin() + range.first, live_.begin() + range.last + 1, 1);
-        return range;
+    if (end > live_.size()) {
+        // Ids past every one handed out so far: their state starts as a removed chunk's.
+        last_use_.resize(end, 0);
+        alloc_slot_.resize(end, kRemovedSlot);
+        links_.resize(end);
+        pinned_mark_.resize(end, 0);
+        live_.resize(end, 0);
+        resident_bits_.resize((end + 63) / 64, 0);
     }
-    const size_t slots = live_.size() + count;
-    last_use_.resize(slots, 0);
-    alloc_slot_.resize(slots, slot_index);
-    links_.resize(slots);
-    pinned_mark_.resize(slots, 0);
-    live_.resize(slots, 1);
-    resident_bits_.resize((slots + 63) / 64, 0);
+    // Ids a removed allocation had: nothing of it carries over (not resident,
+    // unlinked and unpinned since its removal).
+    std::fill(last_use_.begin() + range.first, last_use_.begin() + range.last + 1, 0);
+    std::fill(alloc_slot_.begin() + range.first, alloc_slot_.begin() + range.last + 1, slot_index);
+    std::fill(live_.begin() + range.first, live_.begin() + range.last + 1, 1);
     return range;
 }
 

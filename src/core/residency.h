@@ -42,7 +42,10 @@ struct ChunkRange {
     ChunkId last = 0;
 };
 
-enum class ChunkIds : uint8_t { NeverReused, Reused };
+// How an allocation gets its chunk ids: new ones every time; a removed
+// allocation's where they fit (see above); or ids the caller names, which a
+// chunk schedule worked out by replaying the same allocations with Reused.
+enum class ChunkIds : uint8_t { NeverReused, Reused, Given };
 
 class Residency {
 public:
@@ -51,6 +54,7 @@ public:
                        ChunkIds ids = ChunkIds::NeverReused);
 
     uint64_t chunk_bytes() const { return chunk_bytes_; }
+    ChunkIds chunk_ids() const { return ids_; }
     uint64_t budget_bytes() const { return budget_bytes_; }
     void set_budget_bytes(uint64_t budget) { budget_bytes_ = budget; }
 
@@ -59,7 +63,10 @@ public:
     // std::invalid_argument. Returns its chunks (nullopt when it has none): a
     // policy told of them forgets what it knew of those ids when they are reused
     // (Policy::on_allocation_added).
-    std::optional<ChunkRange> add_allocation(uint32_t alloc_id, uint64_t size_bytes);
+    // With ChunkIds::Given, `first` names its first chunk id: the ids must not
+    // be a live allocation's (std::invalid_argument otherwise, and when `first`
+    // is missing or given with another choice of ids).
+    std::optional<ChunkRange> add_allocation(uint32_t alloc_id, uint64_t size_bytes, ChunkId first = kNoChunk);
     // Drops the allocation's chunks from the GPU without moving them (the memory
     // is gone). False when the id is unknown or already removed.
     bool remove_allocation(uint32_t alloc_id);

@@ -403,3 +403,42 @@ TEST_CASE("residency: without the recency list, residency, bytes and uses are th
     REQUIRE(without.resident_chunk_count() > 0);
     CHECK_THROWS_AS(without.keep_recency_order(true), std::logic_error);
 }
+
+TEST_CASE("residency: with given chunk ids an allocation takes the ids it is given", "[residency]") {
+    Residency r(100 * kMiB, 2 * kMiB, ChunkIds::Given);
+    // Past every id so far: the ids in between belong to nobody.
+    const auto a = r.add_allocation(1, 4 * kMiB, 3);
+    REQUIRE(a);
+    CHECK(a->first == 3);
+    CHECK(a->last == 4);
+    CHECK(r.chunk_slots() == 5);
+    for (ChunkId c = 0; c < 3; ++c) CHECK_FALSE(r.is_chunk_live(c));
+    CHECK(r.is_chunk_live(3));
+    CHECK(r.chunk_size(4) == 2 * kMiB);
+    // Below them, and a removed allocation's ids taken again with nothing of it left.
+    REQUIRE(r.add_allocation(2, 3 * kMiB, 0)->last == 1);
+    CHECK(r.chunk_size(1) == 1 * kMiB);
+    r.make_resident({3, 4}, 7);
+    const ChunkRange pinned[] = {{3, 4}};
+    r.pin_launch(pinned);
+    r.remove_allocation(1);
+    const auto c = r.add_allocation(3, 4 * kMiB, 3);
+    REQUIRE(c);
+    CHECK_FALSE(r.is_resident(3));
+    CHECK_FALSE(r.is_pinned(4));
+    CHECK(r.last_use(3) == 0);
+    CHECK(r.alloc_id_of(4) == 3);
+    CHECK(r.resident_bytes() == 0);
+    // A size-0 allocation needs no ids.
+    CHECK_FALSE(r.add_allocation(4, 0));
+}
+
+TEST_CASE("residency: given chunk ids are checked", "[residency]") {
+    Residency given(100 * kMiB, 2 * kMiB, ChunkIds::Given);
+    CHECK_THROWS_AS(given.add_allocation(1, 4 * kMiB), std::invalid_argument); // no first id
+    given.add_allocation(1, 4 * kMiB, 0);
+    CHECK_THROWS_AS(given.add_allocation(2, 4 * kMiB, 1), std::invalid_argument); // chunk 1 is allocation 1's
+    CHECK_NOTHROW(given.add_allocation(3, 4 * kMiB, 2));
+    Residency reused(100 * kMiB, 2 * kMiB, ChunkIds::Reused);
+    CHECK_THROWS_AS(reused.add_allocation(1, 4 * kMiB, 0), std::invalid_argument); // ids are not given
+}
