@@ -1,12 +1,11 @@
 // learned: belady on the future that the predictor expects, using only what
 // was seen so far. Beyond what it has looked ahead at, or when the prediction
 // failed, chunks are ranked least recently used first, as demand-lru does.
+#include "core/launch_range_cache.h"
 #include "core/policy_lookahead.h"
 
 #include <algorithm>
 #include <limits>
-#include <unordered_map>
-#include <utility>
 
 namespace uvmp {
 namespace {
@@ -45,34 +44,12 @@ protected:
         if (!predictor_.trusted()) return std::nullopt;
         const Predictor::Step* predicted = predictor_.predict(step - current_step_);
         if (!predicted) return std::nullopt;
-        // Looking ahead restarts after every failed prediction and visits the
-        // same launches again: keep their chunk ranges until an allocation
-        // comes or goes. (What stands in for what is part of the key.)
-        if (cached_layout_ != residency.layout_version()) {
-            // A job that allocates anew every step clears the cache every step:
-            // its entries' nodes are kept for the next ones.
-            while (!range_cache_.empty()) spare_range_nodes_.push_back(range_cache_.extract(range_cache_.begin()));
-            cached_ranges_.clear();
-            cached_layout_ = residency.layout_version();
-        }
+        // Keyed by what the launch is expected to touch (what stands in for what included).
         uint64_t key = 0;
         const auto expected = predictor_.expected_accesses(*predicted, step - current_step_, access_scratch_, key);
-        auto entry = range_cache_.find(key);
-        if (entry == range_cache_.end()) {
-            residency.launch_ranges(expected, range_scratch_);
-            const std::pair<size_t, size_t> where{cached_ranges_.size(), range_scratch_.size()};
-            cached_ranges_.insert(cached_ranges_.end(), range_scratch_.begin(), range_scratch_.end());
-            if (spare_range_nodes_.empty()) {
-                entry = range_cache_.emplace(key, where).first;
-            } else {
-                auto node = std::move(spare_range_nodes_.back());
-                spare_range_nodes_.pop_back();
-                node.key() = key;
-                node.mapped() = where;
-                entry = range_cache_.insert(std::move(node)).position;
-            }
-        }
-        return std::span<const ChunkRange>(cached_ranges_.data() + entry->second.first, entry->second.second);
+        if (const auto cached = range_cache_.find(key, residency.layout_version())) return cached;
+        residency.launch_ranges(expected, range_scratch_);
+        return range_cache_.store(key, residency.layout_version(), range_scratch_);
     }
 
     uint64_t eviction_key(ChunkId chunk, const Residency& residency) const override { return key_of(chunk, residency); }
@@ -329,12 +306,8 @@ private:
         return residency_->is_live(alloc_id) ? State::Live : residency_->was_removed(alloc_id) ? State::Freed : State::Unknown;
     };
     uint64_t current_step_ = 0;
-    // Chunk ranges of predicted launches by extent hash: (start, count) in cached_ranges_.
-    std::unordered_map<uint64_t, std::pair<size_t, size_t>> range_cache_;
-    std::vector<std::unordered_map<uint64_t, std::pair<size_t, size_t>>::node_type> spare_range_nodes_;
-    std::vector<ChunkRange> cached_ranges_;
+    LaunchRangeCache range_cache_;
     std::vector<ChunkRange> range_scratch_;
-    uint64_t cached_layout_ = UINT64_MAX;
     std::vector<trace::Access> access_scratch_;
     std::vector<PredictedUse> uses_;
     uint64_t uses_base_ = 0;
