@@ -25,7 +25,7 @@ public:
         }
 
         for (const ChunkRange& r : launch.ranges)
-            residency.use(r, launch.step, [&](ChunkId c) { Plan::add(out.demand, c, residency); });
+            residency.use(r, launch.step, [&](ChunkRange run) { Plan::add(out.demand, run, residency); });
     }
 };
 

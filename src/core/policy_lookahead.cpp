@@ -118,7 +118,7 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
     for (const ChunkRange& r : launch.ranges) missing_bytes += residency.missing_bytes(r);
     make_room(missing_bytes, 0, residency, out); // failing: the launch alone exceeds the budget
     for (const ChunkRange& r : launch.ranges) {
-        residency.use(r, launch.step, [&](ChunkId c) { Plan::add(out.demand, c, residency); });
+        residency.use(r, launch.step, [&](ChunkRange run) { Plan::add(out.demand, run, residency); });
         on_touch(r, launch.step);
     }
     // The launch's chunks are pinned until it is planned, so their new keys

@@ -278,6 +278,10 @@ void Residency::make_resident(ChunkRange range, uint64_t step) {
         return;
     }
     std::fill(last_use_.begin() + range.first, last_use_.begin() + range.last + 1, step);
+    add_missing_run(range);
+}
+
+void Residency::add_missing_run(ChunkRange range) {
     set_resident_bits(range, true);
     if (keep_recency_) {
         for (ChunkId c = range.first; c <= range.last; ++c) links_[c] = {c - 1, c + 1};

@@ -135,8 +135,8 @@ public:
     uint64_t last_use(ChunkId chunk) const { return last_use_[chunk]; }
     // Bytes of the range's chunks that are not resident.
     uint64_t missing_bytes(ChunkRange range) const;
-    // Makes the range's chunks resident, calling `fetched(chunk)` for each one
-    // that was not, and touches them, in ascending order: the same as
+    // Makes the range's chunks resident, calling `fetched(run)` for the runs of
+    // those that were not, and touches them, in ascending order: the same as
     // make_resident and touch chunk by chunk. A tensor used again is mostly still
     // one run of the recency list, which then moves to its end in one step.
     template <class Fetched>
@@ -190,6 +190,8 @@ private:
         const uint64_t bit = uint64_t{1} << (chunk & 63);
         resident_bits_[chunk >> 6] = resident ? resident_bits_[chunk >> 6] | bit : resident_bits_[chunk >> 6] & ~bit;
     }
+    // Makes resident a range none of whose chunks is, with their last use set already.
+    void add_missing_run(ChunkRange range);
     void set_resident_bits(ChunkRange range, bool resident) {
         for_bit_words(resident_bits_.data(), range.first, range.last,
                       [resident](uint64_t& word, uint64_t mask) { word = resident ? word | mask : word & ~mask; });
@@ -275,16 +277,19 @@ template <class Fetched>
 void Residency::use(ChunkRange range, uint64_t step, Fetched&& fetched) {
     std::fill(last_use_.begin() + range.first, last_use_.begin() + range.last + 1, step);
     if (!keep_recency_) {
-        for (ChunkId c = first_missing(range); c <= range.last; c = first_missing({c + 1, range.last})) {
-            make_resident(c, step);
-            fetched(c);
+        for (ChunkId c = first_missing(range); c <= range.last;) {
+            const ChunkRange missing{c, first_resident({c, range.last}) - 1};
+            add_missing_run(missing);
+            fetched(missing);
+            if (missing.last == range.last) break;
+            c = first_missing({missing.last + 1, range.last});
         }
         return;
     }
     for (ChunkId c = range.first; c <= range.last;) {
         if (!is_resident(c)) {
             make_resident(c, step); // at the end of the list already, as touch would put it
-            fetched(c);
+            fetched(ChunkRange{c, c});
             ++c;
             continue;
         }

@@ -212,7 +212,7 @@ TEST_CASE("residency: using a range is making resident and touching its chunks o
             if (!by_chunk.is_resident(c)) missing += by_chunk.chunk_size(c);
         REQUIRE(by_range.missing_bytes(range) == missing);
         std::vector<ChunkId> fetched_by_range, fetched_by_chunk;
-        by_range.use(range, step, [&](ChunkId c) { fetched_by_range.push_back(c); });
+        by_range.use(range, step, [&](ChunkRange run) { for (ChunkId c = run.first; c <= run.last; ++c) fetched_by_range.push_back(c); });
         for (ChunkId c = first; c <= last; ++c) {
             if (!by_chunk.is_resident(c)) {
                 by_chunk.make_resident(c, step);
@@ -387,8 +387,8 @@ TEST_CASE("residency: without the recency list, residency, bytes and uses are th
             without.evict(range.first);
             break;
         default:
-            with_list.use(range, step, [&](ChunkId c) { fetched_with.push_back(c); });
-            without.use(range, step, [&](ChunkId c) { fetched_without.push_back(c); });
+            with_list.use(range, step, [&](ChunkRange run) { for (ChunkId c = run.first; c <= run.last; ++c) fetched_with.push_back(c); });
+            without.use(range, step, [&](ChunkRange run) { for (ChunkId c = run.first; c <= run.last; ++c) fetched_without.push_back(c); });
         }
         REQUIRE(fetched_with == fetched_without);
         REQUIRE(with_list.resident_bytes() == without.resident_bytes());
