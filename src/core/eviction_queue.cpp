@@ -93,11 +93,14 @@ bool EvictionQueue::all_members_of(uint32_t member, ChunkId first, ChunkId last)
 }
 
 void EvictionQueue::detach(ChunkId first, ChunkId last) {
-    // Mostly the chunks of one block, leaving together.
+    // Mostly the chunks of one block leaving together, chunks of the run, or
+    // chunks just fetched that are in the queue nowhere yet.
     const uint32_t member = member_of_[first];
-    if (member < kInRun && all_members_of(member, first, last)) {
+    if (all_members_of(member, first, last)) {
+        if (member == kAbsent) return;
         std::fill(member_of_.begin() + first, member_of_.begin() + last + 1, kAbsent);
-        leave_block(member, last - first + 1);
+        if (member == kInRun) run_live_ -= last - first + 1;
+        else leave_block(member, last - first + 1);
         return;
     }
     // Else mostly a few stretches of adjacent chunks, each of one block: each
