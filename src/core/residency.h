@@ -276,28 +276,23 @@ private:
 template <class Fetched>
 void Residency::use(ChunkRange range, uint64_t step, Fetched&& fetched) {
     std::fill(last_use_.begin() + range.first, last_use_.begin() + range.last + 1, step);
-    if (!keep_recency_) {
-        for (ChunkId c = first_missing(range); c <= range.last;) {
+    // Without the recency list, resident chunks need nothing: skip them 64 at a time.
+    for (ChunkId c = keep_recency_ ? range.first : first_missing(range); c <= range.last;) {
+        if (!is_resident(c)) {
+            // Linked at the end of the list, where touching each would leave them.
             const ChunkRange missing{c, first_resident({c, range.last}) - 1};
             add_missing_run(missing);
             fetched(missing);
-            if (missing.last == range.last) break;
-            c = first_missing({missing.last + 1, range.last});
+            c = missing.last + 1;
+        } else if (keep_recency_) {
+            // Chunks linked in ascending order are resident (the list holds no others)
+            // and move together: the end of the list is where touching each would leave them.
+            const ChunkId end = lru_run_end(c, range.last);
+            lru_move_run_to_back({c, end});
+            c = end + 1;
+        } else {
+            c = first_missing({c, range.last});
         }
-        return;
-    }
-    for (ChunkId c = range.first; c <= range.last;) {
-        if (!is_resident(c)) {
-            make_resident(c, step); // at the end of the list already, as touch would put it
-            fetched(ChunkRange{c, c});
-            ++c;
-            continue;
-        }
-        // Chunks linked in ascending order are resident (the list holds no others)
-        // and move together: the end of the list is where touching each would leave them.
-        const ChunkId end = lru_run_end(c, range.last);
-        lru_move_run_to_back({c, end});
-        c = end + 1;
     }
 }
 
