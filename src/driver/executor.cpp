@@ -1,6 +1,6 @@
 #include "driver/executor.h"
 
-#include "core/log.h"
+#include "core/util/log.h"
 
 #include <cstdint>
 #include <exception>

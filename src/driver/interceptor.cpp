@@ -1,7 +1,7 @@
 #include "driver/interceptor.h"
 
-#include "core/log.h"
-#include "core/size_parse.h"
+#include "core/util/log.h"
+#include "core/util/size_parse.h"
 #include "driver/kernel_timing.h"
 
 #include <unistd.h>

@@ -3,12 +3,12 @@
 // and hand every blocking call to the worker. One instance per process.
 #pragma once
 
-#include "core/access_inference.h"
-#include "core/device_budget.h"
-#include "core/options.h"
-#include "core/registry.h"
-#include "core/stats.h"
-#include "core/trace_writer.h"
+#include "core/registry/access_inference.h"
+#include "core/accounting/device_budget.h"
+#include "core/config/options.h"
+#include "core/registry/registry.h"
+#include "core/accounting/stats.h"
+#include "core/trace/writer.h"
 #include "driver/driver_table.h"
 #include "driver/executor.h"
 #include "driver/planner.h"

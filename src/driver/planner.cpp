@@ -1,8 +1,8 @@
 #include "driver/planner.h"
 
-#include "core/log.h"
-#include "core/size_parse.h"
-#include "core/trace_reader.h"
+#include "core/util/log.h"
+#include "core/util/size_parse.h"
+#include "core/trace/reader.h"
 
 #include <chrono>
 

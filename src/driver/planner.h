@@ -1,6 +1,6 @@
 // The online side of the residency policies: on the worker thread it replays
 // the stream of allocations and launches the hooks post, asks the policy
-// (core/policy.h, the same code the simulator runs) what to move, and issues the
+// (core/policy/policy.h, the same code the simulator runs) what to move, and issues the
 // moves as prefetch calls on the library's own streams. Every move is a hint to
 // the driver's unified memory: a wrong one costs time, never correctness.
 //
@@ -12,13 +12,13 @@
 // nothing is fetched so early that it is pushed out again before its use.
 #pragma once
 
-#include "core/loop_seed.h"
-#include "core/options.h"
-#include "core/registry.h"
-#include "core/policy.h"
-#include "core/residency.h"
-#include "core/stats.h"
-#include "core/trace_writer.h"
+#include "core/learn/loop_seed.h"
+#include "core/config/options.h"
+#include "core/registry/registry.h"
+#include "core/policy/policy.h"
+#include "core/model/residency.h"
+#include "core/accounting/stats.h"
+#include "core/trace/writer.h"
 #include "driver/driver_table.h"
 #include "driver/executor.h"
 

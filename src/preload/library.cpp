@@ -1,7 +1,7 @@
 // Set-up and tear-down of the preloaded library: configuration, logging, the
 // interceptor, fork handling and the exit summary.
-#include "core/log.h"
-#include "core/options.h"
+#include "core/util/log.h"
+#include "core/config/options.h"
 #include "driver/interceptor.h"
 
 #include <pthread.h>

@@ -1,7 +1,7 @@
 // cuGetProcAddress wrappers. The CUDA runtime resolves every entry point through
 // the pointer it gets for "cuGetProcAddress" itself, so what the driver hands back
 // is swapped for our hook of the very same variant (_v2, _ptsz) whenever we hook it.
-#include "core/log.h"
+#include "core/util/log.h"
 #include "preload/hooks.h"
 
 using uvmp::driver::driver_table;

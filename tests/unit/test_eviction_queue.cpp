@@ -1,4 +1,4 @@
-#include "core/eviction_queue.h"
+#include "core/policy/eviction_queue.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "core/large_pages.h"
+#include "core/util/large_pages.h"
 
 #include <catch2/catch.hpp>
 

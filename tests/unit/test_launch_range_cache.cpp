@@ -1,4 +1,4 @@
-#include "core/launch_range_cache.h"
+#include "core/policy/launch_range_cache.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
-#include "core/options.h"
-#include "core/size_parse.h"
+#include "core/config/options.h"
+#include "core/util/size_parse.h"
 
 #include <catch2/catch.hpp>
 

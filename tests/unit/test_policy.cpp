@@ -1,8 +1,8 @@
-#include "core/loop_seed.h"
-#include "core/policy.h"
-#include "core/chunk_next_uses.h"
-#include "core/policy_chunk_schedule.h"
-#include "core/synthetic_trace.h"
+#include "core/learn/loop_seed.h"
+#include "core/policy/policy.h"
+#include "core/model/chunk_next_uses.h"
+#include "core/model/chunk_schedule.h"
+#include "core/trace/synthetic.h"
 
 #include "trace_fixtures.h"
 

@@ -1,4 +1,4 @@
-#include "core/predictor.h"
+#include "core/learn/predictor.h"
 
 #include <catch2/catch.hpp>
 

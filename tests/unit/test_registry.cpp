@@ -1,6 +1,6 @@
-#include "core/access_inference.h"
-#include "core/device_budget.h"
-#include "core/registry.h"
+#include "core/registry/access_inference.h"
+#include "core/accounting/device_budget.h"
+#include "core/registry/registry.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "core/residency.h"
+#include "core/model/residency.h"
 
 #include <catch2/catch.hpp>
 

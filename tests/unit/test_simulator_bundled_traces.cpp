@@ -1,8 +1,8 @@
 // The simulator on the traces recorded on a GPU (examples/traces): what holds
 // for any recording of a training run, not the exact numbers (those are in the
 // golden tests).
-#include "core/simulator.h"
-#include "core/trace_reader.h"
+#include "core/sim/simulator.h"
+#include "core/trace/reader.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,8 +1,8 @@
 #include "trace_fixtures.h"
 
-#include "core/trace_format.h"
-#include "core/trace_reader.h"
-#include "core/trace_writer.h"
+#include "core/trace/format.h"
+#include "core/trace/reader.h"
+#include "core/trace/writer.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
-#include "core/access_extents.h"
-#include "core/simulator.h"
-#include "core/trace_repeat.h"
+#include "core/trace/access_extents.h"
+#include "core/sim/simulator.h"
+#include "core/trace/repeat.h"
 #include "trace_fixtures.h"
 
 #include <catch2/catch.hpp>

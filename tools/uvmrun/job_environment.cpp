@@ -1,6 +1,6 @@
 #include "tools/uvmrun/job_environment.h"
 
-#include "core/options.h"
+#include "core/config/options.h"
 
 #include <filesystem>
 

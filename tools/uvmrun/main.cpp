@@ -1,6 +1,6 @@
 // uvmrun: runs one command with libuvmprefetch.so preloaded and the job's
 // settings in its environment.
-#include "core/options.h"
+#include "core/config/options.h"
 #include "tools/uvmrun/job_environment.h"
 
 #include <CLI/CLI.hpp>

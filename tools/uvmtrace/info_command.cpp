@@ -2,8 +2,8 @@
 #include "commands.h"
 #include "trace_file.h"
 
-#include "core/size_parse.h"
-#include "core/trace_summary.h"
+#include "core/util/size_parse.h"
+#include "core/trace/summary.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

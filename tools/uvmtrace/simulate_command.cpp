@@ -4,11 +4,11 @@
 #include "commands.h"
 #include "trace_file.h"
 
-#include "core/access_extents.h"
-#include "core/policy.h"
-#include "core/simulator.h"
-#include "core/size_parse.h"
-#include "core/trace_repeat.h"
+#include "core/trace/access_extents.h"
+#include "core/policy/policy.h"
+#include "core/sim/simulator.h"
+#include "core/util/size_parse.h"
+#include "core/trace/repeat.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

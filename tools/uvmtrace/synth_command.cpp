@@ -2,8 +2,8 @@
 // and demonstrations where no GPU recording is at hand.
 #include "commands.h"
 
-#include "core/synthetic_trace.h"
-#include "core/trace_writer.h"
+#include "core/trace/synthetic.h"
+#include "core/trace/writer.h"
 
 #include <fmt/format.h>
 

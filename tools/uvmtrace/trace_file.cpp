@@ -1,9 +1,9 @@
 #include "trace_file.h"
 
-#include "core/file_bytes.h"
-#include "core/large_pages.h"
-#include "core/trace_format.h"
-#include "core/trace_reader.h"
+#include "core/util/file_bytes.h"
+#include "core/util/large_pages.h"
+#include "core/trace/format.h"
+#include "core/trace/reader.h"
 
 #include <zstd.h>
 

@@ -1,0 +1,112 @@
+#include "core/accounting/stats.h"
+
+#include "core/util/size_parse.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+
+namespace uvmp {
+
+void Stats::converted_allocated(uint64_t bytes) {
+    add(allocs_converted);
+    add(bytes_converted, bytes);
+    const uint64_t live = bytes_converted_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    uint64_t peak = bytes_converted_peak.load(std::memory_order_relaxed);
+    while (live > peak &&
+           !bytes_converted_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+    }
+}
+
+void Stats::converted_freed(uint64_t bytes) {
+    add(frees_converted);
+    bytes_converted_live.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+void Stats::passed_through(std::atomic<uint64_t>& reason, uint64_t bytes) {
+    add(reason);
+    add(allocs_passed_through);
+    add(bytes_passed_through, bytes);
+}
+
+void Stats::fill(uvmp_stats& out, bool active) const {
+    uvmp_stats full{};
+    full.struct_size = sizeof(uvmp_stats);
+    full.active = active ? 1 : 0;
+#define UVMP_COPY_COUNTER(name) full.name = name.load(std::memory_order_relaxed);
+    UVMP_STAT_FIELDS(UVMP_COPY_COUNTER)
+#undef UVMP_COPY_COUNTER
+    const size_t n = out.struct_size < sizeof(uvmp_stats) ? out.struct_size : sizeof(uvmp_stats);
+    std::memcpy(&out, &full, n);
+    out.struct_size = static_cast<uint32_t>(n);
+}
+
+std::string Stats::to_json(bool active, int pid) const {
+    nlohmann::ordered_json j;
+    j["pid"] = pid;
+    j["active"] = active ? 1 : 0;
+#define UVMP_JSON_COUNTER(name) j[#name] = name.load(std::memory_order_relaxed);
+    UVMP_STAT_FIELDS(UVMP_JSON_COUNTER)
+#undef UVMP_JSON_COUNTER
+    return j.dump(2);
+}
+
+std::vector<std::string> Stats::summary_lines() const {
+    auto v = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+    auto n = [&](const std::atomic<uint64_t>& c) { return std::to_string(v(c)); };
+    auto sz = [&](const std::atomic<uint64_t>& c) { return format_size(v(c)); };
+    std::vector<std::string> lines;
+    lines.push_back("allocations converted: " + n(allocs_converted) + " (" + sz(bytes_converted) +
+                    ", peak live " + sz(bytes_converted_peak) + ")");
+    lines.push_back("allocations passed through: " + n(allocs_passed_through) + " (" +
+                    sz(bytes_passed_through) + "; vmm " + n(passthrough_vmm) + ", host " +
+                    n(passthrough_host) + ", graph capture " + n(passthrough_capture) +
+                    ", managed refused " + n(passthrough_managed_failed) + ", inactive " +
+                    n(passthrough_inactive) + ")");
+    const uint64_t seen = v(launches_seen);
+    const double pct = seen ? 100.0 * static_cast<double>(v(launches_with_access)) /
+                                  static_cast<double>(seen)
+                            : 0.0;
+    char pct_text[32];
+    std::snprintf(pct_text, sizeof pct_text, "%.1f%%", pct);
+    lines.push_back("launches seen: " + n(launches_seen) + ", with a known access set: " +
+                    n(launches_with_access) + " (" + pct_text + ")");
+    lines.push_back("bytes populated at allocation: " + sz(bytes_populated) + " in " +
+                    n(populate_calls) + " calls; prefetched " + sz(bytes_prefetched) +
+                    ", evicted " + sz(bytes_evicted) + "; launches not planned (worker behind): " +
+                    n(launches_unplanned));
+    // Microseconds per event, for counters of nanoseconds over a count.
+    auto average_us = [&](const std::atomic<uint64_t>& ns, const std::atomic<uint64_t>& count) {
+        char text[48];
+        std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(v(ns)) / 1e3 / static_cast<double>(v(count)));
+        return std::string(text);
+    };
+    if (v(move_calls))
+        lines.push_back("move calls: " + n(move_calls) + ", worker held " + average_us(move_call_ns, move_calls) +
+                        " per call on average");
+    if (v(launch_calls_timed))
+        lines.push_back("launch calls: " + average_us(launch_call_ns, launch_calls_timed) +
+                        " on average in the driver, " + n(launches_fenced) + " fenced; " + n(launches_with_demand) +
+                        " launches needed " + sz(bytes_demand_estimated) +
+                        " the policy had not made resident ahead (faulted in or fetched late)");
+    if (v(hooks_timed)) {
+        char text[48];
+        std::snprintf(text, sizeof text, "%.0f ns", static_cast<double>(v(hook_ns)) / static_cast<double>(v(hooks_timed)));
+        lines.push_back(std::string("launch hook: ") + text + " of the library's own work per launch (" + n(hooks_timed) +
+                        " launches timed)");
+    }
+    lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
+                    ", guard refusals: " + n(guard_refusals));
+    if (v(trace_records_written) || v(trace_records_dropped))
+        lines.push_back("trace records written: " + n(trace_records_written) + ", dropped: " +
+                        n(trace_records_dropped));
+    return lines;
+}
+
+void Stats::reset() {
+#define UVMP_RESET_COUNTER(name) name.store(0, std::memory_order_relaxed);
+    UVMP_STAT_FIELDS(UVMP_RESET_COUNTER)
+#undef UVMP_RESET_COUNTER
+}
+
+} // namespace uvmp

@@ -1,0 +1,254 @@
+#include "core/config/options.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+
+namespace uvmp {
+namespace {
+
+constexpr std::array kOptions = {
+    OptionSpec{"enable", "UVMP_ENABLE", OptionType::Bool, "1", "",
+               "Master switch. 0 makes the library a pure pass-through."},
+    OptionSpec{"budget", "UVMP_BUDGET", OptionType::SizeOrPercent, "", "",
+               "GPU memory the job may keep resident (an emulated capacity): bytes with K/M/G/T "
+               "suffixes, or a percentage of the device's memory. Unset: the physical guard's limit."},
+    OptionSpec{"reserve", "UVMP_RESERVE", OptionType::Size, "1G", "",
+               "Physical guard: converted (managed) memory never exceeds the device's free memory "
+               "at start less this reserve."},
+    OptionSpec{"allow_physical_oversubscription", "UVMP_ALLOW_PHYSICAL_OVERSUBSCRIPTION",
+               OptionType::Bool, "0", "",
+               "Lift the physical guard: let managed memory exceed the device's free memory. A "
+               "shared GPU can stall for everyone; use the budget instead."},
+    OptionSpec{"policy", "UVMP_POLICY", OptionType::Choice, "learned", "none|demand-lru|learned",
+               "Residency policy under the budget: none (convert only; past the budget the driver "
+               "alone decides what stays on the GPU), demand-lru (evict least recently used, no "
+               "prefetch), learned (prefetch and evict from the learned trace)."},
+    OptionSpec{"populate", "UVMP_POPULATE", OptionType::Choice, "prefetch", "off|prefetch",
+               "Place fresh allocations on the GPU from the library's worker thread while the job "
+               "is within its budget, so kernels do not fault on first touch."},
+    OptionSpec{"chunk_size", "UVMP_CHUNK_SIZE", OptionType::Size, "2M", "",
+               "Granularity of the residency model."},
+    OptionSpec{"hide_managed", "UVMP_HIDE_MANAGED", OptionType::Bool, "1", "",
+               "Pointer-attribute queries report converted allocations as device memory, so "
+               "frameworks keep their device-memory paths."},
+    OptionSpec{"log_level", "UVMP_LOG_LEVEL", OptionType::Choice, "warn",
+               "trace|debug|info|warn|error|off", "Least severe message that is logged."},
+    OptionSpec{"log_file", "UVMP_LOG_FILE", OptionType::Path, "", "",
+               "Log to this file instead of stderr (%p: process id)."},
+    OptionSpec{"summary", "UVMP_SUMMARY", OptionType::Bool, "0", "",
+               "Print a summary of the counters at exit (uvmrun turns it on)."},
+    OptionSpec{"stats_file", "UVMP_STATS_FILE", OptionType::Path, "", "",
+               "Write the counters as JSON at exit (%p: process id)."},
+    OptionSpec{"trace_out", "UVMP_TRACE_OUT", OptionType::Path, "", "",
+               "Record an access trace to this file (%p: process id, %r: rank)."},
+    OptionSpec{"trace_timing", "UVMP_TRACE_TIMING", OptionType::Bool, "0", "",
+               "Record kernel durations in the trace (CUPTI)."},
+    OptionSpec{"trace_buffer", "UVMP_TRACE_BUFFER", OptionType::Size, "64M", "",
+               "Memory for trace records not yet written; past it records are dropped and "
+               "counted."},
+    OptionSpec{"trace_in", "UVMP_TRACE_IN", OptionType::Path, "", "",
+               "With policy learned: start from the last iteration of this earlier trace of the "
+               "same program (allocations matched by order and size) instead of learning it first."},
+    OptionSpec{"verbose", "UVMP_VERBOSE", OptionType::Bool, "0", "",
+               "Print every option's effective value at start."},
+};
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+std::optional<bool> parse_bool(std::string_view text) {
+    const std::string v = lower(text);
+    if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+    if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+    return std::nullopt;
+}
+
+bool choice_allowed(std::string_view choices, std::string_view value) {
+    size_t start = 0;
+    while (start <= choices.size()) {
+        const size_t bar = choices.find('|', start);
+        const size_t end = bar == std::string_view::npos ? choices.size() : bar;
+        if (choices.substr(start, end - start) == value) return true;
+        if (bar == std::string_view::npos) break;
+        start = bar + 1;
+    }
+    return false;
+}
+
+std::string accepted_text(const OptionSpec& spec) {
+    switch (spec.type) {
+    case OptionType::Bool: return "expected 1/0, true/false, yes/no or on/off";
+    case OptionType::Size: return "expected a size such as 512M, 24G or 1073741824";
+    case OptionType::SizeOrPercent:
+        return "expected a size such as 512M or 24G, or a percentage such as 80%";
+    case OptionType::Choice: {
+        std::string s = "expected one of ";
+        for (char c : spec.choices) s += c == '|' ? std::string(", ") : std::string(1, c);
+        return s;
+    }
+    case OptionType::Path: return "expected a path";
+    }
+    return {};
+}
+
+void store(Config& config, const OptionSpec& spec, std::string_view value) {
+    const std::string_view key = spec.key;
+    if (key == "enable") config.enable = *parse_bool(value);
+    else if (key == "budget") config.budget = value.empty() ? std::nullopt : parse_size_or_percent(value);
+    else if (key == "reserve") config.reserve = *parse_size(value);
+    else if (key == "allow_physical_oversubscription")
+        config.allow_physical_oversubscription = *parse_bool(value);
+    else if (key == "policy")
+        config.policy = value == "learned" ? ResidencyPolicy::Learned
+                        : value == "demand-lru" ? ResidencyPolicy::DemandLru : ResidencyPolicy::None;
+    else if (key == "populate") config.populate = value == "off" ? Populate::Off : Populate::Prefetch;
+    else if (key == "chunk_size") config.chunk_size = *parse_size(value);
+    else if (key == "hide_managed") config.hide_managed = *parse_bool(value);
+    else if (key == "log_level") {
+        static constexpr std::array kLevels = {"trace", "debug", "info", "warn", "error", "off"};
+        for (size_t i = 0; i < kLevels.size(); ++i)
+            if (value == kLevels[i]) config.log_level = static_cast<LogLevel>(i);
+    } else if (key == "log_file") config.log_file = value;
+    else if (key == "summary") config.summary = *parse_bool(value);
+    else if (key == "stats_file") config.stats_file = value;
+    else if (key == "trace_out") config.trace_out = value;
+    else if (key == "trace_timing") config.trace_timing = *parse_bool(value);
+    else if (key == "trace_buffer") config.trace_buffer = *parse_size(value);
+    else if (key == "trace_in") config.trace_in = value;
+    else if (key == "verbose") config.verbose = *parse_bool(value);
+}
+
+// A TOML value as the text an environment variable would hold.
+std::optional<std::string> toml_value_text(const toml::node& node) {
+    if (auto s = node.value<std::string>()) return *s;
+    if (auto b = node.value_exact<bool>()) return *b ? "1" : "0";
+    if (auto i = node.value_exact<int64_t>()) return std::to_string(*i);
+    if (auto d = node.value_exact<double>()) {
+        std::ostringstream os;
+        os << *d;
+        return os.str();
+    }
+    return std::nullopt;
+}
+
+std::optional<ConfigError> load_file(const std::string& path,
+                                     std::vector<std::string>& values) {
+    toml::table table;
+    try {
+        table = toml::parse_file(path);
+    } catch (const toml::parse_error& e) {
+        std::ostringstream os;
+        os << "cannot read the config file '" << path << "' (UVMP_CONFIG): " << e.description();
+        if (e.source().begin) os << " at line " << e.source().begin.line;
+        return ConfigError{os.str()};
+    }
+    for (const auto& [key, node] : table) {
+        const OptionSpec* spec = nullptr;
+        for (const auto& candidate : kOptions)
+            if (candidate.key == key.str()) spec = &candidate;
+        if (!spec)
+            return ConfigError{"unknown key '" + std::string(key.str()) + "' in the config file '" +
+                               path + "'; see uvmrun --help for the keys"};
+        auto text = toml_value_text(node);
+        const std::string source = "key '" + std::string(key.str()) + "' in " + path;
+        if (!text) return ConfigError{"invalid " + source + ": " + accepted_text(*spec)};
+        if (auto err = validate_option_value(*spec, *text, source)) return ConfigError{*err};
+        values[static_cast<size_t>(spec - kOptions.data())] = *text;
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+std::span<const OptionSpec> option_table() { return kOptions; }
+
+const char* process_getenv(const char* name) { return std::getenv(name); }
+
+const OptionSpec* find_option(std::string_view key_or_env) {
+    for (const auto& spec : kOptions)
+        if (spec.key == key_or_env || spec.env == key_or_env) return &spec;
+    return nullptr;
+}
+
+std::optional<std::string> validate_option_value(const OptionSpec& spec, std::string_view value,
+                                                 std::string_view source_name) {
+    bool ok = true;
+    switch (spec.type) {
+    case OptionType::Bool: ok = parse_bool(value).has_value(); break;
+    case OptionType::Size: ok = parse_size(value).has_value(); break;
+    case OptionType::SizeOrPercent: ok = value.empty() || parse_size_or_percent(value).has_value(); break;
+    case OptionType::Choice: ok = choice_allowed(spec.choices, value); break;
+    case OptionType::Path: ok = true; break;
+    }
+    if (ok) return std::nullopt;
+    return "invalid " + std::string(source_name) + "='" + std::string(value) + "': " +
+           accepted_text(spec);
+}
+
+std::optional<ConfigError> load_config(Config& out, GetEnv getenv_fn) {
+    std::vector<std::string> values;
+    for (const auto& spec : kOptions) values.emplace_back(spec.default_text);
+
+    if (const char* path = getenv_fn("UVMP_CONFIG"); path && *path)
+        if (auto err = load_file(path, values)) return err;
+
+    for (size_t i = 0; i < kOptions.size(); ++i) {
+        const char* env = getenv_fn(std::string(kOptions[i].env).c_str());
+        if (!env) continue;
+        if (auto err = validate_option_value(kOptions[i], env, kOptions[i].env))
+            return ConfigError{*err};
+        values[i] = env;
+    }
+
+    out = Config{};
+    out.values.clear();
+    for (size_t i = 0; i < kOptions.size(); ++i) {
+        store(out, kOptions[i], values[i]);
+        out.values.emplace_back(std::string(kOptions[i].key), values[i]);
+    }
+    return std::nullopt;
+}
+
+std::string expand_path_pattern(std::string_view pattern, int pid, GetEnv getenv_fn) {
+    std::string out;
+    for (size_t i = 0; i < pattern.size(); ++i) {
+        if (pattern[i] == '%' && i + 1 < pattern.size()) {
+            const char c = pattern[i + 1];
+            if (c == 'p') { out += std::to_string(pid); ++i; continue; }
+            if (c == 'r') {
+                const char* rank = getenv_fn("RANK");
+                if (!rank || !*rank) rank = getenv_fn("LOCAL_RANK");
+                out += rank && *rank ? rank : "0";
+                ++i;
+                continue;
+            }
+            if (c == '%') { out += '%'; ++i; continue; }
+        }
+        out += pattern[i];
+    }
+    return out;
+}
+
+std::string_view to_string(ResidencyPolicy p) {
+    switch (p) {
+    case ResidencyPolicy::None: return "none";
+    case ResidencyPolicy::DemandLru: return "demand-lru";
+    case ResidencyPolicy::Learned: return "learned";
+    }
+    return "none";
+}
+
+std::string_view to_string(LogLevel l) {
+    static constexpr std::array kLevels = {"trace", "debug", "info", "warn", "error", "off"};
+    return kLevels[static_cast<size_t>(l)];
+}
+
+} // namespace uvmp

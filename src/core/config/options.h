@@ -1,0 +1,81 @@
+// The one table of every configuration knob: environment name, file key, type,
+// default and help. The library, uvmrun --help and docs/configuration.md all
+// come from it.
+#pragma once
+
+#include "core/util/size_parse.h"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace uvmp {
+
+enum class OptionType { Bool, Size, SizeOrPercent, Choice, Path };
+
+enum class ResidencyPolicy { None, DemandLru, Learned };
+enum class Populate { Off, Prefetch };
+enum class LogLevel { Trace, Debug, Info, Warn, Error, Off };
+
+struct OptionSpec {
+    std::string_view key;      // file key, e.g. "budget"
+    std::string_view env;      // environment variable, e.g. "UVMP_BUDGET"
+    OptionType type;
+    std::string_view default_text;
+    std::string_view choices;  // Choice: "a|b|c"
+    std::string_view help;
+};
+
+std::span<const OptionSpec> option_table();
+const OptionSpec* find_option(std::string_view key_or_env);
+
+// Effective configuration after defaults, the file named by UVMP_CONFIG and the
+// environment (environment wins).
+struct Config {
+    bool enable = true;
+    std::optional<SizeOrPercent> budget; // unset: the physical guard's limit
+    uint64_t reserve = 1ull << 30;
+    bool allow_physical_oversubscription = false;
+    ResidencyPolicy policy = ResidencyPolicy::Learned;
+    Populate populate = Populate::Prefetch;
+    LogLevel log_level = LogLevel::Warn;
+    std::string log_file;
+    bool summary = false;
+    std::string stats_file;
+    std::string trace_out;
+    bool trace_timing = false;
+    uint64_t trace_buffer = 64ull << 20;
+    std::string trace_in;
+    uint64_t chunk_size = 2ull << 20;
+    bool hide_managed = true;
+    bool verbose = false;
+
+    // Every option's effective value as text, in table order (for --verbose and traces).
+    std::vector<std::pair<std::string, std::string>> values;
+};
+
+struct ConfigError {
+    std::string message; // one sentence: which variable/key, which value, what is accepted
+};
+
+// Checks one value against its option's type. Returns an error sentence or nullopt.
+std::optional<std::string> validate_option_value(const OptionSpec& spec, std::string_view value,
+                                                 std::string_view source_name);
+
+// Reads defaults, then the TOML file named by UVMP_CONFIG (if any), then UVMP_* variables.
+// getenv_fn lets tests supply an environment. On the first bad value returns the error.
+using GetEnv = const char* (*)(const char*);
+// The process environment, as a GetEnv.
+const char* process_getenv(const char* name);
+std::optional<ConfigError> load_config(Config& out, GetEnv getenv_fn);
+
+// Expands %p (pid) and %r (rank, from RANK or LOCAL_RANK, else 0) in a path.
+std::string expand_path_pattern(std::string_view pattern, int pid, GetEnv getenv_fn);
+
+std::string_view to_string(ResidencyPolicy p);
+std::string_view to_string(LogLevel l);
+
+} // namespace uvmp

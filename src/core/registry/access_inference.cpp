@@ -1,0 +1,96 @@
+#include "core/registry/access_inference.h"
+
+#include <cstring>
+#include <mutex>
+
+namespace uvmp {
+namespace {
+
+// The words of a launch that may be pointers of ours, looked up in the
+// registry in batches, each under one lock: a launch has dozens of candidate
+// words, and a lock per word cost more than the look-ups.
+class WordBatch {
+public:
+    WordBatch(const Registry& registry, std::vector<AccessHit>& hits) : registry_(registry), hits_(hits) {}
+    WordBatch(const WordBatch&) = delete;
+    WordBatch& operator=(const WordBatch&) = delete;
+
+    // Parameter storage carries no alignment promise we can rely on for by-value
+    // structs, so words are copied out rather than dereferenced in place.
+    void scan(const unsigned char* bytes, size_t size) {
+        for (size_t at = 0; at + sizeof(uint64_t) <= size; at += sizeof(uint64_t)) {
+            uint64_t word;
+            std::memcpy(&word, bytes + at, sizeof word);
+            if (word == 0 || !registry_.may_contain(word)) continue;
+            words_[count_++] = word;
+            if (count_ == kWords) flush();
+        }
+    }
+
+    // Looks up what is left; the hits are complete after it.
+    void flush() {
+        registry_.find_all({words_, count_}, hits_);
+        count_ = 0;
+    }
+
+private:
+    static constexpr size_t kWords = 64;
+    const Registry& registry_;
+    std::vector<AccessHit>& hits_;
+    uint64_t words_[kWords];
+    size_t count_ = 0;
+};
+
+} // namespace
+
+const KernelInfo& KernelTable::lookup(const void* handle, bool* first_sight) {
+    {
+        std::shared_lock lock(mutex_);
+        auto it = by_handle_.find(handle);
+        if (it != by_handle_.end()) {
+            if (first_sight) *first_sight = false;
+            return *it->second;
+        }
+    }
+    // Describe outside the lock: it calls into the driver.
+    auto info = std::make_unique<KernelInfo>();
+    describe_(handle, *info);
+    std::unique_lock lock(mutex_);
+    auto [it, inserted] = by_handle_.try_emplace(handle, std::move(info));
+    if (inserted) it->second->id = next_id_++;
+    if (first_sight) *first_sight = inserted;
+    return *it->second;
+}
+
+size_t KernelTable::size() const {
+    std::shared_lock lock(mutex_);
+    return by_handle_.size();
+}
+
+void KernelTable::clear() {
+    std::unique_lock lock(mutex_);
+    by_handle_.clear();
+    next_id_ = 0;
+}
+
+void scan_kernel_params(const KernelInfo& info, void* const* params, const Registry& registry,
+                        std::vector<AccessHit>& hits) {
+    if (!params) return;
+    WordBatch batch(registry, hits);
+    for (size_t i = 0; i < info.params.size(); ++i) {
+        const auto* p = static_cast<const unsigned char*>(params[i]);
+        if (!p) continue;
+        batch.scan(p, info.params[i].size);
+    }
+    batch.flush();
+}
+
+void scan_param_buffer(const void* buffer, size_t bytes, const Registry& registry,
+                       std::vector<AccessHit>& hits) {
+    if (!buffer) return;
+    WordBatch batch(registry, hits);
+    batch.scan(static_cast<const unsigned char*>(buffer), bytes);
+    batch.flush();
+}
+
+} // namespace uvmp

@@ -1,0 +1,59 @@
+// Which converted allocations a kernel launch touches, inferred from its
+// parameters: every 8-byte-aligned word of every parameter is looked up in the
+// registry, because device pointers also hide inside by-value structs.
+#pragma once
+
+#include "core/registry/registry.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace uvmp {
+
+struct ParamSlot {
+    uint32_t offset;
+    uint32_t size;
+};
+
+struct KernelInfo {
+    uint32_t id = 0;           // 0, 1, 2, ... in order of first launch
+    std::string name;          // mangled name when the driver gives it
+    std::vector<ParamSlot> params;
+    bool layout_known = false; // false: the driver could not describe the parameters
+};
+
+// Per-function cache, filled once per function through a describe callback that
+// asks the driver (preload/) or a fake (tests).
+class KernelTable {
+public:
+    using Describe = std::function<void(const void* handle, KernelInfo& info)>;
+
+    explicit KernelTable(Describe describe) : describe_(std::move(describe)) {}
+
+    // Returns the info for handle, describing it on first sight. The pointer stays
+    // valid for the table's lifetime. first_sight is set when this call created it.
+    const KernelInfo& lookup(const void* handle, bool* first_sight = nullptr);
+    size_t size() const;
+    void clear();
+
+private:
+    Describe describe_;
+    mutable std::shared_mutex mutex_;
+    std::unordered_map<const void*, std::unique_ptr<KernelInfo>> by_handle_;
+    uint32_t next_id_ = 0;
+};
+
+// Appends the hits found in params (the kernelParams array of a launch).
+void scan_kernel_params(const KernelInfo& info, void* const* params, const Registry& registry,
+                        std::vector<AccessHit>& hits);
+
+// Appends the hits found in a packed parameter buffer (the `extra` launch form).
+void scan_param_buffer(const void* buffer, size_t bytes, const Registry& registry,
+                       std::vector<AccessHit>& hits);
+
+} // namespace uvmp

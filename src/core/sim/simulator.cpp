@@ -1,0 +1,317 @@
+#include "core/sim/simulator.h"
+
+#include "core/trace/iteration_period.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <stdexcept>
+
+namespace uvmp {
+namespace {
+
+std::unique_ptr<Policy> make_policy(const SimConfig& config, const ChunkSchedule& schedule) {
+    switch (config.policy) {
+    case PolicyKind::DemandLru: return make_demand_lru_policy();
+    case PolicyKind::Belady: return make_belady_policy(schedule, config.lookahead);
+    case PolicyKind::Learned: return make_learned_policy(config.predictor, config.lookahead);
+    }
+    throw std::invalid_argument("unknown policy");
+}
+
+double thread_cpu_seconds() {
+    timespec now{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return 0.0;
+    return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+double seconds_for(uint64_t bytes, double gbps) { return gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e9) : 0.0; }
+
+// A link curve's rate by piece size, remembered: the interpolation takes
+// logarithms, and a replay asks for the same few piece sizes millions of times.
+class RateMemo {
+public:
+    explicit RateMemo(const std::vector<LinkModel::Point>& curve) : curve_(curve) {}
+    double operator()(uint64_t piece_bytes) {
+        // Sizes are mostly multiples of a chunk: a multiplicative hash spreads them.
+        Slot& slot = slots_[(piece_bytes * 0x9E3779B97F4A7C15ull) >> (64 - kSlotBits)];
+        if (slot.piece_bytes != piece_bytes) slot = {piece_bytes, LinkModel::rate(curve_, piece_bytes)};
+        return slot.gbps;
+    }
+
+private:
+    static constexpr unsigned kSlotBits = 6;
+    struct Slot {
+        uint64_t piece_bytes = UINT64_MAX;
+        double gbps = 0;
+    };
+    const std::vector<LinkModel::Point>& curve_;
+    std::array<Slot, size_t{1} << kSlotBits> slots_{};
+};
+
+// The largest of the range's times (all finite, not negative). Four running
+// maxima instead of one: the compares do not wait on each other.
+double latest_of(const LargeVector<double>& times, ChunkRange range) {
+    double m0 = 0, m1 = 0, m2 = 0, m3 = 0;
+    size_t c = range.first;
+    const size_t end = size_t{range.last} + 1;
+    for (; c + 4 <= end; c += 4) {
+        m0 = std::max(m0, times[c]);
+        m1 = std::max(m1, times[c + 1]);
+        m2 = std::max(m2, times[c + 2]);
+        m3 = std::max(m3, times[c + 3]);
+    }
+    for (; c < end; ++c) m0 = std::max(m0, times[c]);
+    return std::max(std::max(m0, m1), std::max(m2, m3));
+}
+
+// Whether the span shares a chunk with any of the ranges.
+bool overlaps(std::span<const ChunkRange> ranges, const ChunkSpan& span) {
+    const ChunkId last = span.first + span.count - 1;
+    for (const ChunkRange& r : ranges)
+        if (r.first <= last && span.first <= r.last) return true;
+    return false;
+}
+
+// Keeps only full iterations: a last one shorter than the one before was cut
+// off by the end of the recording.
+std::vector<uint64_t> close_bounds(std::vector<uint64_t> starts, uint64_t launches) {
+    std::sort(starts.begin(), starts.end());
+    starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    while (!starts.empty() && starts.back() >= launches) starts.pop_back();
+    if (starts.empty()) return {};
+    const uint64_t tail = launches - starts.back();
+    if (starts.size() == 1 || tail >= starts.back() - starts[starts.size() - 2]) starts.push_back(launches);
+    if (starts.size() < 2) return {};
+    return starts;
+}
+
+double median(std::vector<double> values) {
+    if (values.empty()) return 0.0;
+    const size_t mid = values.size() / 2;
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+    double m = values[mid];
+    if (values.size() % 2 == 0) m = (m + *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+    return m;
+}
+
+} // namespace
+
+std::vector<uint64_t> iteration_bounds(const trace::Trace& trace) {
+    const uint64_t launches = trace.launches.size();
+    if (trace.iterations.size() >= 2) {
+        std::vector<uint64_t> starts;
+        for (const trace::Iteration& mark : trace.iterations) starts.push_back(mark.launches_before);
+        return close_bounds(std::move(starts), launches);
+    }
+    const auto period = trace::detect_iteration_period(trace);
+    if (!period || period->period == 0) return {};
+    std::vector<uint64_t> bounds;
+    for (uint64_t k = 0; k <= period->repeats; ++k) {
+        const uint64_t b = period->first_launch + k * period->period;
+        if (b > launches) break;
+        bounds.push_back(b);
+    }
+    return bounds.size() >= 2 ? bounds : std::vector<uint64_t>{};
+}
+
+std::optional<LaunchRange> last_full_iteration(std::span<const uint64_t> bounds) {
+    if (bounds.size() < 2) return std::nullopt;
+    return LaunchRange{bounds[bounds.size() - 2], bounds.back()};
+}
+
+SimResult simulate(const trace::Trace& trace, const SimConfig& config) {
+    const ChunkSchedule schedule(trace, config.chunk_bytes);
+    return simulate(trace, schedule, iteration_bounds(trace), config);
+}
+
+SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, const std::vector<uint64_t>& bounds,
+                   const SimConfig& config) {
+    const auto wall_start = std::chrono::steady_clock::now();
+    const double cpu_start = thread_cpu_seconds();
+    if (schedule.chunk_bytes() != config.chunk_bytes || schedule.launch_count() != trace.launches.size())
+        throw std::invalid_argument("simulate: the chunk schedule was built for another trace or chunk size");
+
+    const LinkModel& link = config.link;
+    RateMemo prefetch_gbps(link.prefetch_curve), evict_gbps(link.evict_curve);
+    // The schedule worked out which ids each allocation gets, as the library's
+    // model hands them out (ChunkIds::Reused): the replay takes them as they are.
+    Residency residency(config.budget_bytes, config.chunk_bytes, ChunkIds::Given);
+    residency.reserve_chunk_slots(schedule.chunk_slots());
+    const auto policy = make_policy(config, schedule);
+    residency.keep_recency_order(policy->reads_recency_order());
+    const uint64_t launches = trace.launches.size();
+
+    SimResult result;
+    result.policy = std::string(policy->name());
+    result.budget_bytes = config.budget_bytes;
+    result.chunk_bytes = config.chunk_bytes;
+    result.footprint_bytes = schedule.footprint_bytes();
+    result.launches = launches;
+
+    // When each chunk's data is on the GPU, and until when a kernel uses it
+    // (an eviction has to wait for that).
+    LargeVector<double> ready_at(schedule.chunk_slots(), 0.0);
+    // The latest arrival so far: a launch that starts after it waits for none.
+    double latest_arrival = 0.0;
+    // At each iteration bound, before its launch: when the kernels so far ended, and
+    // the bytes moved in and out so far (to tell the steps apart).
+    struct AtBound {
+        double kernels_end = 0;
+        uint64_t in_bytes = 0;
+        uint64_t out_bytes = 0;
+    };
+    std::vector<AtBound> at_bound(bounds.size());
+    size_t next_bound = 0;
+    while (next_bound < bounds.size() && bounds[next_bound] == 0) ++next_bound;
+    double copy_free = 0.0;
+    double compute_free = 0.0;
+    // The application issues launch i while the GPU runs launch i - 1: transfers
+    // planned for launch i cannot start earlier than that.
+    double previous_kernel_start = 0.0;
+
+    const auto events = schedule.events();
+    size_t next_event = 0;
+    Plan plan;
+    std::vector<uint64_t> span_bytes; // of the plan's prefetched spans
+    // The kernel before the current launch: evicting its chunks waits until it
+    // ends. (Earlier kernels ended before it started, which transfers wait for anyway.)
+    std::span<const ChunkRange> previous_ranges;
+    double previous_kernel_end = 0.0;
+    for (uint64_t i = 0; i < launches; ++i) {
+        ChunkSchedule::replay_events(events, next_event, i, residency,
+                                     [&](size_t, ChunkRange chunks) { policy->on_allocation_added(chunks); });
+        const trace::Launch& launch = trace.launches[i];
+        const std::span<const ChunkRange> launch_ranges = schedule.launch_ranges(i);
+        residency.pin_launch(launch_ranges);
+        if (schedule.launch_bytes(i) > config.budget_bytes) ++result.oversized_launches;
+
+        LaunchView view;
+        view.step = i;
+        view.kernel_id = launch.kernel_id;
+        view.accesses = trace.accesses_of(launch);
+        view.ranges = launch_ranges;
+        plan.clear();
+        policy->plan(view, residency, plan);
+        plan.coalesce_evictions(residency);
+
+        uint64_t evict_bytes = 0, fetch_bytes = 0, demand_bytes = 0;
+        double evict_seconds = 0, fetch_seconds = 0;
+        double copy_start = std::max(copy_free, previous_kernel_start);
+        for (const ChunkSpan& span : plan.evict) {
+            const uint64_t bytes = Plan::bytes({&span, 1}, residency);
+            evict_bytes += bytes;
+            evict_seconds += seconds_for(bytes, evict_gbps(bytes));
+            if (overlaps(previous_ranges, span)) copy_start = std::max(copy_start, previous_kernel_end);
+        }
+        span_bytes.clear();
+        for (const ChunkSpan& span : plan.prefetch) {
+            const uint64_t bytes = Plan::bytes({&span, 1}, residency);
+            span_bytes.push_back(bytes);
+            fetch_bytes += bytes;
+            fetch_seconds += seconds_for(bytes, prefetch_gbps(bytes));
+        }
+        for (const ChunkSpan& span : plan.demand) {
+            demand_bytes += Plan::bytes({&span, 1}, residency);
+            for (ChunkId c = span.first; c < span.first + span.count; ++c) ready_at[c] = 0.0;
+        }
+
+        // With a full GPU, room for the chunks that fault in is made in the fault
+        // path, chunk by chunk, while the kernel waits; the other evictions run
+        // on the copy engine ahead of the prefetches.
+        const uint64_t fault_evict_bytes =
+            config.fault_room == FaultRoom::FaultPath ? std::min(evict_bytes, demand_bytes) : 0;
+        const double fault_evict_seconds = seconds_for(fault_evict_bytes, evict_gbps(config.chunk_bytes));
+        if (evict_bytes > 0) evict_seconds *= static_cast<double>(evict_bytes - fault_evict_bytes) / static_cast<double>(evict_bytes);
+        evict_bytes -= fault_evict_bytes;
+        const uint64_t moved = evict_bytes + fetch_bytes;
+        if (moved > 0) {
+            double copy_seconds = evict_seconds + fetch_seconds;
+            if (evict_bytes > 0 && fetch_bytes > 0)
+                copy_seconds = std::max({evict_seconds, fetch_seconds, seconds_for(moved, link.concurrent_gbps)});
+            // Evictions go first; fetched pieces arrive in order, in proportion to their bytes.
+            const double per_byte = copy_seconds / static_cast<double>(moved);
+            uint64_t done_bytes = evict_bytes;
+            for (size_t k = 0; k < plan.prefetch.size(); ++k) {
+                const ChunkSpan& span = plan.prefetch[k];
+                done_bytes += span_bytes[k];
+                const double arrival = copy_start + per_byte * static_cast<double>(done_bytes);
+                for (ChunkId c = span.first; c < span.first + span.count; ++c) ready_at[c] = arrival;
+                latest_arrival = std::max(latest_arrival, arrival);
+            }
+            copy_free = copy_start + copy_seconds;
+            result.copy_busy_seconds += copy_seconds;
+        }
+
+        double start = compute_free;
+        const bool may_wait = latest_arrival > compute_free;
+        residency.unpin_launch();
+        if (may_wait)
+            for (const ChunkRange& r : launch_ranges) start = std::max(start, latest_of(ready_at, r));
+        const uint64_t duration_ns = launch.duration_ns ? launch.duration_ns : link.default_kernel_ns;
+        const double compute = static_cast<double>(duration_ns) * 1e-9;
+        const double end = start + compute + fault_evict_seconds + seconds_for(demand_bytes, link.demand_fault_gbps);
+        previous_ranges = launch_ranges;
+        previous_kernel_end = end;
+        compute_free = end;
+        previous_kernel_start = start;
+
+        result.compute_seconds += compute;
+        result.evicted_bytes += evict_bytes + fault_evict_bytes;
+        result.prefetched_bytes += fetch_bytes;
+        result.demand_bytes += demand_bytes;
+        result.evict_calls += plan.evict.size();
+        result.prefetch_calls += plan.prefetch.size();
+        for (; next_bound < bounds.size() && bounds[next_bound] == i + 1; ++next_bound)
+            at_bound[next_bound] = {end, result.prefetched_bytes + result.demand_bytes, result.evicted_bytes};
+    }
+
+    result.total_seconds = compute_free;
+    result.peak_resident_bytes = residency.peak_resident_bytes();
+    result.prediction_hit_rate = policy->prediction_hit_rate();
+
+    result.step_seconds = result.total_seconds;
+    uint64_t reference_begin = 0, reference_end = launches;
+    if (bounds.size() >= 2) {
+        auto step_time = [&](size_t k) { return at_bound[k + 1].kernels_end - at_bound[k].kernels_end; };
+        std::vector<double> steady;
+        for (size_t k = 1; k + 1 < bounds.size(); ++k) steady.push_back(step_time(k));
+        const size_t first_steady = steady.empty() ? 0 : 1;
+        if (steady.empty()) steady.push_back(step_time(0));
+        result.step_seconds = median(steady);
+        // The step whose time is closest to the median.
+        size_t typical = first_steady;
+        for (size_t k = 0; k < steady.size(); ++k)
+            if (std::abs(steady[k] - result.step_seconds) < std::abs(steady[typical - first_steady] - result.step_seconds))
+                typical = k + first_steady;
+        result.step_in_bytes = at_bound[typical + 1].in_bytes - at_bound[typical].in_bytes;
+        result.step_out_bytes = at_bound[typical + 1].out_bytes - at_bound[typical].out_bytes;
+        result.steady_steps = bounds.size() > 2 ? bounds.size() - 2 : 1;
+        // The second iteration stands for all steady ones in the bound below.
+        const size_t reference = bounds.size() > 2 ? 1 : 0;
+        reference_begin = bounds[reference];
+        reference_end = bounds[reference + 1];
+        result.step_launches = reference_end - reference_begin;
+    }
+    result.step_working_set_bytes = schedule.touched_bytes(reference_begin, reference_end);
+    double step_compute = 0;
+    for (uint64_t i = reference_begin; i < reference_end; ++i) {
+        const uint64_t ns = trace.launches[i].duration_ns ? trace.launches[i].duration_ns : link.default_kernel_ns;
+        step_compute += static_cast<double>(ns) * 1e-9;
+    }
+    const uint64_t beyond_budget =
+        result.step_working_set_bytes > config.budget_bytes ? result.step_working_set_bytes - config.budget_bytes : 0;
+    const double link_seconds =
+        std::max(seconds_for(beyond_budget, link.peak_prefetch_gbps()) + seconds_for(beyond_budget, link.peak_evict_gbps()),
+                 seconds_for(2 * beyond_budget, link.concurrent_gbps));
+    result.transfer_bound_step_seconds = std::max(step_compute, link_seconds);
+
+    result.simulation_wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    result.simulation_cpu_seconds = thread_cpu_seconds() - cpu_start;
+    return result;
+}
+
+} // namespace uvmp

@@ -1,0 +1,105 @@
+// Replays a recorded trace against a policy and a GPU memory budget, offline,
+// with a simple timing model: one copy engine that runs transfers while kernels
+// compute, kernels that wait for their prefetched chunks and stall while their
+// missing chunks fault in. docs/simulation.md describes the model and its limits.
+#pragma once
+
+#include "core/sim/link_model.h"
+#include "core/policy/policy.h"
+#include "core/model/chunk_schedule.h"
+#include "core/learn/predictor.h"
+#include "core/model/residency.h"
+#include "core/trace/model.h"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace uvmp {
+
+// Who makes room for the data that kernels fault in.
+enum class FaultRoom {
+    // The library's own evictions on the copy engine keep the budget, and the
+    // GPU's physical memory (larger than the budget) takes the faults: what
+    // the library does under UVMP_BUDGET.
+    CopyEngine,
+    // The GPU is full: unified memory evicts in the fault path, chunk by chunk,
+    // while the kernel waits (a job whose data exceeds the physical memory).
+    FaultPath,
+};
+
+struct SimConfig {
+    uint64_t budget_bytes = 0;
+    FaultRoom fault_room = FaultRoom::CopyEngine;
+    uint64_t chunk_bytes = kDefaultChunkBytes;
+    PolicyKind policy = PolicyKind::Learned;
+    LinkModel link;
+    LookaheadConfig lookahead;
+    PredictorConfig predictor;
+};
+
+struct SimResult {
+    std::string policy;
+    uint64_t budget_bytes = 0;
+    uint64_t chunk_bytes = 0;
+    uint64_t footprint_bytes = 0; // peak live bytes among chunks the trace touches
+    uint64_t launches = 0;
+
+    uint64_t prefetched_bytes = 0;
+    uint64_t evicted_bytes = 0;
+    uint64_t demand_bytes = 0;
+    uint64_t prefetch_calls = 0; // one per contiguous piece
+    uint64_t evict_calls = 0;
+    uint64_t transfer_calls() const { return prefetch_calls + evict_calls; }
+
+    uint64_t peak_resident_bytes = 0;
+    // Launches whose own chunks alone do not fit the budget: the budget is exceeded there.
+    uint64_t oversized_launches = 0;
+
+    double total_seconds = 0;   // end of the last kernel
+    double compute_seconds = 0; // sum of kernel durations, no stalls
+    double copy_busy_seconds = 0;
+    // Median over the steady iterations (all but the first); total_seconds when
+    // the trace has fewer than two iterations.
+    double step_seconds = 0;
+    uint64_t steady_steps = 0;
+    uint64_t step_launches = 0;   // launches per iteration (0: no iterations found)
+    uint64_t step_working_set_bytes = 0;
+    // Bytes into the GPU (prefetched and faulted) and out of it in the steady
+    // step whose time is the median: what the policy moves once it has learned.
+    uint64_t step_in_bytes = 0;
+    uint64_t step_out_bytes = 0;
+    // No policy can beat this per iteration: compute, or the bytes that must
+    // cross the link (working set beyond the budget, in and out) at full speed.
+    double transfer_bound_step_seconds = 0;
+
+    std::optional<double> prediction_hit_rate;
+    double simulation_wall_seconds = 0;
+    // CPU time of the calling thread spent in simulate(): the speed of the
+    // simulator itself, unaffected by other work on a loaded machine.
+    double simulation_cpu_seconds = 0;
+};
+
+// Iteration k spans launches [bounds[k], bounds[k + 1]). From the iteration
+// marks, else from the detected period; a trailing partial iteration is left
+// out. Empty when fewer than one full iteration is found.
+std::vector<uint64_t> iteration_bounds(const trace::Trace& trace);
+
+// Launches [begin, end).
+struct LaunchRange {
+    uint64_t begin = 0;
+    uint64_t end = 0;
+};
+// The last full iteration of iteration_bounds' result; nullopt when there is none.
+std::optional<LaunchRange> last_full_iteration(std::span<const uint64_t> bounds);
+
+// `schedule` must have been built from `trace` with config.chunk_bytes and
+// `bounds` by iteration_bounds(trace); computing them once serves several
+// simulations of the same trace (a sweep).
+SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, const std::vector<uint64_t>& bounds,
+                   const SimConfig& config);
+SimResult simulate(const trace::Trace& trace, const SimConfig& config);
+
+} // namespace uvmp

@@ -1,0 +1,124 @@
+// The access trace in memory: what the library records, what the reader returns,
+// and what the simulator replays. The on-disk encoding lives in trace_writer /
+// trace_reader and is specified in docs/trace-format.md.
+#pragma once
+
+#include "core/util/large_pages.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <span>
+#include <vector>
+
+namespace uvmp::trace {
+
+inline constexpr uint16_t kFormatMajor = 1;
+inline constexpr uint16_t kFormatMinor = 0;
+
+enum class AllocKind : uint8_t {
+    Converted = 0,     // device allocation turned into managed memory
+    PassedThrough = 1, // device allocation left as it was (capture, managed refused, inactive)
+    Vmm = 2,           // cuMemCreate
+    Host = 3,          // pinned host memory
+};
+
+enum class MoveKind : uint8_t {
+    Populate = 0, // fresh allocation placed on the GPU
+    Prefetch = 1, // host -> GPU ahead of use
+    Evict = 2,    // GPU -> host to stay within the budget
+    Discard = 3,  // GPU copy dropped without moving (dead or read-duplicated data)
+};
+
+struct Header {
+    uint16_t format_major = kFormatMajor;
+    uint16_t format_minor = kFormatMinor;
+    std::string library_version;
+    std::string device_name;
+    uint64_t device_total_bytes = 0;
+    int32_t driver_version = 0;
+    uint64_t chunk_bytes = 2ull << 20;
+    uint64_t budget_bytes = 0;
+    uint64_t start_time_ns = 0; // CLOCK_REALTIME at the start of recording
+    int32_t pid = 0;
+    int32_t rank = -1;
+    std::map<std::string, std::string> options; // every option's effective value, as text
+};
+
+// One allocation named by a launch's parameters. length == 0: extent unknown,
+// assume the rest of the allocation from offset.
+struct Access {
+    uint32_t alloc_id = 0;
+    uint64_t offset = 0;
+    uint64_t length = 0;
+};
+
+// Times are nanoseconds since Header::start_time_ns (CLOCK_MONOTONIC based).
+// launches_before places allocations and frees among the launches.
+struct Alloc {
+    uint32_t id = 0;
+    uint64_t address = 0;
+    uint64_t size = 0;
+    AllocKind kind = AllocKind::Converted;
+    int32_t device = 0;
+    uint64_t time_ns = 0;
+    uint64_t launches_before = 0;
+};
+
+struct Free {
+    uint32_t id = 0;
+    uint64_t time_ns = 0;
+    uint64_t launches_before = 0;
+};
+
+struct Launch {
+    uint64_t seq = 0; // 0, 1, 2, ... per process
+    uint32_t kernel_id = 0;
+    uint32_t grid[3] = {1, 1, 1};
+    uint32_t block[3] = {1, 1, 1};
+    uint64_t stream = 0;
+    uint64_t time_ns = 0;     // host time of the launch call
+    uint64_t duration_ns = 0; // GPU execution time when recorded with timing, else 0
+    uint32_t first_access = 0; // index into Trace::accesses
+    uint32_t access_count = 0;
+};
+
+struct Move {
+    MoveKind kind = MoveKind::Prefetch;
+    uint32_t alloc_id = 0;
+    uint64_t offset = 0;
+    uint64_t length = 0;
+    uint64_t time_ns = 0;
+    uint64_t duration_ns = 0;
+    uint64_t launches_before = 0;
+};
+
+struct Iteration {
+    uint64_t index = 0;
+    uint64_t launches_before = 0;
+    uint64_t time_ns = 0;
+};
+
+struct Trace {
+    Header header;
+    std::vector<std::string> kernel_names; // indexed by Launch::kernel_id
+    LargeVector<Alloc> allocs;
+    LargeVector<Free> frees;
+    LargeVector<Launch> launches;
+    LargeVector<Access> accesses;
+    LargeVector<Move> moves;
+    LargeVector<Iteration> iterations;
+    uint64_t dropped_records = 0; // records the recorder could not keep (buffer full)
+
+    // Whether the launch's access list lies within the access table (a reader
+    // checks it; a trace built in memory may not hold it).
+    bool has_accesses_of(const Launch& launch) const {
+        return static_cast<uint64_t>(launch.first_access) + launch.access_count <= accesses.size();
+    }
+    // The launch's accesses; has_accesses_of(launch) must hold.
+    std::span<const Access> accesses_of(const Launch& launch) const {
+        return {accesses.data() + launch.first_access, launch.access_count};
+    }
+};
+
+} // namespace uvmp::trace

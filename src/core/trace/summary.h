@@ -1,0 +1,54 @@
+// The numbers `uvmtrace info` reports about a trace, computed in one place so
+// that the tool, its JSON output and the tests agree.
+#pragma once
+
+#include "core/trace/iteration_period.h"
+#include "core/trace/model.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+namespace uvmp::trace {
+
+struct AllocTotals {
+    uint64_t count = 0;
+    uint64_t bytes = 0;
+};
+
+struct MoveTotals {
+    uint64_t count = 0;
+    uint64_t bytes = 0;
+    uint64_t duration_ns = 0;
+};
+
+struct IterationFootprint {
+    uint64_t first_launch = 0;     // the period measured: the last full one
+    uint64_t accessed_allocs = 0;  // distinct allocations the period's launches touch
+    uint64_t accessed_bytes = 0;   // their sizes added up (allocations of unknown size excluded)
+    uint64_t peak_live_bytes = 0;  // device bytes live at once during the period
+};
+
+struct TraceSummary {
+    uint64_t duration_ns = 0; // from the start of recording to the last recorded event
+    std::array<AllocTotals, 4> allocs_by_kind{}; // indexed by AllocKind
+    uint64_t frees = 0;
+    // Device bytes (converted and passed-through allocations) live at once.
+    uint64_t peak_live_bytes = 0;
+    uint64_t launches = 0;
+    uint64_t distinct_kernels = 0;
+    uint64_t accesses = 0;
+    std::array<MoveTotals, 4> moves_by_kind{}; // indexed by MoveKind
+    std::optional<IterationPeriod> period;
+    std::optional<IterationFootprint> iteration;
+    uint64_t dropped_records = 0;
+
+    AllocTotals all_allocs() const;
+};
+
+TraceSummary summarize(const Trace& trace);
+
+const char* alloc_kind_name(AllocKind kind);
+const char* move_kind_name(MoveKind kind);
+
+} // namespace uvmp::trace
