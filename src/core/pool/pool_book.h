@@ -1,0 +1,138 @@
+// The bookkeeping of the managed pool: large slabs that the driver glue makes
+// (managed allocations under the physical guard), carved into blocks for the
+// application's device allocations, with CUDA's free semantics. Pure: slabs come
+// from a SlabSource and fences are asked through a FenceOracle, so the whole of
+// it runs in unit tests without a GPU.
+//
+// Free semantics, as CUDA's stream-ordered allocator has them:
+// - a block freed on stream S with fence F (an event recorded on S at the free)
+//   is reusable at once by allocations on S (stream order keeps the new owner's
+//   work behind the old owner's), and by allocations on other streams only once
+//   F has completed on the GPU;
+// - a block freed with kNoStream (cuMemFree, after whatever synchronisation the
+//   caller owed) is reusable by every stream at once.
+// Events on one stream complete in order, so two adjacent blocks pending on the
+// same stream merge into one pending on the later fence.
+//
+// Blocks of at least `chunk_bytes` start on a chunk boundary of their slab (the
+// residency model's chunks then match the memory's), smaller ones on
+// `alignment`. Slabs wholly free for `release_after_ns` are given back, beyond
+// the first `retain_bytes` of them. Thread-safe: one mutex, held for
+// bookkeeping only (never while a slab is made or given back).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+namespace uvmp::pool {
+
+using StreamKey = uint64_t; // an opaque stream handle
+using FenceKey = uint64_t;  // an opaque event handle; 0: none
+// The stream of a free that waits for nothing (cuMemFree).
+inline constexpr StreamKey kNoStream = ~uint64_t{0};
+// Figures are kept per tag (the CUDA memory pool an allocation was asked of).
+using PoolTag = uint64_t;
+
+// Makes and gives back slabs: managed allocations, in the driver glue.
+class SlabSource {
+public:
+    virtual ~SlabSource() = default;
+    // The base address of a new slab of `bytes`, or nullopt when refused (the
+    // physical guard, or the driver).
+    virtual std::optional<uint64_t> create(uint64_t bytes) = 0;
+    virtual void release(uint64_t base, uint64_t bytes) = 0;
+};
+
+// Answers for fences handed to free(); the pool destroys each once no block
+// waits on it any more.
+class FenceOracle {
+public:
+    virtual ~FenceOracle() = default;
+    virtual bool completed(FenceKey fence) = 0;
+    // Blocks until the fence has completed.
+    virtual void wait(FenceKey fence) = 0;
+    virtual void destroy(FenceKey fence) = 0;
+};
+
+struct PoolConfig {
+    uint64_t slab_bytes = 512ull << 20;    // a request larger than this gets a slab of its own
+    uint64_t chunk_bytes = 2ull << 20;     // power of two
+    uint64_t alignment = 512;              // power of two, at most chunk_bytes
+    uint64_t retain_bytes = 0;             // wholly free slabs kept however long unused
+    uint64_t release_after_ns = 10'000'000'000ull;
+};
+
+struct Block {
+    uint64_t address = 0;
+    uint64_t size = 0; // as asked, rounded to the alignment
+    uint32_t slab = 0; // the slab's id (1, 2, ...; ids are not reused)
+    uint64_t slab_base = 0;
+};
+
+struct PoolFigures {
+    uint64_t used = 0;      // bytes of live blocks (of the tag)
+    uint64_t used_high = 0;
+    uint64_t reserved = 0;  // bytes of slabs (of the whole pool)
+    uint64_t reserved_high = 0;
+    uint64_t slabs = 0;
+    uint64_t blocks = 0;    // live blocks (of the tag)
+};
+
+// What happened to the slabs during one call, for the caller's trace and log.
+struct SlabEvent {
+    uint32_t slab = 0;
+    uint64_t base = 0;
+    uint64_t bytes = 0;
+    bool released = false; // else created
+};
+
+class PoolBook {
+public:
+    // std::invalid_argument for a config that breaks the rules above.
+    PoolBook(PoolConfig config, SlabSource& slabs, FenceOracle& fences);
+    ~PoolBook(); // gives every slab back and destroys every fence still held
+    PoolBook(const PoolBook&) = delete;
+    PoolBook& operator=(const PoolBook&) = delete;
+
+    // A block for `bytes` (> 0) usable in stream order on `stream`; nullopt
+    // when no slab can be had (after waiting for pending frees that would do).
+    // `now_ns` drives the release of idle slabs.
+    std::optional<Block> allocate(uint64_t bytes, StreamKey stream, PoolTag tag, uint64_t now_ns,
+                                  std::vector<SlabEvent>* events = nullptr);
+    // Frees the live block that starts at `address`; its size, or nullopt when
+    // no live block starts there (nothing changes then). The pool owns `fence`
+    // from here on (it destroys it), whatever the answer.
+    std::optional<uint64_t> free(uint64_t address, StreamKey stream, FenceKey fence, uint64_t now_ns,
+                                 std::vector<SlabEvent>* events = nullptr);
+    // The live block containing `address`.
+    std::optional<Block> find(uint64_t address) const;
+
+    // Gives back wholly free slabs (their pending frees waited for) until at
+    // most `keep_bytes` of slabs remain or none is wholly free: cuMemPoolTrimTo.
+    void trim(uint64_t keep_bytes, std::vector<SlabEvent>* events = nullptr);
+    // Gives back slabs wholly free since before now_ns - release_after_ns.
+    void release_idle(uint64_t now_ns, std::vector<SlabEvent>* events = nullptr);
+
+    PoolFigures figures(PoolTag tag) const;
+    PoolFigures figures() const; // every tag together
+    void reset_used_high(PoolTag tag);
+    void reset_reserved_high();
+    const PoolConfig& config() const { return config_; }
+
+private:
+    // Implementation's choice; declared by the implementation.
+    struct State;
+    PoolConfig config_;
+    SlabSource& slabs_;
+    FenceOracle& fences_;
+    mutable std::mutex mutex_;
+    std::unique_ptr<State> state_;
+};
+
+} // namespace uvmp::pool
