@@ -16,6 +16,7 @@
 // A wrong choice costs speed, never a result: remote access is coherent.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
