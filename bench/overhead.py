@@ -25,6 +25,8 @@ import subprocess
 import sys
 import tempfile
 
+from bench_common import last_json_line, rotated
+
 MODE_NAMES = {"native": "native", "lib": "uvmrun", "trace": "uvmrun --trace-out"}
 RESNET_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "overhead_resnet50.py")
 
@@ -36,17 +38,6 @@ def parse_cpus(text):
         first, _, last = part.partition("-")
         cpus.update(range(int(first), int(last or first) + 1))
     return cpus
-
-
-def last_json_line(output):
-    for line in reversed(output.splitlines()):
-        line = line.strip()
-        if line.startswith("{") and line.endswith("}"):
-            try:
-                return json.loads(line)
-            except json.JSONDecodeError:
-                continue
-    return None
 
 
 class Runner:
@@ -115,13 +106,6 @@ def read_counters(path):
 def library_was_active(results):
     counters = [r.get("library_counters") for r in results]
     return bool(counters) and all(c is not None and c.get("active") == 1 for c in counters)
-
-
-def rotated(modes, round_index):
-    """Each round starts with another mode, so that no mode always follows the same one (a
-    run can be slowed by what the one before it left behind, such as memory still being freed)."""
-    shift = round_index % len(modes)
-    return modes[shift:] + modes[:shift]
 
 
 MODES = ("native", "lib", "trace")

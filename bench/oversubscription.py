@@ -29,25 +29,18 @@ Exit status 0 when every run that was started succeeded and every loss list equa
 """
 
 import argparse
-import glob
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAIN_SCRIPT = os.path.join(REPO_ROOT, "examples", "train_workload.py")
-MIB = 1 << 20
-GIB = 1 << 30
+from bench_common import (GIB, MIB, Clock, TRAIN_SCRIPT, TRAIN_WORKLOADS, add_output_arguments, fmt, largest_file,
+                          markdown_table, parse_size, print_outcome, probe_link, ratio, read_stats, run_verdict,
+                          simulate, text_table, timed_execute, training_summary, write_atomically)
+
 WORKLOAD_ALIASES = {"a": "layers", "b": "resnet50", "c": "gpt2-small"}
-PYTHON_WORKLOADS = {
-    "resnet50": ["--model", "resnet50", "--batch", "256"],
-    "gpt2-small": ["--model", "gpt2-small", "--batch", "16", "--seq", "1024"],
-}
+PYTHON_WORKLOADS = TRAIN_WORKLOADS
 # Below this many seconds left a run cannot even start its interpreter and CUDA context.
 MIN_RUN_SECONDS = 20
 # Learned prefetching must cost a job that fits its budget almost nothing.
@@ -98,15 +91,11 @@ LAYERS_RESULT = re.compile(r"^RESULT: (\w+)", re.MULTILINE)
 
 def parse_python_output(output):
     """median_ms and losses from train_workload.py's final SUMMARY line."""
-    for line in reversed(output.splitlines()):
-        if line.startswith("SUMMARY "):
-            try:
-                summary = json.loads(line[len("SUMMARY "):])
-            except json.JSONDecodeError:
-                break
-            return {"median_ms": summary.get("median_ms"), "losses": summary.get("losses"),
-                    "peak_reserved_bytes": summary.get("peak_reserved_bytes")}
-    return None
+    summary = training_summary(output)
+    if summary is None:
+        return None
+    return {"median_ms": summary.get("median_ms"), "losses": summary.get("losses"),
+            "peak_reserved_bytes": summary.get("peak_reserved_bytes")}
 
 
 def parse_layers_output(output):
@@ -121,34 +110,13 @@ def parse_layers_output(output):
     return {"median_ms": float(median.group(1)), "losses": [error.group(1)], "correct": result.group(1) == "PASS"}
 
 
-def read_stats(pattern):
-    """The counters of the process that did the work: a job may start helper processes
-    that write stats files of their own, so the one with the most launches wins."""
-    best = None
-    for path in glob.glob(pattern):
-        try:
-            with open(path, encoding="utf-8") as stats_file:
-                stats = json.load(stats_file)
-        except (OSError, json.JSONDecodeError) as error:
-            print(f"cannot read the stats file {path}: {error}", flush=True)
-            continue
-        if best is None or stats.get("launches_seen", 0) > best.get("launches_seen", 0):
-            best = stats
-    return best
-
-
-def largest_file(pattern):
-    paths = glob.glob(pattern)
-    return max(paths, key=os.path.getsize) if paths else None
-
-
 # ---------------------------------------------------------------- running
 
 class Bench:
     def __init__(self, args, workdir):
         self.args = args
         self.workdir = workdir
-        self.start = time.monotonic()
+        self.clock = Clock(args.deadline_s)
         self.runs = []
         self.env = dict(os.environ)
         # Native runs must use the same allocator settings uvmrun sets for its own runs.
@@ -160,9 +128,7 @@ class Bench:
             self.env["UVMP_LIBRARY"] = os.path.abspath(args.lib)
 
     def seconds_left(self):
-        if self.args.deadline_s <= 0:
-            return float("inf")
-        return self.args.deadline_s - (time.monotonic() - self.start)
+        return self.clock.left()
 
     def run(self, workload, mode, budget_label=None, budget_bytes=None, record_trace=False):
         """One run of `workload`; mode is native, none, learned or demand-lru. Returns the
@@ -188,67 +154,26 @@ class Bench:
         timeout = min(self.args.timeout_s, left)
         print(f"--- {workload.name}, {mode}, budget {budget_label or '-'} (timeout {timeout:.0f} s)\n"
               f"$ {' '.join(command)}", flush=True)
-        began = time.monotonic()
-        status, output = execute(command, timeout, self.env)
-        record["wall_s"] = round(time.monotonic() - began, 1)
+        status, output, record["wall_s"] = timed_execute(command, timeout, self.env)
         record["exit"] = status
-        # Per-step lines are many; the tail holds the summary, the counters and any error.
-        print("\n".join(output.splitlines()[-12:]), flush=True)
-
         parsed = parse_python_output(output) if workload.is_python else parse_layers_output(output)
         if parsed:
             record.update(parsed)
         if mode != "native":
             record["stats"] = read_stats(stats_pattern.replace("%p", "*"))
-        if status == 124:
-            record["status"] = "timeout"
-        elif status != 0 or parsed is None or parsed.get("median_ms") is None:
-            record["status"] = "failed"
-            record["output_tail"] = output.splitlines()[-20:]
-        elif mode != "native" and (record["stats"] is None or record["stats"].get("active") != 1):
-            record["status"] = "failed"
-            record["output_tail"] = ["the library did not run (no stats file, or it was not active)"]
-        else:
-            record["status"] = "ok"
+        record["status"], tail = run_verdict(status, output, parsed, record["stats"], mode != "native")
+        if tail:
+            record["output_tail"] = tail
         print(f"--- {record['status']} (exit {status}, {record['wall_s']} s, median "
               f"{fmt(record['median_ms'], 3)} ms)", flush=True)
         return record
 
 
-def execute(command, timeout, env=None):
-    """(status, output, stderr included); status 124 on a timeout, 127 when the command
-    cannot start. The command runs in a session of its own so that a timeout ends every
-    process it started."""
-    try:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   env=env, start_new_session=True)
-    except OSError as error:
-        return 127, f"cannot start {command[0]}: {error}\n"
-    try:
-        output, _ = process.communicate(timeout=timeout)
-        return process.returncode, output
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        return 124, (output or "") + f"\n(killed after {timeout:.0f} s)\n"
-
-
 def simulate_bound(args, workload, budget_bytes):
     """The link's bound for one budget, from Belady's replacement on the workload's trace."""
-    command = [args.uvmtrace, "simulate", workload.trace, "--budget", f"{budget_bytes // MIB}M", "--policy", "belady",
-               "--json", "--link-prefetch-gbps", str(args.h2d_gbps), "--link-evict-gbps", str(args.d2h_gbps)]
-    print(f"$ {' '.join(command)}", flush=True)
-    try:
-        completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   timeout=args.simulate_timeout_s)
-        result = json.loads(completed.stdout) if completed.returncode == 0 else None
-        problem = None if result else f"exit {completed.returncode}: {completed.stderr.strip()}"
-    except subprocess.TimeoutExpired:
-        result, problem = None, f"timed out after {args.simulate_timeout_s} s"
-    except (OSError, json.JSONDecodeError) as error:
-        result, problem = None, str(error)
+    result, problem = simulate(args.uvmtrace, workload.trace, budget_bytes, "belady", args.h2d_gbps, args.d2h_gbps,
+                               args.simulate_timeout_s)
     if result is None:
-        print(f"uvmtrace simulate failed: {problem}", flush=True)
         return {"error": problem}
     return steady_transfer(result, workload.steps_run, args)
 
@@ -283,24 +208,13 @@ def measure_link(args):
     args.link_source = "given"
     if not args.link_probe:
         return
-    print(f"--- link speeds\n$ {args.link_probe}", flush=True)
-    status, output = execute([args.link_probe], 120)
-    print(output, end="", flush=True)
-    figures = None
-    for line in reversed(output.splitlines()):
-        if line.startswith("{"):
-            try:
-                figures = json.loads(line)
-            except json.JSONDecodeError:
-                pass
-            break
-    if status == 0 and figures and figures.get("h2d_gbps", 0) > 0 and figures.get("d2h_gbps", 0) > 0:
-        args.h2d_gbps, args.d2h_gbps = figures["h2d_gbps"], figures["d2h_gbps"]
+    h2d, d2h, problem = probe_link(args.link_probe)
+    if problem is None:
+        args.h2d_gbps, args.d2h_gbps = h2d, d2h
         args.link_source = "measured"
     else:
-        args.link_source = f"given (the link probe failed with status {status})"
-        print(f"link probe failed (status {status}): the bound uses {args.h2d_gbps:g} and {args.d2h_gbps:g} GB/s",
-              flush=True)
+        args.link_source = f"given ({problem})"
+        print(f"{problem}: the bound uses {args.h2d_gbps:g} and {args.d2h_gbps:g} GB/s", flush=True)
 
 
 def measure(bench, workloads):
@@ -338,14 +252,6 @@ def measure(bench, workloads):
 
 
 # ---------------------------------------------------------------- the report
-
-def fmt(value, digits=2):
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def ratio(numerator, denominator):
-    return numerator / denominator if numerator is not None and denominator else None
-
 
 def find_run(runs, workload, mode, budget):
     for run in runs:
@@ -440,17 +346,8 @@ TABLE_COLUMNS = [
 ]
 
 
-def text_table(rows):
-    cells = [[column[0] for column in TABLE_COLUMNS]] + [[show(r) for _, _, show in TABLE_COLUMNS] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(TABLE_COLUMNS))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells)
-
-
-def markdown_table(rows):
-    lines = ["| " + " | ".join(column[0] for column in TABLE_COLUMNS) + " |",
-             "|" + "|".join(" --- " for _ in TABLE_COLUMNS) + "|"]
-    lines += ["| " + " | ".join(show(r) for _, _, show in TABLE_COLUMNS) + " |" for r in rows]
-    return "\n".join(lines)
+def table_cells(rows):
+    return [[column[0] for column in TABLE_COLUMNS]] + [[show(r) for _, _, show in TABLE_COLUMNS] for r in rows]
 
 
 def checks(runs, workloads):
@@ -493,7 +390,7 @@ def report(bench, workloads):
                      "divisors": args.divisors, "h2d_gbps": args.h2d_gbps, "d2h_gbps": args.d2h_gbps,
                      "link_speeds": getattr(args, "link_source", "given"),
                      "timeout_s": args.timeout_s, "deadline_s": args.deadline_s},
-        "elapsed_s": round(time.monotonic() - bench.start, 1),
+        "elapsed_s": round(bench.clock.elapsed(), 1),
         "far_learned_ratio_goal": FAR_LEARNED_RATIO_GOAL,
         "checks": checks(bench.runs, workloads),
         "budgets": {w.name: w.budgets for w in workloads},
@@ -517,7 +414,7 @@ def markdown(full_report):
         "`uvmtrace simulate`'s own bound per iteration. GB in/out per step: the library's prefetched and "
         "evicted bytes over all steps run.",
         "",
-        markdown_table(full_report["rows"]),
+        markdown_table(table_cells(full_report["rows"])),
         "",
     ]
     lines += ["- " + line for line in check_lines(full_report)]
@@ -542,24 +439,12 @@ def check_lines(full_report):
 
 def save(bench, workloads):
     full_report = report(bench, workloads)
-    if bench.args.json_out:
-        with open(bench.args.json_out, "w", encoding="utf-8") as out:
-            json.dump(full_report, out, indent=1)
-    if bench.args.markdown_out:
-        with open(bench.args.markdown_out, "w", encoding="utf-8") as out:
-            out.write(markdown(full_report))
+    write_atomically(bench.args.json_out, json.dumps(full_report, indent=1))
+    write_atomically(bench.args.markdown_out, markdown(full_report))
     return full_report
 
 
 # ---------------------------------------------------------------- arguments
-
-def parse_size(text):
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:i?B)?\s*", text, re.IGNORECASE)
-    if not match:
-        return None
-    scale = {"": 1, "K": 1 << 10, "M": MIB, "G": GIB, "T": 1 << 40}[match.group(2).upper()]
-    return int(float(match.group(1)) * scale)
-
 
 def parse_arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -583,11 +468,7 @@ def parse_arguments(argv=None):
                         "them instead of --h2d-gbps and --d2h-gbps")
     parser.add_argument("--timeout-s", type=float, default=240, help="seconds per run (default 240)")
     parser.add_argument("--simulate-timeout-s", type=float, default=120, help="seconds per uvmtrace simulate")
-    parser.add_argument("--deadline-s", type=float, default=0,
-                        help="seconds for the whole benchmark; runs that no longer fit are skipped (0: none)")
-    parser.add_argument("--workdir", help="keep traces and stats files here (default: a temporary folder)")
-    parser.add_argument("--json-out", help="write the report here as JSON")
-    parser.add_argument("--markdown-out", help="write the table here as Markdown")
+    add_output_arguments(parser)
     parser.add_argument("--no-allocator-cache", action="store_true",
                         help="run the Python workloads without PyTorch's caching allocator "
                              "(PYTORCH_NO_CUDA_MEMORY_CACHING=1), natively too: every step allocates anew")
@@ -642,19 +523,12 @@ def main(argv=None):
         full_report = save(bench, workloads)
 
     print(f"\n=== oversubscription ({full_report['elapsed_s']} s)")
-    print(text_table(full_report["rows"]))
+    print(text_table(table_cells(full_report["rows"])))
     for line in check_lines(full_report):
         print(line)
     problems = [f"{r['workload']} {r['mode']} budget {r['budget'] or '-'}: {r['status']}"
                 for r in bench.runs if r["status"] in ("failed", "timeout")]
-    for problem in problems:
-        print(f"FAILED: {problem}")
-    for mismatch in full_report["loss_mismatches"]:
-        print(f"LOSSES DIFFER: {mismatch}")
-    for path in (args.json_out, args.markdown_out):
-        if path:
-            print(f"written: {path}")
-    return 1 if problems or full_report["loss_mismatches"] else 0
+    return print_outcome(problems, full_report["loss_mismatches"], (args.json_out, args.markdown_out))
 
 
 if __name__ == "__main__":
