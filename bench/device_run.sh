@@ -16,14 +16,21 @@
 #              (default layers,resnet50,gpt2-small)
 #   OVERSUB_NO_CACHE=1  the oversubscription benchmark's Python workloads run without
 #              PyTorch's caching allocator: every step allocates its tensors anew
+#   POOL=1     also run the managed-pool benchmark (bench/pool_frees.py) last: PyTorch with
+#              backend:cudaMallocAsync natively, under uvmrun's defaults and a budget above the
+#              footprint, and GPT-2 small at POOL_BUDGET (default 16G) with learned and demand-lru
+#              against the link's floor and uvmtrace simulate's prediction: $OUT/pool.json,
+#              $OUT/pool.md, the runs' logs, stats files and trace in $OUT/pool-runs;
+#              POOL_ROUNDS rounds of the unpressured modes (default 3)
 #   ONLY=oversub  run only the oversubscription benchmark: no GPU tests, no overhead
 #              benchmark (the GPU and build checks still come first)
+#   ONLY=pool  run only the managed-pool benchmark (the GPU and build checks still come first)
 #   ONLY=tests  run the GPU tests and no overhead benchmark (with OVERSUB=1, then the
 #              oversubscription benchmark)
 #   OVERHEAD_ROUNDS  alternating rounds of the overhead benchmark (default 2)
 #   OVERHEAD_CPUS  run the overhead benchmark's programs on these CPUs only (e.g. 0-7;
 #              default: wherever the scheduler puts them)
-#   DEADLINE_S total seconds the steps may use (default 450, 540 with ONLY=oversub); every
+#   DEADLINE_S total seconds the steps may use (default 450, 540 with ONLY=oversub or ONLY=pool); every
 #              step has its own timeout as well, and a step that no longer fits is marked SKIP
 # A failing step never stops the script: it is marked FAIL and the next step runs.
 # Exit status 0 when no step failed.
@@ -42,16 +49,21 @@ OVERSUB_WORKLOADS=${OVERSUB_WORKLOADS:-layers,resnet50,gpt2-small}
 OVERSUB_DIVISORS=${OVERSUB_DIVISORS:-1.5,2}
 OVERHEAD_ROUNDS=${OVERHEAD_ROUNDS:-2}
 OVERHEAD_CPUS=${OVERHEAD_CPUS:-}
-if [[ -n $ONLY && $ONLY != oversub && $ONLY != tests ]]; then
-    echo "device_run.sh: ONLY=$ONLY is not known; the choices are ONLY=oversub and ONLY=tests" >&2
+POOL=${POOL:-0}
+POOL_ROUNDS=${POOL_ROUNDS:-3}
+POOL_BUDGET=${POOL_BUDGET:-16G}
+if [[ -n $ONLY && $ONLY != oversub && $ONLY != tests && $ONLY != pool ]]; then
+    echo "device_run.sh: ONLY=$ONLY is not known; the choices are ONLY=oversub, ONLY=pool and ONLY=tests" >&2
     exit 2
 fi
-if [[ ! $OVERHEAD_ROUNDS =~ ^[1-9][0-9]*$ ]]; then
-    echo "device_run.sh: OVERHEAD_ROUNDS=$OVERHEAD_ROUNDS must be a whole number of at least 1" >&2
-    exit 2
-fi
-# Alone, the oversubscription benchmark may use nearly all of a 600 s device call.
-if [[ $ONLY == oversub ]]; then DEADLINE_S=${DEADLINE_S:-540}; else DEADLINE_S=${DEADLINE_S:-450}; fi
+for rounds in "OVERHEAD_ROUNDS=$OVERHEAD_ROUNDS" "POOL_ROUNDS=$POOL_ROUNDS"; do
+    if [[ ! ${rounds#*=} =~ ^[1-9][0-9]*$ ]]; then
+        echo "device_run.sh: $rounds must be a whole number of at least 1" >&2
+        exit 2
+    fi
+done
+# Alone, either benchmark may use nearly all of a 600 s device call.
+if [[ $ONLY == oversub || $ONLY == pool ]]; then DEADLINE_S=${DEADLINE_S:-540}; else DEADLINE_S=${DEADLINE_S:-450}; fi
 
 # Goals of the overhead benchmark: a job that fits its budget should barely notice the
 # library, and the launch hook should stay well below the ~3.4 us a launch costs anyway.
@@ -315,10 +327,8 @@ benchmarks() {
 # against native and against the link's transfer bound. The benchmark gets what is left of
 # the deadline less a margin, so that it stops its last run and writes its report itself.
 oversub_section() {
-    local report=$OUT/oversub.json markdown=$OUT/oversub.md
-    local left=$((DEADLINE_S - (SECONDS - START_SECONDS)))
-    local own_deadline=$((left - 20))
-    ((own_deadline < 1)) && own_deadline=1
+    local report=$OUT/oversub.json markdown=$OUT/oversub.md left own_deadline
+    read -r left own_deadline < <(deadline_left)
     rm -f "$report" "$markdown"
     run_step "bench: oversubscription ($OVERSUB_WORKLOADS)" "$left" \
         "$PYTHON" "$REPO_ROOT/bench/oversubscription.py" --uvmrun "$UVMRUN" --uvmtrace "$UVMTRACE" \
@@ -331,6 +341,33 @@ oversub_section() {
     while IFS=$'\t' read -r what value goal verdict; do
         add_row "$what" "$value" "$goal" "$verdict"
     done < <(oversub_rows "$report")
+}
+
+# deadline_left: the seconds left of the deadline, and the deadline a benchmark is given
+# within them: 20 s less, so that it stops its last run and writes its report itself.
+deadline_left() {
+    local left=$((DEADLINE_S - (SECONDS - START_SECONDS)))
+    local own_deadline=$((left - 20))
+    ((own_deadline < 1)) && own_deadline=1
+    echo "$left $own_deadline"
+}
+
+# PyTorch with every free visible to the library (backend:cudaMallocAsync, the managed pool):
+# step time and PyTorch's memory figures against native, bytes moved and step time under
+# POOL_BUDGET against the link's floor and the simulator's prediction, losses against native.
+pool_section() {
+    local report=$OUT/pool.json markdown=$OUT/pool.md left own_deadline
+    read -r left own_deadline < <(deadline_left)
+    rm -f "$report" "$markdown"
+    run_step "bench: managed pool, frees visible (gpt2-small, resnet50)" "$left" \
+        "$PYTHON" "$REPO_ROOT/bench/pool_frees.py" --uvmrun "$UVMRUN" --uvmtrace "$UVMTRACE" --lib "$LIBRARY" \
+        --link-probe "$LINK_PROBE" --rounds "$POOL_ROUNDS" --pressure-budget "$POOL_BUDGET" \
+        --deadline-s "$own_deadline" --workdir "$OUT/pool-runs" --json-out "$report" --markdown-out "$markdown"
+    add_row "pool runs succeeded, losses equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+    local what value goal verdict
+    while IFS=$'\t' read -r what value goal verdict; do
+        add_row "$what" "$value" "$goal" "$verdict"
+    done < <("$PYTHON" "$REPO_ROOT/bench/pool_frees.py" --rows "$report")
 }
 
 # oversub_rows REPORT: the oversubscription report as rows of the final table, one per
@@ -374,11 +411,11 @@ EOF
 print_table() {
     echo
     echo "=================== RESULTS ($((SECONDS - START_SECONDS))s) ==================="
-    printf '%-44s %-24s %-12s %s\n' "what" "value" "goal" "pass"
+    printf '%-54s %-30s %-12s %s\n' "what" "value" "goal" "pass"
     local row what value goal verdict
     for row in "${ROWS[@]}"; do
         IFS=$'\t' read -r what value goal verdict <<<"$row"
-        printf '%-44s %-24s %-12s %s\n' "$what" "$value" "$goal" "$verdict"
+        printf '%-54s %-30s %-12s %s\n' "$what" "$value" "$goal" "$verdict"
     done
     echo "failed: $FAILED_STEPS"
     printf '%s\n' "${ROWS[@]}" | "$PYTHON" -c '
@@ -393,12 +430,15 @@ main() {
     check_build
     if [[ $ONLY == oversub ]]; then
         oversub_section
+    elif [[ $ONLY == pool ]]; then
+        pool_section
     else
         if [[ $PROBE == 1 ]]; then probe_section; fi
         gpu_tests
         if [[ $TRACES == 1 ]]; then traces_section; fi
         if [[ $ONLY != tests ]]; then benchmarks; fi
         if [[ $OVERSUB == 1 ]]; then oversub_section; fi
+        if [[ $POOL == 1 ]]; then pool_section; fi
     fi
     echo
     echo "### GPU memory after the run"

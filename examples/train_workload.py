@@ -3,8 +3,10 @@
 
 Models: resnet50 (torchvision) and gpt2-small / gpt2-medium / gpt2-large (transformers,
 random weights, random token ids). bf16 autocast, AdamW. Prints one JSON line per step
-and a final JSON summary line; under libuvmprefetch.so it also reports the kernel
-launches of each step (from uvmp_get_stats) and marks iterations when asked.
+and a final JSON summary line ("SUMMARY {...}": step times, losses, PyTorch's memory
+figures and which allocator backend ran); under libuvmprefetch.so it also reports the
+kernel launches and the bytes the library moved in each step (from uvmp_get_stats),
+those bytes summed over the steps after warm-up, and marks iterations when asked.
 """
 import argparse
 import json
@@ -14,6 +16,25 @@ import sys
 import time
 
 from uvmp_library import LibraryCounters
+
+# The library's counters of bytes it moved, by the names the step lines give them.
+MOVED_COUNTERS = {"evicted": "bytes_evicted", "prefetched": "bytes_prefetched", "populated": "bytes_populated",
+                  "demand": "bytes_demand_estimated", "frees": "frees_converted"}
+
+
+def moved_between(before, after):
+    """Counter deltas between two reads of the library's counters (None without the library)."""
+    if not before or not after:
+        return None
+    return {name: after[key] - before[key] for name, key in MOVED_COUNTERS.items()}
+
+
+def memory_figure(query):
+    """One of PyTorch's memory figures, or None where the allocator backend does not keep it."""
+    try:
+        return query()
+    except RuntimeError:
+        return None
 
 
 def build(args, torch):
@@ -75,6 +96,7 @@ def main():
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     times, losses, launches = [], [], []
     last = counters.read()
+    warmed_up = last  # the counters once warm-up is over
     for step in range(args.steps):
         torch.cuda.synchronize()
         start = time.perf_counter()
@@ -88,20 +110,38 @@ def main():
         if args.mark_iterations:
             counters.mark_iteration()
         now = counters.read()
-        step_launches = now["launches_seen"] - last["launches_seen"] if now else None
+        step_launches = now["launches_seen"] - last["launches_seen"] if now and last else None
+        moved = moved_between(last, now)
         last = now
+        if step + 1 == args.warmup and args.warmup < args.steps:
+            warmed_up = now
         times.append(elapsed_ms)
         losses.append(loss.item())
         launches.append(step_launches)
-        print(json.dumps({"step": step, "ms": round(elapsed_ms, 3), "loss": losses[-1],
-                          "launches": step_launches}), flush=True)
+        line = {"step": step, "ms": round(elapsed_ms, 3), "loss": losses[-1], "launches": step_launches}
+        if moved is not None:
+            line["moved"] = moved
+        print(json.dumps(line), flush=True)
     steady = times[args.warmup:] or times
+    get_backend = getattr(torch.cuda, "get_allocator_backend", None)
     summary = {
-        "model": args.model, "batch": args.batch, "steps": args.steps,
-        "median_ms": statistics.median(steady), "losses": losses, "launches_per_step": launches,
-        "peak_allocated_bytes": torch.cuda.max_memory_allocated(),
-        "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
+        "model": args.model, "batch": args.batch, "steps": args.steps, "warmup": args.warmup,
+        "median_ms": statistics.median(steady), "step_ms": [round(ms, 3) for ms in times],
+        "losses": losses, "launches_per_step": launches,
+        "deterministic": ("off" if not torch.are_deterministic_algorithms_enabled() else
+                          "warn-only" if torch.is_deterministic_algorithms_warn_only_enabled() else "strict"),
+        # PyTorch's own figures: with backend:cudaMallocAsync they are the CUDA memory pool's
+        # (under the library, the library's answers for it).
+        "peak_allocated_bytes": memory_figure(torch.cuda.max_memory_allocated),
+        "peak_reserved_bytes": memory_figure(torch.cuda.max_memory_reserved),
+        "memory_allocated_bytes": memory_figure(torch.cuda.memory_allocated),
+        "memory_reserved_bytes": memory_figure(torch.cuda.memory_reserved),
+        "allocator_backend": get_backend() if get_backend else None,
+        "alloc_conf": {name: os.environ[name] for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+                       if name in os.environ},
         "library": counters.present,
+        # Bytes the library moved in the steps after warm-up, summed (None without it).
+        "moved_after_warmup": moved_between(warmed_up, last),
     }
     print("SUMMARY " + json.dumps(summary), flush=True)
     return 0

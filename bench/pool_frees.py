@@ -1,0 +1,847 @@
+#!/usr/bin/env python3
+"""PyTorch jobs whose every free the library sees (the managed pool, with PyTorch's
+`backend:cudaMallocAsync`), against native with the same backend and against the link.
+
+What runs, in this order (cheap and telling first, so that a deadline cuts the least):
+  1. bench/link_probe: the fetch rate f (host to GPU) and the eviction rate e (GPU to host)
+     of this machine, in this run.
+  2. Round 1 of gpt2-small (batch 16, seq 1024), then of resnet50 (batch 256): native;
+     uvmrun with its defaults (no budget, no policy, the allocator settings uvmrun picks);
+     uvmrun with a budget above the footprint ("fit": --fit-factor times the larger of
+     native's max_memory_reserved and the default run's peak converted bytes, whole GiB).
+  3. A short gpt2-small run recording its trace with kernel durations (policy none at the fit
+     budget, UVMP_TRACE_TIMING=1), then `uvmtrace simulate` of that trace at the pressure
+     budget for each pressure policy, with the link rates of part 1.
+  4. gpt2-small at the pressure budget (16G): learned, then demand-lru.
+  5. Rounds 2.. of part 2, each round starting with the next mode.
+The trace comes from a run of its own because CUPTI times a kernel from its start to its end,
+faults included: a trace recorded under pressure would carry the stalls in its durations, and
+the simulator, which models the moves itself, would count them twice. The job is
+deterministic, so the unpressured run allocates, frees and launches as the pressured ones do.
+
+Targets (each a PASS/FAIL line of the final table):
+  - uvmrun defaults: step <= 1.05x native; max_memory_allocated() and memory_reserved()
+    within 5% of native's (also checked at the fit budget);
+  - fit budget: step <= 1.02x native;
+  - at the pressure budget, per policy: `uvmtrace simulate`'s step within 25% of the
+    measured one; shown beside it: bytes moved per steady step against S = peak live (native
+    max_memory_allocated) less the budget, and the step against the floor S/e + S/f;
+  - losses identical to native's in every run (the runs of fewer steps against native's
+    first steps: step k's loss depends on steps 1..k alone);
+  - every run used backend:cudaMallocAsync, every library run saw frees, uvmrun picked that
+    backend by itself (when it does not, the benchmark sets it for uvmrun's runs and says so).
+Step times are medians over every timed step (after warm-up) of every run of a mode; the
+rounds' own ratios to native are given beside them.
+
+Prints one table at the end; --json-out and --markdown-out are rewritten after every run, so
+an outer timeout keeps what was measured. --dry-run prints the plan and runs nothing;
+--rows REPORT prints a report's checks as lines what<TAB>value<TAB>goal<TAB>verdict.
+Exit status 0 when every run that was started succeeded and every loss list equals native's.
+"""
+
+import argparse
+import json
+import math
+import os
+import signal
+import statistics
+import sys
+import tempfile
+
+from bench_common import (GIB, MIB, Clock, TRAIN_SCRIPT, TRAIN_WORKLOADS, add_output_arguments, execute, fmt,
+                          largest_file, markdown_table, parse_size, print_outcome, probe_link, ratio, read_stats,
+                          rotated, run_verdict, simulate, stop_running, text_table, timed_execute, training_summary,
+                          write_atomically)
+
+ASYNC_BACKEND = "backend:cudaMallocAsync"
+ALLOC_CONF_NAMES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+UNPRESSURED_MODES = ("native", "default", "fit")
+MODE_LABELS = {"native": "native", "default": "uvmrun defaults", "fit": "uvmrun, fit budget",
+               "record": "recording (none)", "learned": "learned", "demand-lru": "demand-lru"}
+DEFAULT_RATIO_GOAL = 1.05
+FIT_RATIO_GOAL = 1.02
+MEMORY_TOLERANCE = 0.05
+SIM_ERROR_GOAL = 0.25
+# Below this many seconds left a run cannot even start its interpreter and CUDA context.
+MIN_RUN_SECONDS = 20
+# Expected seconds of a run until one of its kind has been measured: start-up (interpreter,
+# CUDA context, model) and a step, from earlier runs (docs/benchmarks.md): GPT-2 small runs of
+# 6 steps took 14-20 s natively, resnet50 b256 8-12 s; GPT-2 small at 16G took 2.8-3.1 s a step.
+STARTUP_S = {"gpt2-small": 16.0, "resnet50": 11.0}
+STEP_S = {"gpt2-small": 0.13, "resnet50": 0.12}
+PRESSURE_STEP_S = 3.5
+# Link rates for the floor and the simulator when the probe fails (H200, 4 GiB moves).
+FALLBACK_H2D_GBPS = 49.0
+FALLBACK_D2H_GBPS = 15.0
+FIT_FALLBACK_BYTES = 48 * GIB
+
+
+# ---------------------------------------------------------------- the plan
+
+def make_plan(args):
+    """The runs in the order they are made: dicts with kind (probe, train, simulate), and for
+    training runs workload, mode, round, warmup and steps."""
+    def train(workload, mode, round_index=None):
+        if mode in args.pressure_policies:
+            warmup, steps = args.pressure_warmup, args.pressure_steps
+        elif mode == "record":
+            warmup, steps = args.record_warmup, args.record_steps
+        else:
+            warmup, steps = args.warmup, args.steps
+        return {"kind": "train", "workload": workload, "mode": mode, "round": round_index,
+                "warmup": warmup, "steps": warmup + steps}
+
+    plan = [{"kind": "probe"}]
+    plan += [train(w, mode, 1) for w in args.workloads for mode in UNPRESSURED_MODES]
+    if args.pressure_workload:
+        if args.pressure_workload not in args.workloads:
+            plan.append(train(args.pressure_workload, "native", 1))  # its peak live gives S
+        plan.append(train(args.pressure_workload, "record"))
+        plan.append({"kind": "simulate", "workload": args.pressure_workload})
+        plan += [train(args.pressure_workload, policy) for policy in args.pressure_policies]
+    for round_index in range(1, args.rounds):
+        plan += [train(w, mode, round_index + 1) for w in args.workloads
+                 for mode in rotated(UNPRESSURED_MODES, round_index)]
+    return plan
+
+
+def expected_seconds(entry, measured):
+    """How long a run should take: the last measured run of its workload and mode, else the
+    figures of earlier benchmarks."""
+    if entry["kind"] == "probe":
+        return 15.0
+    if entry["kind"] == "simulate":
+        return 5.0
+    known = measured.get((entry["workload"], entry["mode"]))
+    if known:
+        return known * 1.1
+    step = PRESSURE_STEP_S if entry["mode"] in ("learned", "demand-lru") else STEP_S[entry["workload"]]
+    recording = 5.0 if entry["mode"] == "record" else 0.0  # CUPTI and the trace file
+    return STARTUP_S[entry["workload"]] + recording + entry["steps"] * step
+
+
+# ---------------------------------------------------------------- the runs
+
+class Bench:
+    def __init__(self, args, workdir):
+        self.args = args
+        self.workdir = workdir
+        self.clock = Clock(args.deadline_s)
+        self.runs = []
+        self.measured_s = {}
+        self.link = {"h2d_gbps": args.h2d_gbps, "d2h_gbps": args.d2h_gbps, "source": "given"}
+        self.fit_budgets = {}  # workload -> {"bytes", "source"}
+        self.simulations = {}  # policy -> {"step_ms", "in_bytes", "out_bytes", "problem", ...}
+        self.trace = None
+        base = {name: value for name, value in os.environ.items()
+                if not name.startswith("UVMP_") and name not in ALLOC_CONF_NAMES
+                and name != "PYTORCH_NO_CUDA_MEMORY_CACHING"}
+        if args.lib:
+            base["UVMP_LIBRARY"] = os.path.abspath(args.lib)
+        self.native_env = dict(base, PYTORCH_CUDA_ALLOC_CONF=ASYNC_BACKEND)
+        self.allocator = uvmrun_allocator_choice(args.uvmrun, base)
+        # uvmrun's own choice unless it does not make PyTorch's frees visible, or unless told.
+        explicit = args.explicit_allocator or not self.allocator["picks_async"]
+        self.allocator["set_by_benchmark"] = explicit
+        self.uvmrun_env = dict(base, PYTORCH_CUDA_ALLOC_CONF=ASYNC_BACKEND) if explicit else base
+
+    def seconds_left(self):
+        return self.clock.left()
+
+    def budget_of(self, entry, resolve=True):
+        """(label, bytes) of a training run's budget; bytes None for none, or when the fit
+        budget is not known yet (resolve False: a placeholder label for the plan)."""
+        mode, workload = entry["mode"], entry["workload"]
+        if mode in ("native", "default"):
+            return "-", None
+        if mode in self.args.pressure_policies:
+            return format_gib(self.args.pressure_budget_bytes), self.args.pressure_budget_bytes
+        if not resolve and workload not in self.fit_budgets:
+            return "FIT", None
+        fit = self.fit_budget(workload)
+        return format_gib(fit), fit
+
+    def fit_budget(self, workload):
+        if workload in self.fit_budgets:
+            return self.fit_budgets[workload]["bytes"]
+        if self.args.fit_budget_bytes:
+            chosen, source = self.args.fit_budget_bytes, "given"
+        else:
+            native = self.ok_runs(workload, "native")
+            default = self.ok_runs(workload, "default")
+            figures = [r.get("peak_reserved_bytes") or 0 for r in native]
+            figures += [(r["stats"] or {}).get(key) or 0 for r in default
+                        for key in ("bytes_converted_peak", "pool_reserved_peak")]
+            footprint = max(figures, default=0)
+            if footprint:
+                chosen = math.ceil(self.args.fit_factor * footprint / GIB) * GIB
+                source = f"{self.args.fit_factor:g} x {format_gib(footprint, 2)}"
+            else:
+                chosen, source = FIT_FALLBACK_BYTES, "no footprint measured: fallback"
+        self.fit_budgets[workload] = {"bytes": chosen, "source": source}
+        return chosen
+
+    def command_for(self, entry, run_id=None, resolve=True):
+        workload, mode = entry["workload"], entry["mode"]
+        command = [self.args.python, self.args.train_script] + TRAIN_WORKLOADS[workload] + [
+            "--steps", str(entry["steps"]), "--warmup", str(entry["warmup"]), "--mark-iterations", "--deterministic"]
+        if mode == "native":
+            return command
+        stats = os.path.join(self.workdir, f"{run_id or 'RUN'}.stats.%p.json")
+        wrapper = [self.args.uvmrun, "--stats-file", stats]
+        label, budget = self.budget_of(entry, resolve)
+        if mode != "default":
+            wrapper += ["--budget", f"{budget // MIB}M" if budget else label]
+        if mode == "record":
+            wrapper += ["--policy", "none", "--trace-out", os.path.join(self.workdir, f"{workload}.trace.%p.uvmt")]
+        elif mode in self.args.pressure_policies:
+            wrapper += ["--policy", mode]
+        return wrapper + ["--"] + command
+
+    def env_for(self, mode):
+        if mode == "native":
+            return self.native_env
+        if mode == "record":
+            return dict(self.uvmrun_env, UVMP_TRACE_TIMING="1")
+        return self.uvmrun_env
+
+    def ok_runs(self, workload, mode):
+        return [r for r in self.runs if r["workload"] == workload and r["mode"] == mode and r["status"] == "ok"]
+
+    def run_training(self, entry):
+        workload, mode = entry["workload"], entry["mode"]
+        run_id = f"run{len(self.runs) + 1:02d}-{workload}-{mode}" + (f"-r{entry['round']}" if entry["round"] else "")
+        label, budget = self.budget_of(entry)
+        record = {"id": run_id, "workload": workload, "mode": mode, "round": entry["round"], "budget": label,
+                  "budget_bytes": budget, "warmup": entry["warmup"], "steps": entry["steps"], "status": "skipped",
+                  "exit": None, "wall_s": None, "median_ms": None, "losses": None, "stats": None}
+        self.runs.append(record)
+        left = self.seconds_left()
+        expected = expected_seconds(entry, self.measured_s)
+        if left < max(MIN_RUN_SECONDS, expected):
+            record["status"] = "skipped (deadline)"
+            print(f"--- {run_id}: not run, {max(left, 0):.0f} s left, about {expected:.0f} s needed", flush=True)
+            return record
+        pressured = mode in self.args.pressure_policies
+        timeout = min(self.args.pressure_timeout_s if pressured else self.args.timeout_s, left)
+        command = self.command_for(entry, run_id)
+        record["command"] = command
+        print(f"--- {run_id}: {MODE_LABELS[mode]}, budget {label} (timeout {timeout:.0f} s, "
+              f"{self.clock.elapsed():.0f} s elapsed)\n$ {' '.join(command)}", flush=True)
+        status, output, record["wall_s"] = timed_execute(command, timeout, self.env_for(mode))
+        record["exit"] = status
+        record["log"] = os.path.join(self.workdir, f"{run_id}.log")
+        with open(record["log"], "w", encoding="utf-8") as log:
+            log.write(output)
+
+        summary = training_summary(output)
+        if summary:
+            for key in ("median_ms", "step_ms", "losses", "peak_allocated_bytes", "peak_reserved_bytes",
+                        "memory_allocated_bytes", "memory_reserved_bytes", "allocator_backend", "alloc_conf",
+                        "deterministic", "moved_after_warmup"):
+                record[key] = summary.get(key)
+        if mode != "native":
+            record["stats"] = read_stats(os.path.join(self.workdir, f"{run_id}.stats.*.json"))
+        record["status"], tail = run_verdict(status, output, summary, record["stats"], mode != "native")
+        if tail:
+            record["output_tail"] = tail
+        if record["status"] == "ok":
+            self.measured_s[(workload, mode)] = record["wall_s"]
+        if mode == "record" and record["status"] == "ok":
+            self.trace = largest_file(os.path.join(self.workdir, f"{workload}.trace.*.uvmt"))
+        print(f"--- {record['status']} (exit {status}, {record['wall_s']} s, median {fmt(record['median_ms'], 3)} ms)",
+              flush=True)
+        return record
+
+    def run_probe(self):
+        if not self.args.link_probe:
+            self.link["source"] = "given (no --link-probe)"
+            return
+        h2d, d2h, problem = probe_link(self.args.link_probe, timeout=min(60, max(1, self.seconds_left())),
+                                       mib=self.args.link_probe_mib)
+        if problem is None:
+            self.link = {"h2d_gbps": h2d, "d2h_gbps": d2h, "source": "measured"}
+        else:
+            self.link["source"] = f"given ({problem})"
+
+    def run_simulations(self, workload):
+        for policy in self.args.pressure_policies:
+            entry = {"policy": policy, "trace": self.trace, "step_ms": None, "problem": None}
+            self.simulations[policy] = entry
+            if not self.trace:
+                entry["problem"] = "no trace: the recording run did not finish"
+                continue
+            if self.seconds_left() < 5:
+                entry["problem"] = "skipped (deadline)"
+                continue
+            result, problem = simulate(self.args.uvmtrace, self.trace, self.args.pressure_budget_bytes, policy,
+                                       self.link["h2d_gbps"], self.link["d2h_gbps"],
+                                       min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
+                                       repeat_last=self.args.sim_repeat_last)
+            entry["problem"] = problem
+            if result:
+                entry.update({"step_ms": result["step_seconds"] * 1e3, "in_bytes": result.get("step_in_bytes"),
+                              "out_bytes": result.get("step_out_bytes"), "steady_steps": result.get("steady_steps"),
+                              "reused_bytes": result.get("reused_bytes"),
+                              "footprint_bytes": result.get("footprint_bytes"),
+                              "bound_ms": result.get("transfer_bound_step_seconds", 0) * 1e3,
+                              "prediction_hit_rate": result.get("prediction_hit_rate")})
+                print(f"simulated {policy} at {format_gib(self.args.pressure_budget_bytes)}: "
+                      f"{entry['step_ms']:.1f} ms a step", flush=True)
+
+    def measure(self, plan):
+        for entry in plan:
+            if entry["kind"] == "probe":
+                self.run_probe()
+            elif entry["kind"] == "simulate":
+                self.run_simulations(entry["workload"])
+            else:
+                self.run_training(entry)
+            save(self)
+
+
+def uvmrun_allocator_choice(uvmrun, env):
+    """What uvmrun sets for PyTorch's allocator when the user sets nothing, from its dry run."""
+    status, output = execute([uvmrun, "--dry-run", "--", "true"], 30, env)
+    settings = {}
+    for line in output.splitlines():
+        name, _, value = line.partition("=")
+        if name in ALLOC_CONF_NAMES:
+            settings[name] = value
+    return {"dry_run_exit": status, "uvmrun_sets": settings,
+            "picks_async": status == 0 and any(ASYNC_BACKEND in value for value in settings.values())}
+
+
+# ---------------------------------------------------------------- the report
+
+def format_gib(value, digits=0):
+    return "-" if value is None else f"{value / GIB:.{digits}f}G"
+
+
+def timed_steps(run):
+    return (run.get("step_ms") or [])[run["warmup"]:]
+
+
+def pooled_median(runs):
+    steps = [ms for run in runs for ms in timed_steps(run)]
+    return statistics.median(steps) if steps else None
+
+
+def losses_equal(run, reference):
+    """Whether run's losses equal the reference's over the steps both made (None when either
+    has none): the same job, deterministic, computes step k from steps 1..k alone."""
+    if not reference or not run.get("losses") or not reference.get("losses"):
+        return None
+    common = min(len(run["losses"]), len(reference["losses"]))
+    return run["losses"][:common] == reference["losses"][:common]
+
+
+def steady_bytes_per_step(run):
+    """The library's moved bytes per step after warm-up, from its counters read in the job."""
+    moved, timed = run.get("moved_after_warmup"), run["steps"] - run["warmup"]
+    if not moved or timed <= 0:
+        return None
+    return {key: value / timed for key, value in moved.items()}
+
+
+def all_steps_bytes_per_step(run):
+    """The stats file's totals over every step run, warm-up and first placement included."""
+    stats = run.get("stats")
+    if not stats or not run["steps"]:
+        return None
+    keys = {"evicted": "bytes_evicted", "prefetched": "bytes_prefetched", "populated": "bytes_populated",
+            "demand": "bytes_demand_estimated", "frees": "frees_converted"}
+    return {name: stats.get(key, 0) / run["steps"] for name, key in keys.items()}
+
+
+def floor_ms(swapped_bytes, evict_gbps, fetch_gbps):
+    """S/e + S/f: the time to evict and fetch back S bytes at the measured rates."""
+    if swapped_bytes is None or not evict_gbps or not fetch_gbps:
+        return None
+    if swapped_bytes <= 0:
+        return 0.0
+    return (swapped_bytes / (evict_gbps * 1e9) + swapped_bytes / (fetch_gbps * 1e9)) * 1e3
+
+
+def worst_memory_ratio(runs, key, reference):
+    """The ratio to native farthest from 1 among the runs, with its value."""
+    worst = None
+    for run in runs:
+        value = run.get(key)
+        r = ratio(value, reference)
+        if r is not None and (worst is None or abs(r - 1) > abs(worst[1] - 1)):
+            worst = (value, r)
+    return worst or (None, None)
+
+
+def median_of(runs, key):
+    values = [run[key] for run in runs if run.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def mean_of_dicts(dicts):
+    dicts = [d for d in dicts if d]
+    if not dicts:
+        return None
+    return {key: sum(d.get(key, 0) for d in dicts) / len(dicts) for key in dicts[0]}
+
+
+def round_ratios(runs, native_runs):
+    """Each round's own step ratio to the native run of the same round."""
+    native = {r["round"]: r["median_ms"] for r in native_runs}
+    return [r["median_ms"] / native[r["round"]] for r in runs if native.get(r["round"])]
+
+
+def pressure_figures(runs, workload, budget_bytes, link):
+    """S, the floor, from the native runs of the workload."""
+    native = [r for r in runs if r["workload"] == workload and r["mode"] == "native" and r["status"] == "ok"]
+    peak = median_of(native, "peak_allocated_bytes")
+    swapped = None if peak is None else peak - budget_bytes
+    return {"peak_live_bytes": peak, "budget_bytes": budget_bytes, "swapped_bytes": swapped,
+            "floor_ms": floor_ms(swapped, link["d2h_gbps"], link["h2d_gbps"])}
+
+
+def table_rows(report):
+    """One row per workload and mode, in the order of the plan's modes."""
+    runs, settings = report["runs"], report["settings"]
+    rows = []
+    modes = list(UNPRESSURED_MODES) + ["record"] + settings["pressure_policies"]
+    pressure_workload = [settings["pressure_workload"]] if settings["pressure_workload"] else []
+    for workload in dict.fromkeys(settings["workloads"] + pressure_workload):
+        native_runs = [r for r in runs if r["workload"] == workload and r["mode"] == "native" and r["status"] == "ok"]
+        native_ms = pooled_median(native_runs)
+        reference = native_runs[0] if native_runs else None
+        for mode in modes:
+            mode_runs = [r for r in runs if r["workload"] == workload and r["mode"] == mode]
+            if not mode_runs:
+                continue
+            ok = [r for r in mode_runs if r["status"] == "ok"]
+            median = pooled_median(ok)
+            row = {"workload": workload, "mode": mode, "budget": mode_runs[0]["budget"],
+                   "runs": len(mode_runs), "runs_ok": len(ok),
+                   "runs_started": sum(1 for r in mode_runs if r["status"] in ("ok", "failed", "timeout")),
+                   "status": "ok" if ok else mode_runs[-1]["status"],
+                   "timed_steps": mode_runs[0]["steps"] - mode_runs[0]["warmup"], "warmup": mode_runs[0]["warmup"],
+                   "median_ms": median, "ratio_native": ratio(median, native_ms),
+                   "round_ratios": round_ratios(ok, native_runs) if mode in UNPRESSURED_MODES[1:] else []}
+            for key in ("peak_allocated_bytes", "memory_reserved_bytes"):
+                if mode == "native":
+                    row[key], row[f"{key}_ratio"] = median_of(ok, key), None
+                else:
+                    row[key], row[f"{key}_ratio"] = worst_memory_ratio(ok, key, median_of(native_runs, key))
+            row["steady_per_step"] = mean_of_dicts([steady_bytes_per_step(r) for r in ok])
+            row["all_steps_per_step"] = mean_of_dicts([all_steps_bytes_per_step(r) for r in ok])
+            verdicts = [losses_equal(r, reference) for r in ok if r is not reference]
+            verdicts = [v for v in verdicts if v is not None]
+            row["losses_equal"] = all(verdicts) if verdicts else None
+            row["losses_compared"] = len(verdicts)
+            pressure = report["pressure"] if mode in settings["pressure_policies"] else None
+            if pressure and workload == settings["pressure_workload"]:
+                row["swapped_bytes"] = pressure["swapped_bytes"]
+                row["floor_ms"] = pressure["floor_ms"]
+                row["ratio_floor"] = ratio(median, pressure["floor_ms"])
+                simulated = report["simulations"].get(mode) or {}
+                row["sim_ms"] = simulated.get("step_ms")
+                predicted_over_measured = ratio(row["sim_ms"], median)
+                row["sim_error"] = None if predicted_over_measured is None else predicted_over_measured - 1
+            rows.append(row)
+    return rows
+
+
+def check(what, value, goal, passed, skip=False):
+    """One line of the final table: a goal of "-" makes it information; a target that could
+    not be judged (passed None) fails unless skip says that its runs were not made."""
+    verdict = "SKIP" if skip else ("info" if goal == "-" else ("PASS" if passed else "FAIL"))
+    return {"what": what, "value": value, "goal": goal, "verdict": verdict}
+
+
+def within(value, tolerance):
+    return None if value is None else abs(value - 1) <= tolerance
+
+
+def target_checks(report):
+    """Every target as a line: what, value, goal, verdict (PASS, FAIL, info or SKIP)."""
+    settings, rows = report["settings"], report["rows"]
+    lines = []
+    allocator = report["allocator"]
+    lines.append(check("pool: uvmrun picks backend:cudaMallocAsync", uvmrun_sets_text(allocator), ASYNC_BACKEND,
+                       allocator["picks_async"]))
+    link = report["link"]
+    lines.append(check("pool: link f (fetch) / e (evict) GB/s",
+                       f"{fmt(link['h2d_gbps'], 1)} / {fmt(link['d2h_gbps'], 1)} ({link['source']})", "-", None))
+    runs = report["runs"]
+    started = [r for r in runs if r["status"] in ("ok", "failed", "timeout")]
+    finished = [r for r in started if r["status"] == "ok"]
+    lines.append(check("pool: runs finished", f"{len(finished)} of {len(started)} started, {len(runs)} planned",
+                       "all started", len(finished) == len(started) if started else None))
+    backends = sorted({str(r.get("allocator_backend")) for r in finished})
+    lines.append(check("pool: allocator backend in every run", ", ".join(backends) or "n/a", "cudaMallocAsync",
+                       backends == ["cudaMallocAsync"] if backends else None, skip=not backends))
+    library = [r for r in finished if r["mode"] != "native"]
+    frees = [(r.get("stats") or {}).get("frees_converted", 0) for r in library]
+    lines.append(check("pool: library saw frees in every run", f"{sum(1 for f in frees if f)} of {len(frees)} runs",
+                       "all", all(frees) if frees else None, skip=not frees))
+
+    for row in rows:
+        name = f"pool {row['workload']} {row['mode']}"
+        measured = row["status"] == "ok"
+        # Skipped only when none of the mode's runs was started; a run that failed fails its targets.
+        unmade = not row["runs_started"]
+        if row["mode"] in ("default", "fit"):
+            goal = DEFAULT_RATIO_GOAL if row["mode"] == "default" else FIT_RATIO_GOAL
+            rounds = " ".join(f"{r:.3f}" for r in row["round_ratios"])
+            lines.append(check(f"{name} step x native", f"{fmt(row['ratio_native'], 3)}" + (f" (rounds {rounds})" if
+                               len(row["round_ratios"]) > 1 else ""), f"<= {goal}",
+                               row["ratio_native"] is not None and row["ratio_native"] <= goal, skip=unmade))
+            for key, label in (("peak_allocated_bytes", "max_memory_allocated"),
+                               ("memory_reserved_bytes", "memory_reserved")):
+                value = row[f"{key}_ratio"]
+                lines.append(check(f"{name} {label} x native", fmt(value, 3), f"1 +- {MEMORY_TOLERANCE}",
+                                   within(value, MEMORY_TOLERANCE), skip=unmade))
+        if row["mode"] in settings["pressure_policies"] and "floor_ms" in row:
+            steady = row["steady_per_step"] or {}
+            swapped = row["swapped_bytes"]
+            lines.append(check(f"{name} GB/step out/in/late vs S",
+                               f"{gb(steady.get('evicted'))} / {gb(steady.get('prefetched'))} / "
+                               f"{gb(steady.get('demand'))} vs {gb(swapped)}", "-", None, skip=not measured))
+            lines.append(check(f"{name} step vs S/e+S/f", f"{fmt(row['median_ms'], 1)} ms vs "
+                               f"{fmt(row['floor_ms'], 1)} ms ({fmt(row['ratio_floor'], 2)}x)", "-", None,
+                               skip=not measured))
+            lines.append(simulation_check(name, row, report["simulations"].get(row["mode"]) or {}, not unmade))
+        # Native runs against the first of them: the job itself must repeat its losses.
+        equal = row["losses_equal"]
+        if row["mode"] != "native" or equal is not None:
+            what = "losses repeat" if row["mode"] == "native" else "losses = native"
+            lines.append(check(f"{name} {what}", f"{equal} ({row['losses_compared']} runs)", "True",
+                               equal, skip=unmade))
+    return lines
+
+
+def simulation_check(name, row, simulated, started):
+    """The simulator's step against the measured one: SKIP when either was not made for want
+    of time, FAIL when the run, the recording or the simulation failed."""
+    error = row.get("sim_error")
+    if error is not None:
+        return check(f"{name} simulate error", f"{fmt(row['sim_ms'], 1)} ms, {100 * error:+.1f}%",
+                     f"within {SIM_ERROR_GOAL:.0%}", abs(error) <= SIM_ERROR_GOAL)
+    problem = simulated.get("problem") or ("the run failed" if simulated else "not simulated")
+    skipped = not started or not simulated or "deadline" in problem
+    return check(f"{name} simulate error", problem, f"within {SIM_ERROR_GOAL:.0%}", False, skip=skipped)
+
+
+def gb(value):
+    return fmt(None if value is None else value / 1e9, 2)
+
+
+def build_report(bench):
+    args = bench.args
+    report = {
+        "settings": {"workloads": args.workloads, "rounds": args.rounds, "warmup": args.warmup, "steps": args.steps,
+                     "pressure_workload": args.pressure_workload, "pressure_budget": args.pressure_budget,
+                     "pressure_policies": args.pressure_policies, "pressure_warmup": args.pressure_warmup,
+                     "pressure_steps": args.pressure_steps, "record_warmup": args.record_warmup,
+                     "record_steps": args.record_steps, "fit_factor": args.fit_factor,
+                     "sim_repeat_last": args.sim_repeat_last, "explicit_allocator": args.explicit_allocator,
+                     "timeout_s": args.timeout_s,
+                     "pressure_timeout_s": args.pressure_timeout_s, "deadline_s": args.deadline_s},
+        "goals": {"default_ratio": DEFAULT_RATIO_GOAL, "fit_ratio": FIT_RATIO_GOAL,
+                  "memory_tolerance": MEMORY_TOLERANCE, "simulate_error": SIM_ERROR_GOAL},
+        "elapsed_s": round(bench.clock.elapsed(), 1),
+        "link": bench.link,
+        "allocator": bench.allocator,
+        "fit_budgets": bench.fit_budgets,
+        "simulations": bench.simulations,
+        "trace": bench.trace,
+        "runs": bench.runs,
+    }
+    report["pressure"] = pressure_figures(bench.runs, args.pressure_workload, args.pressure_budget_bytes, bench.link)
+    report["rows"] = table_rows(report)
+    report["checks"] = target_checks(report)
+    report["loss_mismatches"] = loss_mismatches(bench.runs)
+    return report
+
+
+def loss_mismatches(runs):
+    lines = []
+    for run in runs:
+        native = next((r for r in runs if r["workload"] == run["workload"] and r["mode"] == "native"
+                       and r["status"] == "ok"), None)
+        if run is not native and run["status"] == "ok" and losses_equal(run, native) is False:
+            lines.append(f"{run['id']}: losses differ from native\n  native: {native['losses']}\n"
+                         f"  {run['mode']}: {run['losses']}")
+    return lines
+
+
+def row_verdict(row, checks):
+    prefix = f"pool {row['workload']} {row['mode']} "
+    failed = [c["what"][len(prefix):] for c in checks if c["what"].startswith(prefix) and c["verdict"] == "FAIL"]
+    judged = [c for c in checks if c["what"].startswith(prefix) and c["verdict"] in ("PASS", "FAIL")]
+    if failed:
+        return "FAIL: " + ", ".join(failed)
+    return "PASS" if judged else "-"
+
+
+def memory_cell(row, key):
+    value, r = row.get(key), row.get(f"{key}_ratio")
+    return format_gib(value, 2) + ("" if r is None else f" ({r:.3f})")
+
+
+TABLE_COLUMNS = [
+    ("workload", lambda r, c: r["workload"]),
+    ("mode", lambda r, c: MODE_LABELS[r["mode"]]),
+    ("budget", lambda r, c: r["budget"]),
+    ("steps", lambda r, c: f"{r['runs_ok']}x{r['timed_steps']} after {r['warmup']}"),
+    ("median ms", lambda r, c: fmt(r["median_ms"], 1) if r["status"] == "ok" else r["status"]),
+    ("x native", lambda r, c: fmt(r["ratio_native"], 3)),
+    ("max alloc (x N)", lambda r, c: memory_cell(r, "peak_allocated_bytes")),
+    ("reserved (x N)", lambda r, c: memory_cell(r, "memory_reserved_bytes")),
+    ("GB/step out/in/pop/late", lambda r, c: "-" if not r["steady_per_step"] else "/".join(
+        gb(r["steady_per_step"].get(k)) for k in ("evicted", "prefetched", "populated", "demand"))),
+    ("S GB", lambda r, c: gb(r["swapped_bytes"]) if "swapped_bytes" in r else "-"),
+    ("S/e+S/f ms", lambda r, c: fmt(r["floor_ms"], 1) if "floor_ms" in r else "-"),
+    ("x floor", lambda r, c: fmt(r["ratio_floor"], 2) if "ratio_floor" in r else "-"),
+    ("sim ms", lambda r, c: fmt(r["sim_ms"], 1) if "sim_ms" in r else "-"),
+    ("sim err", lambda r, c: (fmt(100 * r["sim_error"], 1) + "%" if r.get("sim_error") is not None else "n/a")
+     if "sim_ms" in r else "-"),
+    ("losses = N", lambda r, c: "ref" if r["mode"] == "native" else
+     ("-" if r["losses_equal"] is None else ("yes" if r["losses_equal"] else "NO"))),
+    ("targets", lambda r, c: row_verdict(r, c)),
+]
+
+
+def table_cells(report):
+    return [[name for name, _ in TABLE_COLUMNS]] + [
+        [show(row, report["checks"]) for _, show in TABLE_COLUMNS] for row in report["rows"]]
+
+
+def uvmrun_sets_text(allocator):
+    if allocator["dry_run_exit"] != 0:
+        return f"its dry run failed (exit {allocator['dry_run_exit']})"
+    return ", ".join(f"{k}={v}" for k, v in allocator["uvmrun_sets"].items()) or "nothing"
+
+
+def allocator_text(report):
+    allocator = report["allocator"]
+    sets = uvmrun_sets_text(allocator)
+    if not allocator["set_by_benchmark"]:
+        return f"use what uvmrun sets ({sets})"
+    why = "--explicit-allocator" if report["settings"]["explicit_allocator"] else "uvmrun did not pick it"
+    return f"get it from the benchmark ({why}; uvmrun: {sets})"
+
+
+def simulation_text(policy, simulated):
+    if simulated.get("step_ms") is None:
+        return f"{policy} n/a ({simulated.get('problem')})"
+    return (f"{policy} {simulated['step_ms']:.1f} ms a step, {gb(simulated.get('out_bytes'))} GB out and "
+            f"{gb(simulated.get('in_bytes'))} GB in")
+
+
+def notes(report):
+    settings, link = report["settings"], report["link"]
+    pressure = report["pressure"]
+    lines = [
+        f"Step times: median over every timed step of every run of a mode; unpressured modes "
+        f"{settings['rounds']} rounds of {settings['steps']} steps after {settings['warmup']} warm-up, pressure "
+        f"runs {settings['pressure_steps']} after {settings['pressure_warmup']}. Native runs use "
+        f"PYTORCH_CUDA_ALLOC_CONF={ASYNC_BACKEND}; uvmrun's runs {allocator_text(report)}.",
+        f"Link: f = {fmt(link['h2d_gbps'], 1)} GB/s to the GPU, e = {fmt(link['d2h_gbps'], 1)} GB/s back "
+        f"({link['source']}).",
+        "Fit budgets: " + (", ".join(f"{w} {format_gib(b['bytes'])} ({b['source']})"
+                                     for w, b in report["fit_budgets"].items()) or "none yet") + ".",
+    ]
+    if settings["pressure_workload"]:
+        lines.append(
+            f"Pressure: {settings['pressure_workload']} at {settings['pressure_budget']}; peak live (native "
+            f"max_memory_allocated) {format_gib(pressure['peak_live_bytes'], 2)}, S = {gb(pressure['swapped_bytes'])} "
+            f"GB, S/e+S/f = {fmt(pressure['floor_ms'], 1)} ms. GB/step: the library's evicted, prefetched, populated "
+            "and late (demand estimate) bytes per step after warm-up, from its counters read in the job.")
+        lines.append(
+            f"Simulated with `uvmtrace simulate --repeat-last {settings['sim_repeat_last']}` on the trace of the "
+            "recording run: " + ("; ".join(simulation_text(p, s) for p, s in report["simulations"].items())
+                                 or "not yet") + ".")
+    return lines
+
+
+def markdown(report):
+    cells = table_cells(report)
+    checks = [["what", "value", "goal", "verdict"]] + [[c["what"], c["value"], c["goal"], c["verdict"]]
+                                                       for c in report["checks"]]
+    lines = ["## Managed pool, frees visible", "", markdown_table(cells), ""]
+    lines += ["- " + line for line in notes(report)]
+    lines += ["- " + m.replace("\n", "\n  ") for m in report["loss_mismatches"]]
+    lines += ["", markdown_table(checks), ""]
+    return "\n".join(lines)
+
+
+def save(bench):
+    report = build_report(bench)
+    write_atomically(bench.args.json_out, json.dumps(report, indent=1))
+    write_atomically(bench.args.markdown_out, markdown(report))
+    return report
+
+
+def print_rows(path):
+    """The checks of a written report as lines for bench/device_run.sh's table."""
+    try:
+        with open(path, encoding="utf-8") as report_file:
+            report = json.load(report_file)
+    except (OSError, json.JSONDecodeError):
+        print("pool report\tmissing\tpresent\tFAIL")
+        return 0
+    for c in report["checks"]:
+        print("\t".join(str(c[key]).replace("\t", " ") for key in ("what", "value", "goal", "verdict")))
+    return 0
+
+
+# ---------------------------------------------------------------- arguments and main
+
+def parse_arguments(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--uvmrun", help="path of the uvmrun program (required but with --rows)")
+    parser.add_argument("--uvmtrace", help="path of the uvmtrace program (required but with --rows)")
+    parser.add_argument("--lib", help="libuvmprefetch.so for uvmrun to preload (default: the one it finds)")
+    parser.add_argument("--link-probe", help="bench/link_probe program: measure f and e first (else --h2d-gbps "
+                        "and --d2h-gbps)")
+    parser.add_argument("--link-probe-mib", type=int, default=2048, help="MiB the link probe moves (default 2048)")
+    parser.add_argument("--h2d-gbps", type=float, default=FALLBACK_H2D_GBPS,
+                        help=f"fetch rate f when not measured (default {FALLBACK_H2D_GBPS:g})")
+    parser.add_argument("--d2h-gbps", type=float, default=FALLBACK_D2H_GBPS,
+                        help=f"eviction rate e when not measured (default {FALLBACK_D2H_GBPS:g})")
+    parser.add_argument("--train-script", default=TRAIN_SCRIPT, help="the Python training workload")
+    parser.add_argument("--python", default=sys.executable, help="interpreter for the workloads")
+    parser.add_argument("--workloads", default="gpt2-small,resnet50", help="comma-separated, in the order they run "
+                        "(default gpt2-small,resnet50)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of native, defaults and fit (default 3)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed steps of unpressured runs (default 5)")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps of unpressured runs (default 20)")
+    parser.add_argument("--fit-factor", type=float, default=1.5,
+                        help="fit budget: this times the larger of native's max_memory_reserved and the default "
+                             "run's peak converted bytes, rounded up to GiB (default 1.5)")
+    parser.add_argument("--fit-budget", help="a fixed fit budget instead, such as 48G")
+    parser.add_argument("--pressure-workload", default="gpt2-small",
+                        help="the workload run under the pressure budget (default gpt2-small; 'none': no pressure runs)")
+    parser.add_argument("--pressure-budget", default="16G", help="the pressure budget (default 16G)")
+    parser.add_argument("--pressure-policies", default="learned,demand-lru", help="policies under pressure, in order")
+    parser.add_argument("--pressure-warmup", type=int, default=2, help="untimed steps under pressure (default 2)")
+    parser.add_argument("--pressure-steps", type=int, default=6, help="timed steps under pressure (default 6)")
+    parser.add_argument("--record-warmup", type=int, default=1, help="untimed steps of the recording run (default 1)")
+    parser.add_argument("--record-steps", type=int, default=3, help="timed steps of the recording run (default 3)")
+    parser.add_argument("--sim-repeat-last", type=int, default=5,
+                        help="uvmtrace simulate --repeat-last: copies of the last recorded step (default 5)")
+    parser.add_argument("--explicit-allocator", action="store_true",
+                        help=f"set PYTORCH_CUDA_ALLOC_CONF={ASYNC_BACKEND} for uvmrun's runs too, instead of "
+                             "leaving the choice to uvmrun")
+    parser.add_argument("--timeout-s", type=float, default=150, help="seconds per unpressured run (default 150)")
+    parser.add_argument("--pressure-timeout-s", type=float, default=200, help="seconds per pressure run (default 200)")
+    parser.add_argument("--simulate-timeout-s", type=float, default=60, help="seconds per uvmtrace simulate")
+    add_output_arguments(parser)
+    parser.add_argument("--dry-run", action="store_true", help="print the plan and run nothing")
+    parser.add_argument("--rows", metavar="REPORT", help="print the checks of a JSON report as tab-separated lines")
+    args = parser.parse_args(argv)
+    if args.rows:
+        return args
+
+    args.workloads = list(dict.fromkeys(w.strip() for w in args.workloads.split(",") if w.strip()))
+    unknown = [w for w in args.workloads if w not in TRAIN_WORKLOADS]
+    if unknown or not args.workloads:
+        parser.error(f"--workloads: unknown {', '.join(unknown) or '(none given)'}; "
+                     f"choose from {', '.join(TRAIN_WORKLOADS)}")
+    if args.pressure_workload == "none":
+        args.pressure_workload = None
+    elif args.pressure_workload not in TRAIN_WORKLOADS:
+        parser.error(f"--pressure-workload {args.pressure_workload}: choose from {', '.join(TRAIN_WORKLOADS)} or none")
+    args.pressure_policies = [p.strip() for p in args.pressure_policies.split(",") if p.strip()]
+    if any(p not in ("learned", "demand-lru") for p in args.pressure_policies):
+        parser.error("--pressure-policies: learned and demand-lru only")
+    if not args.pressure_workload:
+        args.pressure_policies = []
+    args.pressure_budget_bytes = parse_size(args.pressure_budget)
+    if not args.pressure_budget_bytes:
+        parser.error(f"--pressure-budget '{args.pressure_budget}' is not a size such as 16G")
+    args.fit_budget_bytes = parse_size(args.fit_budget) if args.fit_budget else None
+    if args.fit_budget and not args.fit_budget_bytes:
+        parser.error(f"--fit-budget '{args.fit_budget}' is not a size such as 48G")
+    if args.rounds < 1 or args.steps < 1 or args.pressure_steps < 1 or args.record_steps < 1:
+        parser.error("--rounds, --steps, --pressure-steps and --record-steps must be at least 1")
+    if min(args.warmup, args.pressure_warmup, args.record_warmup) < 0 or args.sim_repeat_last < 0:
+        parser.error("warm-up steps and --sim-repeat-last must not be negative")
+    if args.fit_factor <= 1:
+        parser.error("--fit-factor must be larger than 1 (a budget above the footprint)")
+    if min(args.h2d_gbps, args.d2h_gbps, args.timeout_s, args.pressure_timeout_s) <= 0:
+        parser.error("link rates and timeouts must be positive")
+    paths = [("--uvmrun", args.uvmrun), ("--uvmtrace", args.uvmtrace), ("--train-script", args.train_script)]
+    if args.link_probe:
+        paths.append(("--link-probe", args.link_probe))
+    for label, path in paths:
+        if not path:
+            parser.error(f"{label} is required")
+        if not os.path.isfile(path):
+            parser.error(f"{label} {path}: no such file")
+    return args
+
+
+def print_plan(bench, plan):
+    args = bench.args
+    allocator = bench.allocator
+    print(f"uvmrun for PyTorch: {uvmrun_sets_text(allocator)}; its runs "
+          + (f"get PYTORCH_CUDA_ALLOC_CONF={ASYNC_BACKEND} from the benchmark" if allocator["set_by_benchmark"]
+             else "use uvmrun's choice"))
+    print(f"native runs: PYTORCH_CUDA_ALLOC_CONF={ASYNC_BACKEND}; "
+          + (f"deadline {args.deadline_s:g} s" if args.deadline_s > 0 else "no deadline"))
+    total = 0.0
+    for number, entry in enumerate(plan, 1):
+        expected = expected_seconds(entry, {})
+        total += expected
+        if entry["kind"] == "probe":
+            what = f"link probe: {args.link_probe or '(none: given rates)'} {args.link_probe_mib}"
+        elif entry["kind"] == "simulate":
+            what = (f"uvmtrace simulate the recorded trace at {args.pressure_budget}: "
+                    f"{', '.join(args.pressure_policies)} (--repeat-last {args.sim_repeat_last})")
+        else:
+            extra = " UVMP_TRACE_TIMING=1" if entry["mode"] == "record" else ""
+            round_text = f" round {entry['round']}" if entry["round"] else ""
+            what = (f"{entry['workload']} {MODE_LABELS[entry['mode']]}{round_text}, "
+                    f"{entry['steps'] - entry['warmup']} steps after {entry['warmup']}{extra}\n      $ "
+                    + " ".join(bench.command_for(entry, resolve=False)))
+        print(f"{number:2d}. ~{expected:3.0f} s (cumulative {total:4.0f} s)  {what}")
+    print(f"expected in all: about {total:.0f} s"
+          + (f" of the {args.deadline_s:g} s deadline" if args.deadline_s > 0 else ""))
+
+
+def main(argv=None):
+    args = parse_arguments(argv)
+    if args.rows:
+        return print_rows(args.rows)
+    with tempfile.TemporaryDirectory(prefix="uvmp-pool-") as scratch:
+        workdir = args.workdir or scratch
+        os.makedirs(workdir, exist_ok=True)
+        bench = Bench(args, workdir)
+        plan = make_plan(args)
+        if args.dry_run:
+            print_plan(bench, plan)
+            return 0
+
+        def stop(signum, _frame):
+            # An outer timeout: end the run in progress and keep what was measured.
+            stop_running()
+            save(bench)
+            print(f"stopped by signal {signum}; the report holds the runs finished before", flush=True)
+            sys.exit(124)
+
+        signal.signal(signal.SIGTERM, stop)
+        bench.measure(plan)
+        report = save(bench)
+
+    print(f"\n=== managed pool, frees visible ({report['elapsed_s']} s)")
+    print(text_table(table_cells(report)))
+    for line in notes(report):
+        print(line)
+    print()
+    print(text_table([["what", "value", "goal", "verdict"]] +
+                     [[c["what"], c["value"], c["goal"], c["verdict"]] for c in report["checks"]]))
+    problems = [f"{r['id']}: {r['status']}" for r in bench.runs if r["status"] in ("failed", "timeout")]
+    return print_outcome(problems, report["loss_mismatches"], (args.json_out, args.markdown_out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
