@@ -2,6 +2,7 @@
 
 #include "core/trace/format.h"
 #include "core/trace/reader.h"
+#include "core/trace/summary.h"
 #include "core/trace/writer.h"
 
 #include <catch2/catch.hpp>
@@ -389,4 +390,131 @@ TEST_CASE("a newer minor version is read", "[trace_io]") {
     bytes[format::kMagicBytes + 2] = std::byte{9};
     Trace read = read_trace_bytes(bytes);
     CHECK(read.header.format_minor == 9);
+}
+
+namespace {
+
+// The payload of the first record of `type` after the header.
+std::vector<uint8_t> first_payload_of(const std::vector<std::byte>& bytes, format::RecordType type) {
+    size_t at = end_of_header(bytes);
+    while (at < bytes.size()) {
+        const auto record_type = static_cast<uint8_t>(bytes[at++]);
+        uint64_t length = 0;
+        for (unsigned shift = 0;; shift += 7) {
+            const auto byte = static_cast<uint8_t>(bytes.at(at++));
+            length |= uint64_t{byte & 0x7fu} << shift;
+            if (byte < 0x80) break;
+        }
+        if (record_type == static_cast<uint8_t>(type)) {
+            std::vector<uint8_t> payload(length);
+            std::memcpy(payload.data(), bytes.data() + at, length);
+            return payload;
+        }
+        at += length;
+    }
+    return {};
+}
+
+Trace one_pooled_block() {
+    Trace t;
+    t.slabs.push_back({SlabAction::Created, 3, 0x6000'0000'0000, 512ull << 20, 1, 5, 0});
+    t.allocs.push_back({7, 0x6000'0020'0000, 3 << 20, AllocKind::Pooled, 1, 6, 0, 3});
+    t.frees.push_back({7, 8, 0});
+    t.slabs.push_back({SlabAction::Released, 3, 0x6000'0000'0000, 512ull << 20, 1, 9, 0});
+    return t;
+}
+
+} // namespace
+
+TEST_CASE("blocks of the pool and slab records read back field by field", "[trace_io]") {
+    TrainingLoopShape shape;
+    shape.steps = 3;
+    shape.pooled = true;
+    const Trace original = make_training_loop(shape);
+    REQUIRE_FALSE(original.slabs.empty());
+    const std::string path = fixtures::scratch_path("pooled_round_trip.uvmt");
+    REQUIRE(write_trace_file(original, path) == 0);
+    const Trace read = read_trace_file(path);
+    CHECK(read.header.format_minor == 1);
+    REQUIRE(read.allocs.size() == original.allocs.size());
+    size_t pooled = 0;
+    for (size_t i = 0; i < read.allocs.size(); ++i) {
+        const Alloc& a = read.allocs[i];
+        const Alloc& b = original.allocs[i];
+        CHECK((a.id == b.id && a.address == b.address && a.size == b.size && a.kind == b.kind && a.slab == b.slab));
+        pooled += a.kind == AllocKind::Pooled;
+    }
+    CHECK(pooled + 1 == read.allocs.size()); // all but the pinned host buffer
+    REQUIRE(read.slabs.size() == original.slabs.size());
+    for (size_t i = 0; i < read.slabs.size(); ++i) {
+        const Slab& a = read.slabs[i];
+        const Slab& b = original.slabs[i];
+        CHECK((a.action == b.action && a.id == b.id && a.base == b.base && a.size == b.size && a.device == b.device &&
+               a.time_ns == b.time_ns && a.launches_before == b.launches_before));
+    }
+    CHECK(read.frees.size() == original.frees.size());
+
+    const Trace small = one_pooled_block();
+    const std::string small_path = fixtures::scratch_path("pooled_block.uvmt");
+    REQUIRE(write_trace_file(small, small_path) == 0);
+    const Trace back = read_trace_file(small_path);
+    REQUIRE(back.slabs.size() == 2);
+    CHECK(back.slabs[1].action == SlabAction::Released);
+    CHECK(back.slabs[1].device == 1);
+    REQUIRE(back.allocs.size() == 1);
+    CHECK(back.allocs[0].kind == AllocKind::Pooled);
+    CHECK(back.allocs[0].slab == 3);
+}
+
+TEST_CASE("a block of the pool is a converted allocation to a reader of format 1.0", "[trace_io]") {
+    const std::string path = fixtures::scratch_path("pooled_for_1_0.uvmt");
+    REQUIRE(write_trace_file(one_pooled_block(), path) == 0);
+    const std::vector<uint8_t> payload = first_payload_of(fixtures::read_file(path), format::RecordType::Alloc);
+    // id 7, address, size, kind, device 1 (zigzag 2), time 6, launches 0: the fields
+    // of 1.0, with kind 0 (converted); then the slab, which a 1.0 reader skips.
+    std::vector<uint8_t> fields_1_0;
+    format::Encoder out(fields_1_0);
+    out.varint(7);
+    out.varint(0x6000'0020'0000);
+    out.varint(3 << 20);
+    out.u8(0);
+    out.svarint(1);
+    out.varint(6);
+    out.varint(0);
+    REQUIRE(payload.size() == fields_1_0.size() + 1);
+    CHECK(std::equal(fields_1_0.begin(), fields_1_0.end(), payload.begin()));
+    CHECK(payload.back() == 3);
+}
+
+TEST_CASE("an allocation of another kind that names a slab is refused; slab 0 names none", "[trace_io]") {
+    const std::string path = fixtures::scratch_path("pooled_kind.uvmt");
+    REQUIRE(write_trace_file(one_pooled_block(), path) == 0);
+    std::vector<std::byte> bytes = fixtures::read_file(path);
+    const std::vector<uint8_t> payload = first_payload_of(bytes, format::RecordType::Alloc);
+    // The kind byte follows id, address and size.
+    const size_t kind_at = 1 + format::varint_size(0x6000'0020'0000) + format::varint_size(3 << 20);
+    auto found = std::search(bytes.begin(), bytes.end(), reinterpret_cast<const std::byte*>(payload.data()),
+                             reinterpret_cast<const std::byte*>(payload.data() + payload.size()));
+    REQUIRE(found != bytes.end());
+    const size_t payload_at = static_cast<size_t>(found - bytes.begin());
+    auto passed_through = bytes;
+    passed_through[payload_at + kind_at] = std::byte{1};
+    CHECK_THAT(format_error_of(passed_through), Catch::Contains("names a pool slab but is not converted memory"));
+    auto slab_zero = bytes;
+    slab_zero[payload_at + payload.size() - 1] = std::byte{0};
+    const Trace read = read_trace_bytes(slab_zero);
+    REQUIRE(read.allocs.size() == 1);
+    CHECK(read.allocs[0].kind == AllocKind::Converted);
+}
+
+TEST_CASE("info counts the pool's blocks, frees and slabs", "[trace_io]") {
+    const TraceSummary summary = summarize(one_pooled_block());
+    CHECK(summary.allocs_by_kind[static_cast<size_t>(AllocKind::Pooled)].count == 1);
+    CHECK(summary.pool.pooled_frees == 1);
+    CHECK(summary.pool.slabs_created == 1);
+    CHECK(summary.pool.slabs_released == 1);
+    CHECK(summary.pool.peak_slab_bytes == 512ull << 20);
+    CHECK(summary.peak_live_bytes == 3 << 20);
+    CHECK(std::string(alloc_kind_name(AllocKind::Pooled)) == "pooled");
+    CHECK_FALSE(summarize(make_training_loop({.steps = 2})).pool.any());
 }

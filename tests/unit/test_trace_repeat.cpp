@@ -54,6 +54,25 @@ TEST_CASE("trace repeat: an iteration that allocates, or no iteration at all, is
     CHECK_THROWS_AS(repeat_last_iteration(single, iteration_bounds(single), 1), std::invalid_argument);
 }
 
+TEST_CASE("trace repeat: slab records inside the last iteration refuse it, those after it move to the end",
+          "[repeat]") {
+    auto t = loop_trace(3, 8, 2);
+    t.slabs.push_back({trace::SlabAction::Released, 1, 0x6000'0000'0000, 512 << 20, 0, 0, 4});
+    CHECK_THROWS_WITH(repeat_last_iteration(t, iteration_bounds(t), 1), Catch::Contains("slabs"));
+    // A third iteration cut short after two launches (dropped), and the slab
+    // given back after it, at teardown.
+    t.iterations.push_back({2, 6, 0});
+    for (uint32_t k = 0; k < 2; ++k) {
+        const trace::Access access{k, 0, 0};
+        add_launch(t, k, {&access, 1});
+    }
+    t.slabs.back().launches_before = 8;
+    REQUIRE(iteration_bounds(t) == std::vector<uint64_t>{0, 3, 6});
+    repeat_last_iteration(t, iteration_bounds(t), 2);
+    CHECK(t.launches.size() == 12);
+    CHECK(t.slabs.back().launches_before == 12);
+}
+
 TEST_CASE("trace repeat: a mark where the repeated iteration ends is not doubled", "[repeat]") {
     auto t = loop_trace(3, 8, 3); // marks before launches 0, 3 and 6
     t.launches.resize(7);         // the recording stopped inside the third iteration

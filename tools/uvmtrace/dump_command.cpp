@@ -20,7 +20,7 @@ namespace {
 
 using namespace uvmp::trace;
 
-enum class EventType : uint8_t { Iteration, Alloc, Move, Free, Launch };
+enum class EventType : uint8_t { Iteration, Slab, Alloc, Move, Free, Launch };
 
 // A record placed among the launches: everything recorded before launch k
 // comes before it, and records between the same two launches go by time.
@@ -34,9 +34,12 @@ struct Event {
 std::vector<Event> events_in_order(const Trace& trace) {
     std::vector<Event> events;
     events.reserve(trace.launches.size() + trace.allocs.size() + trace.frees.size() + trace.moves.size() +
-                   trace.iterations.size());
+                   trace.iterations.size() + trace.slabs.size());
     for (size_t i = 0; i < trace.iterations.size(); ++i) {
         events.push_back({trace.iterations[i].launches_before, trace.iterations[i].time_ns, EventType::Iteration, i});
+    }
+    for (size_t i = 0; i < trace.slabs.size(); ++i) {
+        events.push_back({trace.slabs[i].launches_before, trace.slabs[i].time_ns, EventType::Slab, i});
     }
     for (size_t i = 0; i < trace.allocs.size(); ++i) {
         events.push_back({trace.allocs[i].launches_before, trace.allocs[i].time_ns, EventType::Alloc, i});
@@ -76,11 +79,17 @@ std::string text_line(const Trace& trace, const Event& event) {
         const Iteration& mark = trace.iterations[event.index];
         return fmt::format("iteration {} t={} before={}", mark.index, mark.time_ns, mark.launches_before);
     }
+    case EventType::Slab: {
+        const Slab& slab = trace.slabs[event.index];
+        return fmt::format("slab {} id={} base={:#x} size={} device={} t={} before={}", slab_action_name(slab.action),
+                           slab.id, slab.base, slab.size, slab.device, slab.time_ns, slab.launches_before);
+    }
     case EventType::Alloc: {
         const Alloc& alloc = trace.allocs[event.index];
-        return fmt::format("alloc id={} size={} kind={} address={:#x} device={} t={} before={}", alloc.id, alloc.size,
+        return fmt::format("alloc id={} size={} kind={} address={:#x} device={} t={} before={}{}", alloc.id, alloc.size,
                            alloc_kind_name(alloc.kind), alloc.address, alloc.device, alloc.time_ns,
-                           alloc.launches_before);
+                           alloc.launches_before,
+                           alloc.kind == AllocKind::Pooled ? fmt::format(" slab={}", alloc.slab) : std::string());
     }
     case EventType::Free: {
         const Free& free = trace.frees[event.index];
@@ -116,11 +125,20 @@ nlohmann::ordered_json json_line(const Trace& trace, const Event& event) {
         return {{"type", "iteration"}, {"index", mark.index}, {"time_ns", mark.time_ns},
                 {"launches_before", mark.launches_before}};
     }
+    case EventType::Slab: {
+        const Slab& slab = trace.slabs[event.index];
+        return {{"type", "slab"}, {"action", slab_action_name(slab.action)}, {"id", slab.id}, {"base", slab.base},
+                {"size", slab.size}, {"device", slab.device}, {"time_ns", slab.time_ns},
+                {"launches_before", slab.launches_before}};
+    }
     case EventType::Alloc: {
         const Alloc& alloc = trace.allocs[event.index];
-        return {{"type", "alloc"}, {"id", alloc.id}, {"size", alloc.size}, {"kind", alloc_kind_name(alloc.kind)},
-                {"address", alloc.address}, {"device", alloc.device}, {"time_ns", alloc.time_ns},
-                {"launches_before", alloc.launches_before}};
+        nlohmann::ordered_json line = {{"type", "alloc"}, {"id", alloc.id}, {"size", alloc.size},
+                                       {"kind", alloc_kind_name(alloc.kind)}, {"address", alloc.address},
+                                       {"device", alloc.device}, {"time_ns", alloc.time_ns},
+                                       {"launches_before", alloc.launches_before}};
+        if (alloc.kind == AllocKind::Pooled) line["slab"] = alloc.slab;
+        return line;
     }
     case EventType::Free: {
         const Free& free = trace.frees[event.index];

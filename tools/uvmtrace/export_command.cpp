@@ -29,6 +29,7 @@ constexpr uint64_t kUnknownDurationNs = 1000;
 // Track ids: streams take 1, 2, ... in order of first use; these follow none of them.
 constexpr uint64_t kMovesTrack = 1'000'000;
 constexpr uint64_t kIterationsTrack = 1'000'001;
+constexpr uint64_t kSlabsTrack = 1'000'002;
 
 double microseconds(uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
 
@@ -141,6 +142,20 @@ void export_moves(const Trace& trace, EventStream& events) {
     }
 }
 
+// The managed pool's slabs: one instant a change, and the bytes of slabs held.
+void export_slabs(const Trace& trace, EventStream& events) {
+    if (trace.slabs.empty()) return;
+    name_track(events, kSlabsTrack, "pool slabs", kSlabsTrack);
+    for (const SlabStep& step : slab_history(trace)) {
+        const Slab& slab = *step.slab;
+        events.add({{"ph", "i"}, {"s", "t"}, {"name", std::string("slab ") + slab_action_name(slab.action)},
+                    {"tid", kSlabsTrack}, {"ts", microseconds(slab.time_ns)},
+                    {"args", {{"slab", slab.id}, {"base", hex(slab.base)}, {"bytes", slab.size}, {"device", slab.device}}}});
+        events.add({{"ph", "C"}, {"name", "pool slab bytes"}, {"ts", microseconds(slab.time_ns)},
+                    {"args", {{"bytes", step.held_bytes}}}});
+    }
+}
+
 void export_iterations(const Trace& trace, EventStream& events) {
     if (trace.iterations.empty()) return;
     name_track(events, kIterationsTrack, "iterations", kIterationsTrack);
@@ -167,6 +182,7 @@ void export_trace(const ExportArguments& arguments) {
     export_launches(trace, events);
     export_live_bytes(trace, events);
     export_moves(trace, events);
+    export_slabs(trace, events);
     export_iterations(trace, events);
     events.finish({{"source", arguments.path},
                    {"format", std::to_string(header.format_major) + "." + std::to_string(header.format_minor)},

@@ -58,7 +58,13 @@ void print_text(const Trace& trace, const TraceSummary& summary) {
     }
     if (!by_kind.empty()) allocs += ": " + by_kind;
     line("allocations", allocs);
-    line("frees", std::to_string(summary.frees));
+    const PoolTotals& pool = summary.pool;
+    line("frees", pool.pooled_frees ? fmt::format("{} ({} of pooled blocks)", summary.frees, pool.pooled_frees)
+                                    : std::to_string(summary.frees));
+    // Traces of format 1.0 have no pool: their text stays as it was.
+    if (pool.any())
+        line("pool slabs", fmt::format("{} created, {} given back, peak {}", pool.slabs_created, pool.slabs_released,
+                                       size_and_bytes(pool.peak_slab_bytes)));
     line("peak live", size_and_bytes(summary.peak_live_bytes) + " of device memory");
     line("launches", fmt::format("{}, {} distinct kernels, {} accesses", summary.launches, summary.distinct_kernels,
                                  summary.accesses));
@@ -110,6 +116,10 @@ nlohmann::ordered_json to_json(const Trace& trace, const TraceSummary& summary) 
     }
     out["allocations"] = allocs;
     out["frees"] = summary.frees;
+    out["pool"] = {{"pooled_frees", summary.pool.pooled_frees},
+                   {"slabs_created", summary.pool.slabs_created},
+                   {"slabs_released", summary.pool.slabs_released},
+                   {"peak_slab_bytes", summary.pool.peak_slab_bytes}};
     out["peak_live_bytes"] = summary.peak_live_bytes;
     out["launches"] = summary.launches;
     out["distinct_kernels"] = summary.distinct_kernels;

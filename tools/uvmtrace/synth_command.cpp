@@ -33,6 +33,9 @@ void register_synth(CLI::App& app) {
         ->check(CLI::Range(1u, 10'000u));
     command->add_option("--seed", arguments->shape.seed, "seed of the sizes and durations")->capture_default_str();
     command->add_flag("--marks", arguments->shape.mark_iterations, "record an iteration mark at each step");
+    command->add_flag("--pooled", arguments->shape.pooled,
+                      "every device allocation a block of the managed pool: activations allocated in the forward "
+                      "pass and freed in the backward pass, at the same addresses every step");
     command->callback([arguments] {
         trace::Trace trace = trace::make_training_loop(arguments->shape);
         uint64_t dropped = trace::write_trace_file(trace, arguments->output);

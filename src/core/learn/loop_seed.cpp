@@ -14,7 +14,7 @@ std::optional<LoopSeed> loop_seed_from_trace(const trace::Trace& trace, std::str
     const auto [begin, end] = *iteration;
     std::unordered_map<uint32_t, uint64_t> sizes;
     for (const trace::Alloc& a : trace.allocs)
-        if (a.kind == trace::AllocKind::Converted) sizes[a.id] = a.size;
+        if (trace::is_managed(a.kind)) sizes[a.id] = a.size;
 
     LoopSeed seed;
     for (uint64_t i = begin; i < end; ++i) {

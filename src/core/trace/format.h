@@ -35,6 +35,7 @@ enum class RecordType : uint8_t {
     Move = 7,
     Iteration = 8,
     End = 9,
+    PoolSlab = 10, // format 1.1
 };
 
 // Launch flag bits.

@@ -14,14 +14,21 @@
 namespace uvmp::trace {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 0;
+inline constexpr uint16_t kFormatMinor = 1;
 
 enum class AllocKind : uint8_t {
     Converted = 0,     // device allocation turned into managed memory
     PassedThrough = 1, // device allocation left as it was (capture, managed refused, inactive)
     Vmm = 2,           // cuMemCreate
     Host = 3,          // pinned host memory
+    // A block of a slab of the library's managed pool: converted too, and freed
+    // bytes are dead (the pool places later blocks over them). On disk it is a
+    // converted allocation that names its slab (docs/trace-format.md).
+    Pooled = 4,
 };
+
+// Converted memory, in a slab of the pool or not: what the residency model tracks.
+inline bool is_managed(AllocKind kind) { return kind == AllocKind::Converted || kind == AllocKind::Pooled; }
 
 enum class MoveKind : uint8_t {
     Populate = 0, // fresh allocation placed on the GPU
@@ -63,6 +70,7 @@ struct Alloc {
     int32_t device = 0;
     uint64_t time_ns = 0;
     uint64_t launches_before = 0;
+    uint32_t slab = 0; // Pooled: the id of the slab holding the block (ids start at 1)
 };
 
 struct Free {
@@ -93,6 +101,22 @@ struct Move {
     uint64_t launches_before = 0;
 };
 
+// A slab of the pool made or given back (its blocks are all free by then).
+enum class SlabAction : uint8_t {
+    Created = 0,
+    Released = 1,
+};
+
+struct Slab {
+    SlabAction action = SlabAction::Created;
+    uint32_t id = 0;
+    uint64_t base = 0;
+    uint64_t size = 0;
+    int32_t device = 0;
+    uint64_t time_ns = 0;
+    uint64_t launches_before = 0;
+};
+
 struct Iteration {
     uint64_t index = 0;
     uint64_t launches_before = 0;
@@ -108,6 +132,7 @@ struct Trace {
     LargeVector<Access> accesses;
     LargeVector<Move> moves;
     LargeVector<Iteration> iterations;
+    LargeVector<Slab> slabs;
     uint64_t dropped_records = 0; // records the recorder could not keep (buffer full)
 
     // Whether the launch's access list lies within the access table (a reader

@@ -32,6 +32,7 @@ const char* record_name(RecordType type) {
     case RecordType::Move: return "move";
     case RecordType::Iteration: return "iteration";
     case RecordType::End: return "end";
+    case RecordType::PoolSlab: return "pool slab";
     }
     return "unknown";
 }
@@ -200,6 +201,7 @@ public:
             case RecordType::KernelDuration: read_kernel_duration(payload); break;
             case RecordType::Move: read_move(payload); break;
             case RecordType::Iteration: read_iteration(payload); break;
+            case RecordType::PoolSlab: read_slab(payload); break;
             case RecordType::End:
                 trace_.dropped_records = payload.varint();
                 seen_end = true;
@@ -275,6 +277,7 @@ private:
         trace_.frees.reserve(count(RecordType::Free));
         trace_.moves.reserve(count(RecordType::Move));
         trace_.iterations.reserve(count(RecordType::Iteration));
+        trace_.slabs.reserve(count(RecordType::PoolSlab));
         // An access takes at least three bytes of its launch's record: room for
         // that many never copies the vector, and the pages a large vector
         // reserves but does not use are never touched.
@@ -317,6 +320,14 @@ private:
         record.device = in.i32_svarint("device");
         record.time_ns = in.varint();
         record.launches_before = in.varint();
+        // Format 1.1: a converted allocation that names a slab (not 0) is a block of the pool.
+        if (!in.at_end()) {
+            record.slab = in.u32_varint("slab id");
+            if (record.slab != 0) {
+                if (record.kind != AllocKind::Converted) in.fail("names a pool slab but is not converted memory");
+                record.kind = AllocKind::Pooled;
+            }
+        }
     }
 
     void read_free(Decoder& in) {
@@ -383,6 +394,19 @@ private:
         record.length = in.varint();
         record.time_ns = in.varint();
         record.duration_ns = in.varint();
+        record.launches_before = in.varint();
+    }
+
+    void read_slab(Decoder& in) {
+        Slab& record = trace_.slabs.emplace_back();
+        const uint8_t action = in.u8();
+        if (action > static_cast<uint8_t>(SlabAction::Released)) in.fail("has unknown slab action " + std::to_string(action));
+        record.action = static_cast<SlabAction>(action);
+        record.id = in.u32_varint("slab id");
+        record.base = in.varint();
+        record.size = in.varint();
+        record.device = in.i32_svarint("device");
+        record.time_ns = in.varint();
         record.launches_before = in.varint();
     }
 

@@ -22,6 +22,10 @@ std::vector<uint64_t> repeat_last_iteration(trace::Trace& trace, std::span<const
         if (f.launches_before > begin && f.launches_before <= end)
             throw std::invalid_argument("its last iteration frees memory (before launch " +
                                         std::to_string(f.launches_before) + "): it cannot be repeated");
+    for (const trace::Slab& s : trace.slabs)
+        if (s.launches_before > begin && s.launches_before <= end)
+            throw std::invalid_argument("its last iteration changes the pool's slabs (before launch " +
+                                        std::to_string(s.launches_before) + "): it cannot be repeated");
 
     // Launches after the last full iteration did not repeat in full: drop them.
     trace.launches.resize(end);
@@ -52,6 +56,8 @@ std::vector<uint64_t> repeat_last_iteration(trace::Trace& trace, std::span<const
         if (a.launches_before > end) a.launches_before = trace.launches.size();
     for (trace::Free& f : trace.frees)
         if (f.launches_before > end) f.launches_before = trace.launches.size();
+    for (trace::Slab& s : trace.slabs)
+        if (s.launches_before > end) s.launches_before = trace.launches.size();
     return lengthened;
 }
 

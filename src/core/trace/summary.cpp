@@ -8,9 +8,7 @@
 namespace uvmp::trace {
 namespace {
 
-bool counts_as_device_memory(AllocKind kind) {
-    return kind == AllocKind::Converted || kind == AllocKind::PassedThrough;
-}
+bool counts_as_device_memory(AllocKind kind) { return is_managed(kind) || kind == AllocKind::PassedThrough; }
 
 // A change of live device bytes, placed among the launches and in time.
 struct LiveChange {
@@ -89,6 +87,19 @@ IterationFootprint measure_iteration(const Trace& trace, const IterationPeriod& 
     return footprint;
 }
 
+PoolTotals pool_totals(const Trace& trace) {
+    PoolTotals totals;
+    std::unordered_set<uint32_t> pooled;
+    for (const Alloc& alloc : trace.allocs)
+        if (alloc.kind == AllocKind::Pooled) pooled.insert(alloc.id);
+    for (const Free& free : trace.frees) totals.pooled_frees += pooled.erase(free.id);
+    for (const SlabStep& step : slab_history(trace)) {
+        ++(step.slab->action == SlabAction::Created ? totals.slabs_created : totals.slabs_released);
+        totals.peak_slab_bytes = std::max(totals.peak_slab_bytes, step.held_bytes);
+    }
+    return totals;
+}
+
 } // namespace
 
 AllocTotals TraceSummary::all_allocs() const {
@@ -111,6 +122,8 @@ TraceSummary summarize(const Trace& trace) {
     }
     for (const Free& free : trace.frees) last_ns = std::max(last_ns, free.time_ns);
     summary.frees = trace.frees.size();
+    summary.pool = pool_totals(trace);
+    for (const Slab& slab : trace.slabs) last_ns = std::max(last_ns, slab.time_ns);
 
     std::unordered_set<uint32_t> kernels;
     for (const Launch& launch : trace.launches) {
@@ -148,12 +161,36 @@ TraceSummary summarize(const Trace& trace) {
     return summary;
 }
 
+std::vector<SlabStep> slab_history(const Trace& trace) {
+    std::vector<SlabStep> steps;
+    steps.reserve(trace.slabs.size());
+    for (const Slab& slab : trace.slabs) steps.push_back({&slab, 0});
+    std::stable_sort(steps.begin(), steps.end(), [](const SlabStep& a, const SlabStep& b) {
+        if (a.slab->launches_before != b.slab->launches_before) return a.slab->launches_before < b.slab->launches_before;
+        return a.slab->time_ns < b.slab->time_ns;
+    });
+    std::unordered_map<uint32_t, uint64_t> held;
+    uint64_t bytes = 0;
+    for (SlabStep& step : steps) {
+        const Slab& slab = *step.slab;
+        if (slab.action == SlabAction::Created) {
+            if (held.emplace(slab.id, slab.size).second) bytes += slab.size;
+        } else if (const auto found = held.find(slab.id); found != held.end()) {
+            bytes -= found->second;
+            held.erase(found);
+        }
+        step.held_bytes = bytes;
+    }
+    return steps;
+}
+
 const char* alloc_kind_name(AllocKind kind) {
     switch (kind) {
     case AllocKind::Converted: return "converted";
     case AllocKind::PassedThrough: return "passed-through";
     case AllocKind::Vmm: return "vmm";
     case AllocKind::Host: return "host";
+    case AllocKind::Pooled: return "pooled";
     }
     return "unknown";
 }
@@ -164,6 +201,14 @@ const char* move_kind_name(MoveKind kind) {
     case MoveKind::Prefetch: return "prefetch";
     case MoveKind::Evict: return "evict";
     case MoveKind::Discard: return "discard";
+    }
+    return "unknown";
+}
+
+const char* slab_action_name(SlabAction action) {
+    switch (action) {
+    case SlabAction::Created: return "created";
+    case SlabAction::Released: return "released";
     }
     return "unknown";
 }

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace uvmp::trace {
 
@@ -29,10 +30,20 @@ struct IterationFootprint {
     uint64_t peak_live_bytes = 0;  // device bytes live at once during the period
 };
 
+// The managed pool's slabs (format 1.1).
+struct PoolTotals {
+    uint64_t slabs_created = 0;
+    uint64_t slabs_released = 0;
+    uint64_t peak_slab_bytes = 0; // bytes of slabs held at once
+    uint64_t pooled_frees = 0;    // frees of blocks of the pool
+    bool any() const { return slabs_created != 0 || slabs_released != 0 || pooled_frees != 0; }
+};
+
 struct TraceSummary {
     uint64_t duration_ns = 0; // from the start of recording to the last recorded event
-    std::array<AllocTotals, 4> allocs_by_kind{}; // indexed by AllocKind
+    std::array<AllocTotals, 5> allocs_by_kind{}; // indexed by AllocKind
     uint64_t frees = 0;
+    PoolTotals pool;
     // Device bytes (converted and passed-through allocations) live at once.
     uint64_t peak_live_bytes = 0;
     uint64_t launches = 0;
@@ -48,7 +59,17 @@ struct TraceSummary {
 
 TraceSummary summarize(const Trace& trace);
 
+// The trace's slab records in the order they happened (by launch, then time),
+// each with the bytes of slabs held after it. A slab made or given back twice
+// counts once.
+struct SlabStep {
+    const Slab* slab = nullptr;
+    uint64_t held_bytes = 0;
+};
+std::vector<SlabStep> slab_history(const Trace& trace);
+
 const char* alloc_kind_name(AllocKind kind);
 const char* move_kind_name(MoveKind kind);
+const char* slab_action_name(SlabAction action); // "created", "released"
 
 } // namespace uvmp::trace

@@ -15,8 +15,9 @@ struct TrainingLoopShape {
     uint64_t steps = 20;             // training steps recorded
     bool autotune_first_step = true; // the first step runs extra kernels, as cuDNN autotuning does
     bool mark_iterations = false;    // record uvmp_mark_iteration calls
-    bool library_moves = true;       // record prefetches and evictions from step 1 on
+    bool library_moves = true;       // record prefetches and evictions from step 1 on (not pooled)
     uint32_t seed = 1;
+    bool pooled = false;             // every device allocation a block of the managed pool (below)
 };
 
 // Each step: allocate the activations, forward (2 kernels a layer), loss,
@@ -24,6 +25,14 @@ struct TrainingLoopShape {
 // stream), free the activations. Weights, gradients and optimizer state live
 // through the whole run. Sizes and durations are pseudo-random but fixed by
 // the seed.
+//
+// Pooled: weights, gradients, optimizer state and activations are blocks of
+// slabs (format 1.1: Pooled allocations and slab records), placed first fit as
+// a caching pool places them. Each layer's activation keeps its size from step
+// to step and is allocated as the forward pass reaches the layer; the backward
+// pass allocates each activation's gradient and frees an activation and its
+// gradient after their last use, so later gradients are placed over them, and
+// every step finds its buffers at the addresses the last one had.
 Trace make_training_loop(const TrainingLoopShape& shape);
 
 } // namespace uvmp::trace

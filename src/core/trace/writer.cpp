@@ -119,13 +119,17 @@ public:
         std::lock_guard lock(append_lock_);
         scratch_.clear();
         Encoder out(scratch_);
+        // A 1.0 reader refuses kinds it does not know but skips fields appended
+        // to a record: a block of the pool is a converted allocation with its slab.
+        const bool pooled = record.kind == AllocKind::Pooled;
         out.varint(record.id);
         out.varint(record.address);
         out.varint(record.size);
-        out.u8(static_cast<uint8_t>(record.kind));
+        out.u8(static_cast<uint8_t>(pooled ? AllocKind::Converted : record.kind));
         out.svarint(record.device);
         out.varint(record.time_ns);
         out.varint(record.launches_before);
+        if (pooled) out.varint(record.slab);
         append_scratch_locked(RecordType::Alloc);
     }
 
@@ -212,6 +216,20 @@ public:
         out.varint(record.launches_before);
         out.varint(record.time_ns);
         append_scratch_locked(RecordType::Iteration);
+    }
+
+    void slab(const Slab& record) override {
+        std::lock_guard lock(append_lock_);
+        scratch_.clear();
+        Encoder out(scratch_);
+        out.u8(static_cast<uint8_t>(record.action));
+        out.varint(record.id);
+        out.varint(record.base);
+        out.varint(record.size);
+        out.svarint(record.device);
+        out.varint(record.time_ns);
+        out.varint(record.launches_before);
+        append_scratch_locked(RecordType::PoolSlab);
     }
 
     void close() override {
@@ -404,11 +422,14 @@ uint64_t write_trace_file(const Trace& trace, const std::string& path, uint64_t 
     std::string error;
     auto writer = TraceWriter::open({path, buffer_bytes}, trace.header, error);
     if (!writer) throw std::runtime_error(error);
-    size_t next_alloc = 0, next_free = 0, next_move = 0, next_mark = 0;
+    size_t next_alloc = 0, next_free = 0, next_move = 0, next_mark = 0, next_slab = 0;
     for (size_t i = 0; i <= trace.launches.size(); ++i) {
         // Everything placed before launch i, then launch i itself.
         while (next_mark < trace.iterations.size() && trace.iterations[next_mark].launches_before <= i) {
             writer->iteration(trace.iterations[next_mark++]);
+        }
+        while (next_slab < trace.slabs.size() && trace.slabs[next_slab].launches_before <= i) {
+            writer->slab(trace.slabs[next_slab++]);
         }
         while (next_alloc < trace.allocs.size() && trace.allocs[next_alloc].launches_before <= i) {
             writer->alloc(trace.allocs[next_alloc++]);

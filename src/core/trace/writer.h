@@ -29,6 +29,7 @@ public:
     virtual ~TraceWriter() = default;
 
     virtual void kernel(uint32_t id, std::string_view name) = 0;
+    // A Pooled record is written as a converted allocation that names its slab.
     virtual void alloc(const Alloc& record) = 0;
     virtual void free(const Free& record) = 0;
     // record.first_access and record.access_count are ignored: accesses are given here.
@@ -36,6 +37,8 @@ public:
     virtual void kernel_duration(uint64_t launch_seq, uint64_t duration_ns) = 0;
     virtual void move(const Move& record) = 0;
     virtual void iteration(const Iteration& record) = 0;
+    // A slab of the managed pool made or given back.
+    virtual void slab(const Slab& record) = 0;
 
     // Flushes everything, writes the dropped count and closes. Idempotent.
     virtual void close() = 0;
