@@ -77,22 +77,38 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
     DeviceModel& model = model_for(allocation.device, budget);
     check_seed(allocation);
     allocations_[allocation.id] = allocation;
-    const auto chunks = model.residency->add_allocation(allocation.id, allocation.size);
+    Residency& residency = *model.residency;
+    const auto chunks = residency.add_allocation(allocation.id, allocation.size);
     if (!chunks) return;
     model.policy->on_allocation_added(*chunks);
-    // Fresh memory that fits is placed on the GPU now: a prefetch of untouched
+    if (const uint64_t reused = model.reuse.place(residency, *chunks, allocation.base, launches_))
+        bytes_reused_in_place_.fetch_add(reused, std::memory_order_relaxed);
+    // The rest, when it fits, is placed on the GPU now: a prefetch of untouched
     // managed memory only populates pages, far cheaper than faulting them in.
-    if (model.residency->free_bytes() < allocation.size) return;
-    model.residency->make_resident(*chunks, launches_);
-    move(ChunkSpan{chunks->first, chunks->last - chunks->first + 1}, trace::MoveKind::Populate, model, executor);
+    const uint64_t missing = residency.missing_bytes(*chunks);
+    if (missing == 0 || residency.free_bytes() < missing) return;
+    for (ChunkId c = residency.first_missing(*chunks); c <= chunks->last; c = residency.first_missing({c, chunks->last})) {
+        const ChunkRange run{c, residency.first_resident({c, chunks->last}) - 1};
+        residency.make_resident(run, launches_);
+        move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model, executor);
+        c = run.last + 1;
+    }
 }
 
 void Planner::allocation_removed(uint32_t id) {
     auto it = allocations_.find(id);
     if (it == allocations_.end()) return;
-    if (auto model = models_.find(it->second.device); model != models_.end())
-        model->second.residency->remove_allocation(id);
+    if (auto found = models_.find(it->second.device); found != models_.end()) {
+        // What was resident stays on the GPU, dead, for the next block placed there.
+        DeviceModel& model = found->second;
+        model.reuse.note_removal(*model.residency, id, it->second.base);
+        model.residency->remove_allocation(id);
+    }
     allocations_.erase(it);
+}
+
+void Planner::slab_changed(CUdevice device, uint64_t base, uint64_t bytes) {
+    if (auto found = models_.find(device); found != models_.end()) found->second.reuse.forget(base, bytes);
 }
 
 void Planner::launch(const PlannedLaunch& launch, Executor& executor) {

@@ -17,11 +17,13 @@
 #include "core/registry/registry.h"
 #include "core/policy/policy.h"
 #include "core/model/residency.h"
+#include "core/model/reuse_in_place.h"
 #include "core/accounting/stats.h"
 #include "core/trace/writer.h"
 #include "driver/driver_table.h"
 #include "driver/executor.h"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -68,18 +70,27 @@ public:
     Planner(ResidencyPolicy policy, uint64_t chunk_bytes, std::string trace_in, Stats& stats,
             const Registry& registry, FencePool& fences);
 
-    // Worker thread only, in the order the hooks saw them.
+    // Worker thread only, in the order the hooks saw them. Every allocation is
+    // a block of the managed pool: a removed one's resident bytes stay on the GPU,
+    // dead, and a later one placed over them takes them as they are
+    // (core/model/reuse_in_place.h); what else of it fits the budget is populated.
     void allocation_added(const PlannedAllocation& allocation, uint64_t budget, Executor& executor);
     void allocation_removed(uint32_t id);
+    // A slab of the pool made or given back: its memory holds no dead bytes to reuse.
+    void slab_changed(CUdevice device, uint64_t base, uint64_t bytes);
     void launch(const PlannedLaunch& launch, Executor& executor);
 
     void set_trace(trace::TraceWriter* trace) { trace_ = trace; }
     double prediction_hit_rate() const;
+    // Bytes of new blocks found resident where freed ones had left them: no move
+    // made them so. Any thread.
+    uint64_t bytes_reused_in_place() const { return bytes_reused_in_place_.load(std::memory_order_relaxed); }
 
 private:
     struct DeviceModel {
         std::unique_ptr<Residency> residency;
         std::unique_ptr<uvmp::Policy> policy;
+        ReuseInPlace reuse;
     };
 
     DeviceModel& model_for(CUdevice device, uint64_t budget);
@@ -105,6 +116,7 @@ private:
     std::vector<ChunkRange> range_scratch_;
     Plan plan_;
     uint64_t launches_ = 0;
+    std::atomic<uint64_t> bytes_reused_in_place_{0};
 };
 
 } // namespace uvmp::driver

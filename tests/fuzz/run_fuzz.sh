@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the trace-reader fuzzer with clang and runs it for a bounded time on a
-# seed corpus made from the bundled synthetic trace.
+# seed corpus made from the bundled synthetic traces.
 #   tests/fuzz/run_fuzz.sh [SECONDS] [BUILD_DIR]
 # Exit status 77 (a skipped test to ctest) when clang or its libFuzzer runtime
 # is missing.
@@ -30,6 +30,8 @@ mkdir -p "$corpus" "$build/crashes"
 # Seeds: the whole trace and a few prefixes of it, so that mutations start
 # from both the header and the record stream.
 cp "$seed" "$corpus/synthetic.uvmt"
+# A trace of format 1.1 too: blocks of the pool and slab records.
+cp "$root/examples/traces/synthetic-pooled.uvmt" "$corpus/synthetic-pooled.uvmt"
 size=$(stat -c %s "$seed")
 for cut in 12 64 256 1024 4096; do
   if (( cut < size )); then head -c "$cut" "$seed" > "$corpus/prefix-$cut.uvmt"; fi

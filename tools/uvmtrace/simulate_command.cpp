@@ -95,6 +95,7 @@ nlohmann::json to_json(const SimResult& r) {
         {"prefetch_calls", r.prefetch_calls},
         {"evict_calls", r.evict_calls},
         {"transfer_calls", r.transfer_calls()},
+        {"reused_bytes", r.reused_bytes},
         {"peak_resident_bytes", r.peak_resident_bytes},
         {"oversized_launches", r.oversized_launches},
         {"total_seconds", r.total_seconds},
@@ -124,6 +125,8 @@ void print_result(const SimResult& r) {
     line("prefetched", fmt::format("{} in {} calls", format_size(r.prefetched_bytes), r.prefetch_calls));
     line("evicted", fmt::format("{} in {} calls", format_size(r.evicted_bytes), r.evict_calls));
     line("demand-faulted", format_size(r.demand_bytes));
+    // Only blocks of the pool are reused in place: traces without them print as before.
+    if (r.reused_bytes) line("reused in place", fmt::format("{} left on the GPU by freed blocks", format_size(r.reused_bytes)));
     line("peak resident", format_size(r.peak_resident_bytes));
     if (r.oversized_launches)
         line("over budget", fmt::format("{} launches need more than the budget on their own", r.oversized_launches));

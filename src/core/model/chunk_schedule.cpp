@@ -30,27 +30,53 @@ std::vector<uint32_t> event_order(const LargeVector<Record>& records) {
     return order;
 }
 
-LargeVector<ChunkSchedule::AllocEvent> ordered_events(const trace::Trace& trace) {
+// The trace's allocations and frees in order, and where its slab records fall
+// among them: a slab made at the instant of an allocation comes before it, one
+// given back at the instant of a free after it.
+void order_events(const trace::Trace& trace, LargeVector<ChunkSchedule::AllocEvent>& events,
+                  std::vector<ChunkSchedule::SlabChange>& slab_changes) {
     if (trace.allocs.size() >= UINT32_MAX || trace.frees.size() >= UINT32_MAX)
         throw std::invalid_argument("the trace has too many allocations to simulate (2^32 or more)");
     const std::vector<uint32_t> allocs = event_order(trace.allocs);
     const std::vector<uint32_t> frees = event_order(trace.frees);
-    LargeVector<ChunkSchedule::AllocEvent> events;
+    const std::vector<uint32_t> slabs = event_order(trace.slabs);
     events.reserve(allocs.size() + frees.size());
-    // An allocation comes before a free of the same instant.
-    size_t a = 0, f = 0;
-    while (a < allocs.size() || f < frees.size()) {
+    slab_changes.reserve(slabs.size());
+    // A free names its allocation by id: the live ones, for their address and kind.
+    std::unordered_map<uint32_t, const trace::Alloc*> live;
+    if (!frees.empty()) live.reserve(allocs.size());
+    size_t a = 0, f = 0, next_slab = 0;
+    while (true) {
+        // An allocation comes before a free of the same instant.
+        const bool any = a < allocs.size() || f < frees.size();
         const bool take_alloc =
             f == frees.size() || (a < allocs.size() && !recorded_before(trace.frees[frees[f]], trace.allocs[allocs[a]]));
+        for (; next_slab < slabs.size(); ++next_slab) {
+            const trace::Slab& slab = trace.slabs[slabs[next_slab]];
+            const auto due_before = [&](const auto& next) {
+                return slab.action == trace::SlabAction::Created ? !recorded_before(next, slab) : recorded_before(slab, next);
+            };
+            if (any && !(take_alloc ? due_before(trace.allocs[allocs[a]]) : due_before(trace.frees[frees[f]]))) break;
+            slab_changes.push_back({slab.launches_before, events.size(), slab.base, slab.size});
+        }
+        if (!any) break;
         if (take_alloc) {
             const trace::Alloc& alloc = trace.allocs[allocs[a++]];
-            events.push_back({alloc.launches_before, alloc.id, alloc.size, false});
+            events.push_back({alloc.launches_before, alloc.id, alloc.size, false, kNoChunk, 0, alloc.address, alloc.kind});
+            if (!frees.empty()) live[alloc.id] = &alloc;
         } else {
             const trace::Free& free = trace.frees[frees[f++]];
-            events.push_back({free.launches_before, free.id, 0, true});
+            ChunkSchedule::AllocEvent& e = events.emplace_back();
+            e.launches_before = free.launches_before;
+            e.alloc_id = free.id;
+            e.is_free = true;
+            if (const auto found = live.find(free.id); found != live.end()) {
+                e.address = found->second->address;
+                e.kind = found->second->kind;
+                live.erase(found);
+            }
         }
     }
-    return events;
 }
 
 // One bit a chunk, the table growing with the chunks named. Most ranges a
@@ -82,7 +108,8 @@ private:
 } // namespace
 
 ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
-    : chunk_bytes_(chunk_bytes), events_(ordered_events(trace)) {
+    : chunk_bytes_(chunk_bytes) {
+    order_events(trace, events_, slab_changes_);
     Residency layout(0, chunk_bytes, ChunkIds::Reused);
     const uint64_t launches = trace.launches.size();
     if (launches >= UINT32_MAX) throw std::invalid_argument("the trace has too many launches to simulate (2^32 or more)");

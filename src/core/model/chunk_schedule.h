@@ -35,6 +35,21 @@ public:
         // For an allocation appearing: the chunk ids it gets (none: chunk_count 0).
         ChunkId first_chunk = kNoChunk;
         uint32_t chunk_count = 0;
+        // The allocation's, for a free too (a free of an id never allocated: 0, Converted).
+        uint64_t address = 0;
+        trace::AllocKind kind = trace::AllocKind::Converted;
+    };
+    // Memory of the pool that is not the dead memory it was: a slab made or
+    // given back, after the events before `before_event` (and before launch
+    // `launches_before`, as they are).
+    struct SlabChange {
+        uint64_t launches_before = 0;
+        size_t before_event = 0;
+        uint64_t base = 0;
+        uint64_t size = 0;
+    };
+    struct NoRemoval {
+        void operator()(size_t) const {}
     };
 
     // Throws std::invalid_argument when the trace is inconsistent (an access list
@@ -64,19 +79,25 @@ public:
     std::span<const AllocEvent> events() const { return events_; }
     // Applies to `layout` the events from `next` on that come before launch
     // `launch`, in order, and moves `next` past them; `added(index, chunks)` is
-    // called for each allocation that gets chunks. A layout with ChunkIds::Given
-    // takes the ids worked out here instead of looking for free ones.
-    template <class Added>
+    // called for each allocation that gets chunks, and `removing(index)` before
+    // each free. A layout with ChunkIds::Given takes the ids worked out here
+    // instead of looking for free ones.
+    template <class Added, class Removing = NoRemoval>
     static void replay_events(std::span<const AllocEvent> events, size_t& next, uint64_t launch, Residency& layout,
-                              Added&& added) {
+                              Added&& added, Removing&& removing = {}) {
         const bool given = layout.chunk_ids() == ChunkIds::Given;
         for (; next < events.size() && events[next].launches_before <= launch; ++next) {
             const AllocEvent& e = events[next];
-            if (e.is_free) layout.remove_allocation(e.alloc_id);
-            else if (const auto chunks = layout.add_allocation(e.alloc_id, e.size, given ? e.first_chunk : kNoChunk))
+            if (e.is_free) {
+                removing(next);
+                layout.remove_allocation(e.alloc_id);
+            } else if (const auto chunks = layout.add_allocation(e.alloc_id, e.size, given ? e.first_chunk : kNoChunk)) {
                 added(next, *chunks);
+            }
         }
     }
+    // The trace's slab records among the events, in order (none before format 1.1).
+    std::span<const SlabChange> slab_changes() const { return slab_changes_; }
     // When each chunk is touched next, built on the first call (safe from
     // any thread); it lives as long as the schedule.
     const ChunkNextUses& next_uses() const;
@@ -93,6 +114,7 @@ public:
 private:
     uint64_t chunk_bytes_;
     LargeVector<AllocEvent> events_;
+    std::vector<SlabChange> slab_changes_;
     // Launch i's ranges are [range_end_[i], range_end_[i + 1]).
     LargeVector<ChunkRange> ranges_;
     LargeVector<uint32_t> range_end_; // accesses, and so ranges, are fewer than 2^32

@@ -1,5 +1,6 @@
 #include "core/sim/simulator.h"
 
+#include "core/model/reuse_in_place.h"
 #include "core/trace/iteration_period.h"
 
 #include <algorithm>
@@ -174,6 +175,30 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
 
     const auto events = schedule.events();
     size_t next_event = 0;
+    // Blocks of the pool: a freed block's resident bytes stay on the GPU, dead,
+    // for the next block placed over them.
+    ReuseInPlace reuse;
+    const auto slab_changes = schedule.slab_changes();
+    size_t next_slab = 0;
+    auto replay_until = [&](uint64_t launch) {
+        const auto added = [&](size_t k, ChunkRange chunks) {
+            policy->on_allocation_added(chunks);
+            const ChunkSchedule::AllocEvent& e = events[k];
+            if (e.kind == trace::AllocKind::Pooled) result.reused_bytes += reuse.place(residency, chunks, e.address, launch);
+            else reuse.forget(e.address, e.size);
+        };
+        const auto removing = [&](size_t k) {
+            const ChunkSchedule::AllocEvent& e = events[k];
+            if (e.kind == trace::AllocKind::Pooled) reuse.note_removal(residency, e.alloc_id, e.address);
+        };
+        // The events before each slab change due by now, then the change.
+        for (; next_slab < slab_changes.size() && slab_changes[next_slab].launches_before <= launch; ++next_slab) {
+            const ChunkSchedule::SlabChange& change = slab_changes[next_slab];
+            ChunkSchedule::replay_events(events.first(change.before_event), next_event, launch, residency, added, removing);
+            reuse.forget(change.base, change.size);
+        }
+        ChunkSchedule::replay_events(events, next_event, launch, residency, added, removing);
+    };
     Plan plan;
     std::vector<uint64_t> span_bytes; // of the plan's prefetched spans
     // The kernel before the current launch: evicting its chunks waits until it
@@ -181,8 +206,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     std::span<const ChunkRange> previous_ranges;
     double previous_kernel_end = 0.0;
     for (uint64_t i = 0; i < launches; ++i) {
-        ChunkSchedule::replay_events(events, next_event, i, residency,
-                                     [&](size_t, ChunkRange chunks) { policy->on_allocation_added(chunks); });
+        replay_until(i);
         const trace::Launch& launch = trace.launches[i];
         const std::span<const ChunkRange> launch_ranges = schedule.launch_ranges(i);
         residency.pin_launch(launch_ranges);

@@ -54,6 +54,10 @@ struct SimResult {
     uint64_t evict_calls = 0;
     uint64_t transfer_calls() const { return prefetch_calls + evict_calls; }
 
+    // Bytes of blocks of the pool found on the GPU where they were placed, left
+    // there by freed blocks (moved by nobody).
+    uint64_t reused_bytes = 0;
+
     uint64_t peak_resident_bytes = 0;
     // Launches whose own chunks alone do not fit the budget: the budget is exceeded there.
     uint64_t oversized_launches = 0;

@@ -1,0 +1,128 @@
+#include "core/model/reuse_in_place.h"
+
+#include <catch2/catch.hpp>
+
+using namespace uvmp;
+
+namespace {
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kBase = 0x6000'0000'0000;
+
+ChunkRange chunks_of(const Residency& r, uint32_t id) {
+    return {r.first_chunk(id), r.first_chunk(id) + r.chunk_count(id) - 1};
+}
+
+// Adds allocation `id` of `size` at `address` and places it over what `reuse` remembers.
+uint64_t add_and_place(Residency& r, ReuseInPlace& reuse, uint32_t id, uint64_t address, uint64_t size) {
+    const auto chunks = r.add_allocation(id, size);
+    REQUIRE(chunks);
+    return reuse.place(r, *chunks, address, 0);
+}
+
+void remove(Residency& r, ReuseInPlace& reuse, uint32_t id, uint64_t address) {
+    reuse.note_removal(r, id, address);
+    REQUIRE(r.remove_allocation(id));
+}
+} // namespace
+
+TEST_CASE("reuse in place: a block placed where a resident one was freed is resident, and nothing moved", "[reuse]") {
+    Residency r(64 * kMiB, 2 * kMiB, ChunkIds::Reused);
+    ReuseInPlace reuse;
+    const auto first = r.add_allocation(1, 8 * kMiB);
+    r.make_resident(*first, 0);
+    remove(r, reuse, 1, kBase);
+    CHECK(r.resident_bytes() == 0); // dead bytes count nowhere
+    CHECK(reuse.bytes() == 8 * kMiB);
+    CHECK(add_and_place(r, reuse, 2, kBase, 8 * kMiB) == 8 * kMiB);
+    CHECK(r.missing_bytes(chunks_of(r, 2)) == 0);
+    CHECK(r.resident_bytes() == 8 * kMiB);
+    CHECK(reuse.bytes() == 0); // taken: a later block there finds nothing
+    CHECK(add_and_place(r, reuse, 3, kBase + 8 * kMiB, 2 * kMiB) == 0);
+}
+
+TEST_CASE("reuse in place: only the freed block's resident chunks stay, and only whole chunks are taken", "[reuse]") {
+    Residency r(64 * kMiB, 2 * kMiB, ChunkIds::Reused);
+    ReuseInPlace reuse;
+    const auto first = r.add_allocation(1, 8 * kMiB);
+    r.make_resident(ChunkRange{first->first, first->first}, 0);         // bytes 0-2M
+    r.make_resident(ChunkRange{first->first + 2, first->first + 3}, 0); // bytes 4-8M
+    remove(r, reuse, 1, kBase);
+    CHECK(reuse.ranges() == 2);
+    CHECK(reuse.bytes() == 6 * kMiB);
+    // A block 1 MiB further on: its chunks are [1M,3M) [3M,5M) [5M,7M) [7M,8M);
+    // the last two lie in the dead range 4-8M, the first two do not.
+    const auto second = r.add_allocation(2, 7 * kMiB);
+    CHECK(reuse.place(r, *second, kBase + 1 * kMiB, 0) == 3 * kMiB);
+    CHECK_FALSE(r.is_resident(second->first));
+    CHECK_FALSE(r.is_resident(second->first + 1));
+    CHECK(r.is_resident(second->first + 2));
+    CHECK(r.is_resident(second->first + 3));
+    // What the block covers is forgotten, taken or not; 0-1M stays dead and resident.
+    CHECK(reuse.ranges() == 1);
+    CHECK(reuse.bytes() == 1 * kMiB);
+    CHECK(add_and_place(r, reuse, 3, kBase, 512 * 1024) == 512 * 1024);
+    CHECK(reuse.bytes() == 512 * 1024);
+}
+
+TEST_CASE("reuse in place: neighbours freed apart serve one block placed over both", "[reuse]") {
+    Residency r(64 * kMiB, 2 * kMiB, ChunkIds::Reused);
+    ReuseInPlace reuse;
+    for (uint32_t id : {1u, 2u}) r.make_resident(*r.add_allocation(id, 4 * kMiB), 0);
+    remove(r, reuse, 2, kBase + 4 * kMiB);
+    remove(r, reuse, 1, kBase);
+    CHECK(reuse.ranges() == 1);
+    CHECK(add_and_place(r, reuse, 3, kBase, 8 * kMiB) == 8 * kMiB);
+    CHECK(reuse.ranges() == 0);
+}
+
+TEST_CASE("reuse in place: live resident bytes stay within the budget, the rest stays dead", "[reuse]") {
+    Residency r(10 * kMiB, 2 * kMiB, ChunkIds::Reused);
+    ReuseInPlace reuse;
+    r.make_resident(*r.add_allocation(1, 10 * kMiB), 0);
+    remove(r, reuse, 1, kBase);
+    r.make_resident(*r.add_allocation(2, 4 * kMiB), 0); // elsewhere: 6 MiB of the budget left
+    const auto third = r.add_allocation(3, 9 * kMiB);
+    CHECK(reuse.place(r, *third, kBase, 0) == 6 * kMiB);
+    CHECK(r.resident_bytes() == 10 * kMiB);
+    CHECK(r.missing_bytes(*third) == 3 * kMiB);
+    // The block's bytes are forgotten, the 1 MiB past it is not.
+    CHECK(reuse.bytes() == 1 * kMiB);
+}
+
+TEST_CASE("reuse in place: chunks are taken from the first on while they fit", "[reuse]") {
+    Residency r(5 * kMiB, 2 * kMiB, ChunkIds::Reused);
+    ReuseInPlace reuse;
+    r.make_resident(*r.add_allocation(1, 5 * kMiB), 0);
+    remove(r, reuse, 1, kBase);
+    r.make_resident(*r.add_allocation(2, 4 * kMiB), 0);
+    // 1 MiB free: the block's whole chunk does not fit, its short last one would,
+    // but chunks are taken in ascending order, each while it fits.
+    const auto third = r.add_allocation(3, 3 * kMiB);
+    CHECK(reuse.place(r, *third, kBase, 0) == 0);
+    CHECK(r.resident_bytes() == 4 * kMiB);
+}
+
+TEST_CASE("reuse in place: forgotten memory (a slab given back) is not reused", "[reuse]") {
+    Residency r(64 * kMiB, 2 * kMiB, ChunkIds::Reused);
+    ReuseInPlace reuse;
+    r.make_resident(*r.add_allocation(1, 16 * kMiB), 0);
+    remove(r, reuse, 1, kBase);
+    reuse.forget(kBase + 4 * kMiB, 8 * kMiB);
+    CHECK(reuse.ranges() == 2);
+    CHECK(reuse.bytes() == 8 * kMiB);
+    CHECK(add_and_place(r, reuse, 2, kBase, 16 * kMiB) == 8 * kMiB);
+    reuse.forget(kBase, 64 * kMiB);
+    CHECK(reuse.bytes() == 0);
+}
+
+TEST_CASE("reuse in place: a block freed while not resident leaves nothing to reuse", "[reuse]") {
+    Residency r(64 * kMiB, 2 * kMiB, ChunkIds::Reused);
+    ReuseInPlace reuse;
+    const auto first = r.add_allocation(1, 8 * kMiB);
+    r.make_resident(*first, 0);
+    r.evict(*first);
+    remove(r, reuse, 1, kBase);
+    CHECK(reuse.ranges() == 0);
+    CHECK(add_and_place(r, reuse, 2, kBase, 8 * kMiB) == 0);
+    CHECK(r.resident_bytes() == 0);
+}
