@@ -3,6 +3,7 @@
 #include "core/util/log.h"
 #include "core/config/options.h"
 #include "driver/interceptor.h"
+#include "preload/framework_notice.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -39,6 +40,8 @@ __attribute__((constructor)) void uvmp_library_start() {
         config.log_file.empty() ? std::string() : uvmp::expand_path_pattern(config.log_file, getpid(), &uvmp::process_getenv);
     uvmp::log::setup(config.log_level, log_file);
     if (config.verbose) print_options(config);
+    uvmp::preload::arm_framework_notice(config.framework_settings,
+                                        active && config.log_level <= uvmp::LogLevel::Warn);
     // Never freed: hooks may still run in other threads while the process exits.
     auto* icpt = new Interceptor(std::move(config), active);
     uvmp::driver::set_interceptor(icpt);

@@ -1,6 +1,7 @@
 // Allocation, free and memory-query hooks: each forwards to the interceptor,
 // or straight to the driver while the library is not set up.
 #include "driver/interceptor.h"
+#include "preload/framework_notice.h"
 #include "preload/hooks.h"
 
 using uvmp::driver::driver_table;
@@ -15,6 +16,7 @@ constexpr size_t kPitchAlignment = 512;
 template <typename Passthrough>
 CUresult allocate(CUdeviceptr* dptr, size_t bytes, CUstream stream, bool stream_ordered,
                   StreamFlavor flavor, Passthrough&& passthrough) {
+    if (stream_ordered) uvmp::preload::note_stream_ordered_allocation();
     auto* icpt = interceptor();
     if (!icpt) return passthrough();
     return icpt->allocate(dptr, bytes, stream, stream_ordered, flavor, passthrough);

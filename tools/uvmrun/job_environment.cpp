@@ -35,12 +35,13 @@ const std::string* JobEnvironment::get(const std::string& name) const {
     return it == vars_.end() ? nullptr : &it->second;
 }
 
-std::optional<std::string> JobEnvironment::validate() const {
+std::optional<std::string> JobEnvironment::validate(Config* effective) const {
     Config config;
     g_validating = this;
     auto error = load_config(config, &lookup_for_validation);
     g_validating = nullptr;
     if (error) return error->message;
+    if (effective) *effective = std::move(config);
     return std::nullopt;
 }
 

@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+namespace uvmp {
+struct Config;
+}
+
 namespace uvmp::tools {
 
 class JobEnvironment {
@@ -19,8 +23,9 @@ public:
     bool has(const std::string& name) const { return get(name) != nullptr; }
 
     // Checks every UVMP_* setting (and the config file) as the library would.
-    // Returns the library's error sentence, or nullopt when all is valid.
-    std::optional<std::string> validate() const;
+    // Returns the library's error sentence, or nullopt when all is valid (and then
+    // fills `effective`, when given, with the configuration the library will run with).
+    std::optional<std::string> validate(Config* effective = nullptr) const;
 
     // NAME=VALUE strings for execve.
     std::vector<std::string> entries() const;

@@ -1,6 +1,7 @@
 // uvmrun: runs one command with libuvmprefetch.so preloaded and the job's
 // settings in its environment.
 #include "core/config/options.h"
+#include "tools/uvmrun/framework_settings.h"
 #include "tools/uvmrun/job_environment.h"
 
 #include <CLI/CLI.hpp>
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
     app.footer(options_reference());
 
     std::string budget, policy, config_file, log_level, trace_out, stats_file;
+    std::string framework_settings = "auto";
     std::vector<std::string> settings, command;
     bool no_summary = false, dry_run = false, verbose = false;
     app.add_option("--budget", budget, "GPU memory the job may keep resident: 24G, 512M, 80%");
@@ -75,6 +77,13 @@ int main(int argc, char** argv) {
     app.add_option("--trace-out", trace_out, "record an access trace (%p pid, %r rank)");
     app.add_option("--stats-file", stats_file, "write the counters as JSON at exit (%p pid)");
     app.add_option("--set", settings, "any library option as KEY=VALUE (repeatable)");
+    app.add_option("--framework-settings", framework_settings,
+                   "auto: unless the job sets PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF, set "
+                   "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync so that the library sees every free "
+                   "(a PyTorch process says so in one line); off: PyTorch keeps its caching allocator "
+                   "(expandable segments off). docs/frameworks.md")
+        ->check(CLI::IsMember({"auto", "off"}))
+        ->capture_default_str();
     app.add_flag("--no-summary", no_summary, "do not print the summary at exit");
     app.add_flag("--dry-run", dry_run, "print the environment and command, run nothing");
     app.add_flag("--verbose", verbose, "the library prints every option at start");
@@ -123,7 +132,8 @@ int main(int argc, char** argv) {
     if (!no_summary && !env.has("UVMP_SUMMARY")) set_option("summary", "1");
     if (no_summary) set_option("summary", "0");
 
-    if (auto error = env.validate()) return fail(*error);
+    uvmp::Config effective;
+    if (auto error = env.validate(&effective)) return fail(*error);
 
     const std::string library = uvmp::tools::find_library(argv[0][0] == '/' || std::strchr(argv[0], '/')
                                                               ? argv[0]
@@ -134,17 +144,15 @@ int main(int argc, char** argv) {
     const std::string* preload = env.get("LD_PRELOAD");
     env.set("LD_PRELOAD", preload && !preload->empty() ? library + " " + *preload : library);
 
-    // PyTorch's expandable segments map memory with cuMemCreate, which cannot
-    // become managed memory.
-    if (!env.has("PYTORCH_CUDA_ALLOC_CONF")) {
-        env.set("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False");
-        if (!dry_run)
-            std::cerr << "uvmrun: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False "
-                         "(expandable segments cannot be converted to managed memory)\n";
-    } else if (env.get("PYTORCH_CUDA_ALLOC_CONF")->find("expandable_segments:True") != std::string::npos) {
-        std::cerr << "uvmrun: PYTORCH_CUDA_ALLOC_CONF asks for expandable segments: PyTorch's "
-                     "memory will pass through unconverted\n";
-    }
+    // Set quietly: the library says what was set, and only in a process of that framework.
+    // A switched-off library gains nothing from them, so the job keeps its own allocator.
+    const auto mode = effective.enable ? *uvmp::tools::parse_framework_settings_mode(framework_settings)
+                                       : uvmp::tools::FrameworkSettingsMode::Off;
+    const uvmp::tools::FrameworkPlan plan = uvmp::tools::plan_framework_settings(
+        mode, [&](const std::string& name) { return env.get(name); });
+    for (const uvmp::tools::EnvironmentSetting& setting : plan.set) env.set(setting.name, setting.value);
+    if (!plan.announce.empty()) set_option("framework_settings", plan.announce);
+    if (plan.warning) std::cerr << "uvmrun: " << *plan.warning << "\n";
 
     if (dry_run) {
         for (const std::string& change : env.changes()) std::cout << change << "\n";

@@ -56,6 +56,10 @@ constexpr std::array kOptions = {
                "same program (allocations matched by order and size) instead of learning it first."},
     OptionSpec{"verbose", "UVMP_VERBOSE", OptionType::Bool, "0", "",
                "Print every option's effective value at start."},
+    OptionSpec{"framework_settings", "UVMP_FRAMEWORK_SETTINGS", OptionType::Text, "", "",
+               "Set by uvmrun: the framework setting it chose so that the library sees every free, as "
+               "NAME=VALUE (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync). The library says so in one "
+               "line, once, and only in a process of that framework (docs/frameworks.md)."},
 };
 
 std::string lower(std::string_view s) {
@@ -95,6 +99,7 @@ std::string accepted_text(const OptionSpec& spec) {
         return s;
     }
     case OptionType::Path: return "expected a path";
+    case OptionType::Text: return "expected text";
     }
     return {};
 }
@@ -124,6 +129,7 @@ void store(Config& config, const OptionSpec& spec, std::string_view value) {
     else if (key == "trace_buffer") config.trace_buffer = *parse_size(value);
     else if (key == "trace_in") config.trace_in = value;
     else if (key == "verbose") config.verbose = *parse_bool(value);
+    else if (key == "framework_settings") config.framework_settings = value;
 }
 
 // A TOML value as the text an environment variable would hold.
@@ -186,7 +192,8 @@ std::optional<std::string> validate_option_value(const OptionSpec& spec, std::st
     case OptionType::Size: ok = parse_size(value).has_value(); break;
     case OptionType::SizeOrPercent: ok = value.empty() || parse_size_or_percent(value).has_value(); break;
     case OptionType::Choice: ok = choice_allowed(spec.choices, value); break;
-    case OptionType::Path: ok = true; break;
+    case OptionType::Path:
+    case OptionType::Text: ok = true; break;
     }
     if (ok) return std::nullopt;
     return "invalid " + std::string(source_name) + "='" + std::string(value) + "': " +

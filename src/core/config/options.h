@@ -14,7 +14,7 @@
 
 namespace uvmp {
 
-enum class OptionType { Bool, Size, SizeOrPercent, Choice, Path };
+enum class OptionType { Bool, Size, SizeOrPercent, Choice, Path, Text };
 
 enum class ResidencyPolicy { None, DemandLru, Learned };
 enum class Populate { Off, Prefetch };
@@ -52,6 +52,7 @@ struct Config {
     uint64_t chunk_size = 2ull << 20;
     bool hide_managed = true;
     bool verbose = false;
+    std::string framework_settings; // NAME=VALUE that uvmrun set for the job's framework
 
     // Every option's effective value as text, in table order (for --verbose and traces).
     std::vector<std::pair<std::string, std::string>> values;
