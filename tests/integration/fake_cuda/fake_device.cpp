@@ -1,5 +1,6 @@
 // Initialisation, the one fake device, its primary context, streams and events.
-// Nothing here runs asynchronously, so every synchronisation succeeds at once.
+// Nothing here runs asynchronously: work is done when queued, and only events a
+// test holds (fakecuda_hold_events) stay incomplete until waited for.
 #include "fake_state.h"
 
 #include <cstring>
@@ -107,6 +108,22 @@ FAKECUDA_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice 
     return CUDA_SUCCESS;
 }
 
+FAKECUDA_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice device) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+    *pool = current_pool();
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuDeviceSetMemPool(CUdevice device, CUmemoryPool pool) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+    if (!with_pool(pool, [](MemPool&) {})) return CUDA_ERROR_INVALID_VALUE;
+    set_current_pool(pool);
+    return CUDA_SUCCESS;
+}
+
 FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice device) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -142,7 +159,10 @@ FAKECUDA_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
 }
 
 FAKECUDA_EXPORT CUresult cuCtxSynchronize(void) {
-    return initialized() ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    ++counters().ctx_synchronize;
+    complete_all_events();
+    return CUDA_SUCCESS;
 }
 
 FAKECUDA_EXPORT CUresult cuStreamCreate(CUstream* stream, unsigned int flags) {
@@ -192,12 +212,15 @@ FAKECUDA_EXPORT CUresult cuEventCreate(CUevent* event, unsigned int flags) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (event == nullptr) return CUDA_ERROR_INVALID_VALUE;
     *event = make_event();
+    ++counters().events_created;
     return CUDA_SUCCESS;
 }
 
 FAKECUDA_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-    if (find_event(event) == nullptr || !valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    Event* e = find_event(event);
+    if (e == nullptr || !valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    e->complete = !events_held();
     return CUDA_SUCCESS;
 }
 
@@ -205,17 +228,27 @@ FAKECUDA_EXPORT CUresult cuEventRecord_ptsz(CUevent event, CUstream stream) {
     return cuEventRecord(event, stream);
 }
 
+// Waiting for an event is the GPU catching up with it.
 FAKECUDA_EXPORT CUresult cuEventSynchronize(CUevent event) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-    return find_event(event) != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    ++counters().event_waits;
+    Event* e = find_event(event);
+    if (e == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    e->complete = true;
+    return CUDA_SUCCESS;
 }
 
 FAKECUDA_EXPORT CUresult cuEventQuery(CUevent event) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-    return find_event(event) != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    ++counters().event_queries;
+    const Event* e = find_event(event);
+    if (e == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    return e->complete ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 FAKECUDA_EXPORT CUresult cuEventDestroy_v2(CUevent event) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-    return destroy_event(event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!destroy_event(event)) return CUDA_ERROR_INVALID_HANDLE;
+    ++counters().events_destroyed;
+    return CUDA_SUCCESS;
 }

@@ -8,21 +8,23 @@ using namespace fakecuda;
 namespace {
 
 CUresult allocate_counted(MemoryKind kind, CUdeviceptr* dptr, std::size_t bytes,
-                          std::atomic<std::uint64_t>& counter) {
+                          std::atomic<std::uint64_t>& counter, CUmemoryPool pool = nullptr) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
     std::uintptr_t base = 0;
-    const CUresult result = allocate(kind, bytes, &base);
+    const CUresult result = allocate(kind, bytes, &base, pool);
     if (result != CUDA_SUCCESS) return result;
     *dptr = static_cast<CUdeviceptr>(base);
     ++counter;
     return CUDA_SUCCESS;
 }
 
+// From the device's current pool when `pool` is nullptr.
 CUresult allocate_stream_ordered(CUdeviceptr* dptr, std::size_t bytes, CUstream stream,
-                                 std::atomic<std::uint64_t>& counter) {
+                                 std::atomic<std::uint64_t>& counter, CUmemoryPool pool = nullptr) {
     if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
-    return allocate_counted(MemoryKind::device_async, dptr, bytes, counter);
+    return allocate_counted(MemoryKind::device_async, dptr, bytes, counter,
+                            pool != nullptr ? pool : current_pool());
 }
 
 CUresult free_stream_ordered(CUdeviceptr dptr, CUstream stream) {
@@ -193,14 +195,14 @@ FAKECUDA_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize
 
 FAKECUDA_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize,
                                                  CUmemoryPool pool, CUstream stream) {
-    if (pool != the_default_pool()) return CUDA_ERROR_INVALID_VALUE;
-    return allocate_stream_ordered(dptr, bytesize, stream, counters().mem_alloc_from_pool);
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return allocate_stream_ordered(dptr, bytesize, stream, counters().mem_alloc_from_pool, pool);
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize,
                                                       CUmemoryPool pool, CUstream stream) {
-    if (pool != the_default_pool()) return CUDA_ERROR_INVALID_VALUE;
-    return allocate_stream_ordered(dptr, bytesize, stream, counters().mem_alloc_from_pool);
+    if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return allocate_stream_ordered(dptr, bytesize, stream, counters().mem_alloc_from_pool, pool);
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize,

@@ -1,5 +1,7 @@
 #include "fake_state.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -12,6 +14,8 @@ namespace {
 // Real device allocations are at least 256-byte aligned; a page keeps the fake's
 // addresses as far apart as a driver's would be.
 constexpr std::size_t kAllocationAlignment = 4096;
+// A pool's reserved memory grows by whole pieces of this.
+constexpr std::uint64_t kPoolGranularity = 2ull << 20;
 
 struct Registry {
     std::mutex mutex;
@@ -22,7 +26,12 @@ struct Registry {
     std::unordered_map<const void*, std::unique_ptr<Stream>> streams;
     std::unordered_map<const void*, std::unique_ptr<Event>> events;
     std::vector<unsigned char> last_launch_params;
+    MemPool default_pool;
+    std::unordered_map<const void*, std::unique_ptr<MemPool>> pools;  // made with cuMemPoolCreate
+    CUmemoryPool current_pool = nullptr;  // nullptr: the default pool
 };
+
+std::atomic<bool> g_events_held{false};
 
 // Never destroyed: the preloaded library may still call the driver from its
 // exit handlers after this library's static destructors would have run.
@@ -33,6 +42,27 @@ Registry& registry() {
 
 bool counts_as_device(MemoryKind kind) {
     return kind == MemoryKind::device || kind == MemoryKind::device_async;
+}
+
+std::uint64_t round_to_pool_granularity(std::uint64_t bytes) {
+    return (bytes + kPoolGranularity - 1) / kPoolGranularity * kPoolGranularity;
+}
+
+// A new object kept in one of the registry's handle tables; its address is its handle.
+template <typename Handle, typename T>
+Handle keep_new(std::unordered_map<const void*, std::unique_ptr<T>>& table) {
+    auto object = std::make_unique<T>();
+    auto handle = reinterpret_cast<Handle>(object.get());
+    std::lock_guard lock(registry().mutex);
+    table.emplace(handle, std::move(object));
+    return handle;
+}
+
+// The caller holds the registry's lock.
+MemPool* pool_locked(Registry& r, CUmemoryPool pool) {
+    if (pool == the_default_pool()) return &r.default_pool;
+    auto it = r.pools.find(pool);
+    return it == r.pools.end() ? nullptr : it->second.get();
 }
 
 }  // namespace
@@ -68,10 +98,12 @@ CUmemoryPool the_default_pool() {
     return reinterpret_cast<CUmemoryPool>(&pool_object);
 }
 
-CUresult allocate(MemoryKind kind, std::size_t size, std::uintptr_t* out) {
+CUresult allocate(MemoryKind kind, std::size_t size, std::uintptr_t* out, CUmemoryPool pool) {
     if (size == 0 || out == nullptr) return CUDA_ERROR_INVALID_VALUE;
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
+    MemPool* from = kind == MemoryKind::device_async ? pool_locked(r, pool) : nullptr;
+    if (kind == MemoryKind::device_async && from == nullptr) return CUDA_ERROR_INVALID_VALUE;
     if (counts_as_device(kind)) {
         std::size_t used = 0;
         for (const auto& [base, a] : r.allocations)
@@ -83,7 +115,13 @@ CUresult allocate(MemoryKind kind, std::size_t size, std::uintptr_t* out) {
     void* memory = std::aligned_alloc(kAllocationAlignment, rounded);
     if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
     const auto base = reinterpret_cast<std::uintptr_t>(memory);
-    r.allocations[base] = Allocation{base, size, kind, r.next_buffer_id++};
+    r.allocations[base] = Allocation{base, size, kind, r.next_buffer_id++, pool};
+    if (from != nullptr) {
+        from->used += size;
+        from->used_high = std::max(from->used_high, from->used);
+        from->reserved = std::max(from->reserved, round_to_pool_granularity(from->used));
+        from->reserved_high = std::max(from->reserved_high, from->reserved);
+    }
     *out = base;
     return CUDA_SUCCESS;
 }
@@ -98,6 +136,8 @@ CUresult release(std::uintptr_t base, std::optional<MemoryKind> required_kind,
     for (MemoryKind k : accepted_kinds) accepted = accepted || k == it->second.kind;
     if (required_kind && *required_kind != it->second.kind) accepted = false;
     if (!accepted) return CUDA_ERROR_INVALID_VALUE;
+    if (it->second.kind == MemoryKind::device_async)
+        if (MemPool* from = pool_locked(r, it->second.pool)) from->used -= it->second.size;
     std::free(reinterpret_cast<void*>(base));
     r.allocations.erase(it);
     return CUDA_SUCCESS;
@@ -175,13 +215,7 @@ Stream* find_stream(CUstream stream) {
     return it == registry().streams.end() ? nullptr : it->second.get();
 }
 
-CUstream make_stream() {
-    auto stream = std::make_unique<Stream>();
-    auto handle = reinterpret_cast<CUstream>(stream.get());
-    std::lock_guard lock(registry().mutex);
-    registry().streams.emplace(handle, std::move(stream));
-    return handle;
-}
+CUstream make_stream() { return keep_new<CUstream>(registry().streams); }
 
 bool destroy_stream(CUstream stream) {
     std::lock_guard lock(registry().mutex);
@@ -194,17 +228,56 @@ Event* find_event(CUevent event) {
     return it == registry().events.end() ? nullptr : it->second.get();
 }
 
-CUevent make_event() {
-    auto event = std::make_unique<Event>();
-    auto handle = reinterpret_cast<CUevent>(event.get());
-    std::lock_guard lock(registry().mutex);
-    registry().events.emplace(handle, std::move(event));
-    return handle;
-}
+CUevent make_event() { return keep_new<CUevent>(registry().events); }
 
 bool destroy_event(CUevent event) {
     std::lock_guard lock(registry().mutex);
     return registry().events.erase(event) == 1;
+}
+
+std::size_t live_event_count() {
+    std::lock_guard lock(registry().mutex);
+    return registry().events.size();
+}
+
+void hold_events(bool hold) {
+    g_events_held = hold;
+    if (!hold) complete_all_events();
+}
+
+bool events_held() { return g_events_held; }
+
+void complete_all_events() {
+    std::lock_guard lock(registry().mutex);
+    for (auto& [handle, event] : registry().events) event->complete = true;
+}
+
+bool with_pool(CUmemoryPool pool, const std::function<void(MemPool&)>& f) {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    MemPool* p = pool_locked(r, pool);
+    if (p == nullptr) return false;
+    f(*p);
+    return true;
+}
+
+CUmemoryPool make_pool() { return keep_new<CUmemoryPool>(registry().pools); }
+
+bool destroy_pool(CUmemoryPool pool) {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    if (r.current_pool == pool) r.current_pool = nullptr;
+    return r.pools.erase(pool) == 1;
+}
+
+CUmemoryPool current_pool() {
+    std::lock_guard lock(registry().mutex);
+    return registry().current_pool != nullptr ? registry().current_pool : the_default_pool();
+}
+
+void set_current_pool(CUmemoryPool pool) {
+    std::lock_guard lock(registry().mutex);
+    registry().current_pool = pool;
 }
 
 void remember_launch_params(std::vector<unsigned char> bytes) {
@@ -225,8 +298,27 @@ FAKECUDA_EXPORT fakecuda_counts fakecuda_counters(void) {
     out.live_allocations = live_allocation_count();
     out.live_device_bytes = live_device_bytes();
     out.live_managed_bytes = live_managed_bytes();
+    out.live_events = live_event_count();
     return out;
 }
+
+FAKECUDA_EXPORT int fakecuda_hold_events(int hold) {
+    hold_events(hold != 0);
+    return 0;
+}
+
+namespace {
+
+// With FAKECUDA_EXIT_REPORT set, what is still live when the fake is unloaded.
+// Objects loaded with the program are unloaded after one preloaded before them,
+// so a program linked against the fake sees here what the library left behind.
+__attribute__((destructor)) void report_at_exit() {
+    if (std::getenv("FAKECUDA_EXIT_REPORT") == nullptr) return;
+    std::fprintf(stderr, "fakecuda at exit: %zu live allocations (%zu managed bytes), %zu live events\n",
+                 live_allocation_count(), live_managed_bytes(), live_event_count());
+}
+
+}  // namespace
 
 FAKECUDA_EXPORT CUfunction fakecuda_make_function(
     const char* name, unsigned count, const size_t* offsets, const size_t* sizes) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -27,6 +28,7 @@ struct Allocation {
     std::size_t size = 0;
     MemoryKind kind = MemoryKind::device;
     std::uint64_t buffer_id = 0;
+    CUmemoryPool pool = nullptr;  // device_async: the pool it came from
 };
 
 struct KernelParam {
@@ -48,7 +50,23 @@ struct Stream {
     bool capturing = false;
 };
 
-struct Event {};
+// Recorded work completes at once unless events are held (fakecuda_hold_events).
+struct Event {
+    std::atomic<bool> complete{true};
+};
+
+// A memory pool's attributes; the figures count the allocations the fake itself
+// made from it. Reserved memory grows in 2 MiB steps and shrinks only when trimmed.
+struct MemPool {
+    std::uint64_t release_threshold = 0;
+    int reuse_follow_event_dependencies = 1;
+    int reuse_allow_opportunistic = 1;
+    int reuse_allow_internal_dependencies = 1;
+    std::uint64_t used = 0;
+    std::uint64_t used_high = 0;
+    std::uint64_t reserved = 0;
+    std::uint64_t reserved_high = 0;
+};
 
 // Atomic twins of the fields of fakecuda_counts.
 struct Counters {
@@ -57,7 +75,9 @@ struct Counters {
     X(mem_alloc_host) X(mem_create) X(frees) X(frees_async) X(frees_host) X(launch_kernel)         \
     X(launch_kernel_ptsz) X(launch_kernel_ex) X(launch_kernel_ex_ptsz) X(launch_cooperative)       \
     X(launch_cooperative_ptsz) X(launches_failed) X(prefetch_calls) X(prefetch_bytes)              \
-    X(prefetch_to_host_bytes) X(prefetch_refused) X(advise_calls) X(mem_get_info_calls)
+    X(prefetch_to_host_bytes) X(prefetch_refused) X(advise_calls) X(mem_get_info_calls)            \
+    X(ctx_synchronize) X(events_created) X(events_destroyed) X(event_queries) X(event_waits)       \
+    X(mem_pool_trims) X(mem_pool_attribute_queries)
 #define FAKECUDA_DECLARE_COUNTER(field) std::atomic<std::uint64_t> field{0};
     FAKECUDA_COUNTER_FIELDS(FAKECUDA_DECLARE_COUNTER)
 #undef FAKECUDA_DECLARE_COUNTER
@@ -74,7 +94,8 @@ CUcontext the_context();
 CUmemoryPool the_default_pool();
 
 // Allocation registry. Pointers are host addresses from aligned allocation.
-CUresult allocate(MemoryKind kind, std::size_t size, std::uintptr_t* out);
+// A device_async allocation names the pool it comes from.
+CUresult allocate(MemoryKind kind, std::size_t size, std::uintptr_t* out, CUmemoryPool pool = nullptr);
 CUresult release(std::uintptr_t base, std::optional<MemoryKind> required_kind,
                  const std::vector<MemoryKind>& accepted_kinds);
 // The allocation that contains address, if any.
@@ -96,6 +117,19 @@ bool destroy_stream(CUstream stream);
 Event* find_event(CUevent event);
 CUevent make_event();
 bool destroy_event(CUevent event);
+std::size_t live_event_count();
+// While held, events recorded stay incomplete until completed.
+void hold_events(bool hold);
+bool events_held();
+void complete_all_events();
+
+// Memory pools: the device's default one, and those made with cuMemPoolCreate.
+// with_pool runs `f` on the pool under the state's lock; false for an unknown handle.
+bool with_pool(CUmemoryPool pool, const std::function<void(MemPool&)>& f);
+CUmemoryPool make_pool();
+bool destroy_pool(CUmemoryPool pool);
+CUmemoryPool current_pool();
+void set_current_pool(CUmemoryPool pool);
 
 void remember_launch_params(std::vector<unsigned char> bytes);
 

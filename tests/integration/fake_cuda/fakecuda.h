@@ -70,6 +70,15 @@ typedef struct fakecuda_counts {
     uint64_t prefetch_refused;         /* prefetches naming memory that is not a live managed range */
     uint64_t advise_calls;             /* cuMemAdvise_v2 */
     uint64_t mem_get_info_calls;       /* cuMemGetInfo_v2, including refused ones */
+
+    uint64_t ctx_synchronize;          /* cuCtxSynchronize */
+    uint64_t events_created;           /* cuEventCreate that succeeded */
+    uint64_t events_destroyed;         /* cuEventDestroy_v2 that succeeded */
+    uint64_t event_queries;            /* cuEventQuery */
+    uint64_t event_waits;              /* cuEventSynchronize */
+    uint64_t mem_pool_trims;           /* cuMemPoolTrimTo that succeeded */
+    uint64_t mem_pool_attribute_queries; /* cuMemPoolGetAttribute, including refused ones */
+    uint64_t live_events;              /* events made and not yet destroyed */
 } fakecuda_counts;
 
 fakecuda_counts fakecuda_counters(void);
@@ -94,6 +103,15 @@ size_t fakecuda_last_launch_params(void* out, size_t capacity);
  * cuMemAllocManaged is refused while any stream captures. Returns 0, or -1 for an
  * unknown stream. */
 int fakecuda_set_stream_capturing(CUstream stream, int capturing);
+
+/* Holds events (1): an event recorded from then on stays incomplete, and
+ * cuEventQuery answers CUDA_ERROR_NOT_READY for it, until the GPU is waited for:
+ * cuEventSynchronize on it, cuCtxSynchronize, or the end of the hold (0), which
+ * completes every event. Returns 0. */
+int fakecuda_hold_events(int hold);
+
+/* With FAKECUDA_EXIT_REPORT set in the environment, the fake prints one line as it
+ * is unloaded: "fakecuda at exit: N live allocations (M managed bytes), E live events". */
 
 #ifdef __cplusplus
 }
