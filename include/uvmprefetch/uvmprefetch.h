@@ -67,6 +67,10 @@ typedef struct uvmp_stats {
     uint64_t hooks_timed;           /* launches whose hook was timed: one in 64 */
     uint64_t hook_ns;               /* host time the library's own work took in those launches
                                        (finding accesses, planning, recording), not the driver's */
+    uint64_t pool_slabs_created;    /* managed slabs the pool asked of the driver */
+    uint64_t pool_slabs_released;   /* slabs given back (idle, trimmed, or at exit) */
+    uint64_t pool_reserved_bytes;   /* bytes of slabs held now, over every device */
+    uint64_t pool_reserved_peak;    /* high-water mark of pool_reserved_bytes */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

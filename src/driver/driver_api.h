@@ -26,6 +26,12 @@
     X(cuMemFreeAsync, CUresult, (CUdeviceptr dptr, CUstream stream))                               \
     X(cuMemFreeAsync_ptsz, CUresult, (CUdeviceptr dptr, CUstream stream))                          \
     X(cuMemGetInfo_v2, CUresult, (size_t * free, size_t* total))                                   \
+    X(cuMemPoolGetAttribute, CUresult, (CUmemoryPool pool, CUmemPool_attribute attr, void* value))  \
+    X(cuMemPoolSetAttribute, CUresult, (CUmemoryPool pool, CUmemPool_attribute attr, void* value))  \
+    X(cuMemPoolTrimTo, CUresult, (CUmemoryPool pool, size_t minBytesToKeep))                        \
+    X(cuDeviceGetMemPool, CUresult, (CUmemoryPool * pool, CUdevice dev))                            \
+    X(cuDeviceGetDefaultMemPool, CUresult, (CUmemoryPool * pool_out, CUdevice dev))                 \
+    X(cuDeviceSetMemPool, CUresult, (CUdevice dev, CUmemoryPool pool))                              \
     X(cuMemCreate, CUresult, (CUmemGenericAllocationHandle * handle, size_t size,                  \
                               const CUmemAllocationProp* prop, unsigned long long flags))          \
     X(cuMemAllocHost_v2, CUresult, (void** pp, size_t bytesize))                                   \
@@ -66,6 +72,7 @@
     X(cuCtxGetCurrent, CUresult, (CUcontext * ctx))                                                 \
     X(cuCtxSetCurrent, CUresult, (CUcontext ctx))                                                   \
     X(cuCtxGetDevice, CUresult, (CUdevice * device))                                               \
+    X(cuCtxSynchronize, CUresult, (void))                                                          \
     X(cuDeviceGetName, CUresult, (char* name, int len, CUdevice device))                           \
     X(cuDeviceTotalMem_v2, CUresult, (size_t * bytes, CUdevice device))                            \
     X(cuStreamCreate, CUresult, (CUstream * stream, unsigned int flags))                           \
@@ -77,6 +84,7 @@
     X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                                   \
     X(cuEventRecord_ptsz, CUresult, (CUevent event, CUstream stream))                              \
     X(cuEventSynchronize, CUresult, (CUevent event))                                               \
+    X(cuEventQuery, CUresult, (CUevent event))                                                     \
     X(cuEventDestroy_v2, CUresult, (CUevent event))                                                \
     X(cuFuncGetParamInfo, CUresult, (CUfunction f, size_t index, size_t* offset, size_t* size))    \
     X(cuKernelGetParamInfo, CUresult, (CUkernel k, size_t index, size_t* offset, size_t* size))    \

@@ -2,14 +2,17 @@
 
 #include "core/util/log.h"
 #include "core/util/size_parse.h"
+#include "driver/current_context.h"
 #include "driver/kernel_timing.h"
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
+#include <new>
 
 namespace uvmp::driver {
 namespace {
@@ -19,6 +22,12 @@ std::atomic<Interceptor*> g_interceptor{nullptr};
 // Launch-path scratch: one per thread, so observing a launch allocates nothing
 // once warmed up.
 thread_local std::vector<AccessHit> t_hits;
+// The same for the slab events of one pool call.
+thread_local std::vector<pool::SlabEvent> t_slab_events;
+
+// Keys of per-thread default streams: odd, so that no stream handle (a pointer)
+// and neither the legacy stream's key (1) nor kNoStream is one of them.
+std::atomic<uint64_t> g_next_thread_stream_key{3};
 
 // The clock steady_clock reads, without the detour through the C++ runtime:
 // recording reads it at every launch.
@@ -33,10 +42,19 @@ uint64_t monotonic_ns() {
 Interceptor* interceptor() { return g_interceptor.load(std::memory_order_acquire); }
 void set_interceptor(Interceptor* instance) { g_interceptor.store(instance, std::memory_order_release); }
 
+pool::StreamKey stream_key(StreamFlavor flavor, CUstream stream) {
+    if (stream == CU_STREAM_PER_THREAD || (!stream && flavor == StreamFlavor::PerThread)) {
+        thread_local uint64_t key = 0;
+        if (!key) key = g_next_thread_stream_key.fetch_add(2, std::memory_order_relaxed) + 2;
+        return key;
+    }
+    return reinterpret_cast<pool::StreamKey>(stream ? stream : CU_STREAM_LEGACY);
+}
+
 Interceptor::Interceptor(Config config, bool active)
     : config_(std::move(config)), active_(active),
       kernels_([this](const void* handle, KernelInfo& info) { describe_kernel(handle, info); }),
-      start_ns_(monotonic_ns()) {
+      pools_(config_, stats_), start_ns_(monotonic_ns()) {
     if (active_ && config_.policy != ResidencyPolicy::None)
         planner_ = std::make_unique<Planner>(config_.policy, config_.chunk_size, config_.trace_in, stats_, registry_,
                                              fences_);
@@ -75,34 +93,45 @@ DeviceBudget* Interceptor::budget_for_current_device(const DriverTable& table, C
     return &budget;
 }
 
-Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes,
+Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes, bool stream_ordered,
+                                                 pool::StreamKey stream, CUmemoryPool pool,
                                                  const DriverTable& table) {
     CUdevice device = 0;
     CUcontext context = nullptr;
     DeviceBudget* budget = budget_for_current_device(table, device, context);
     if (!budget || !table.cuMemAllocManaged) return ConvertOutcome::Failed;
-    if (!budget->try_reserve(bytes)) {
-        stats_.add(stats_.guard_refusals);
-        log::warn("{}", budget->refusal_message(bytes));
-        return ConvertOutcome::GuardRefused;
-    }
-    const CUresult r = table.cuMemAllocManaged(dptr, bytes, CU_MEM_ATTACH_GLOBAL);
-    if (r != CUDA_SUCCESS) {
-        budget->release(bytes);
+    pool::PoolBook* book = pools_.book(device, *budget);
+    if (!book) return ConvertOutcome::Failed;
+    const pool::PoolTag tag = stream_ordered ? pools_.tag_for(device, pool, table) : kNoPoolTag;
+    // Before the pool may make its first slab, whose record belongs in the trace.
+    open_trace_if_needed(table);
+    t_slab_events.clear();
+    SlabRefusal why;
+    const auto block = pools_.allocate(*book, bytes, stream, tag, now_ns(), t_slab_events, &why);
+    record_slab_events(device, t_slab_events);
+    if (!block) {
+        if (why.reason == SlabRefusal::Reason::Guard) {
+            stats_.add(stats_.guard_refusals);
+            log::warn("{}", budget->refusal_message(bytes, why.bytes));
+            return ConvertOutcome::GuardRefused;
+        }
         UVMP_WARN_ONCE("cuMemAllocManaged failed ({}); allocations that cannot be converted use "
                        "the driver's own allocator",
-                       error_name(r));
+                       error_name(why.result));
         return ConvertOutcome::Failed;
     }
-    const uint32_t id = registry_.add(*dptr, bytes, device, context);
+    pools_.mark_converted(device, tag);
+    budget->add_live(block->size);
+    *dptr = block->address;
+    const uint32_t id = registry_.add(*dptr, bytes, device, context, stream_ordered);
     stats_.converted_allocated(bytes);
-    open_trace_if_needed(table);
     if (trace_) {
         trace::Alloc record;
         record.id = id;
         record.address = *dptr;
         record.size = bytes;
-        record.kind = trace::AllocKind::Converted;
+        record.kind = trace::AllocKind::Pooled;
+        record.slab = block->slab;
         record.device = device;
         record.time_ns = now_ns();
         record.launches_before = launch_seq_.load(std::memory_order_relaxed);
@@ -175,12 +204,12 @@ void Interceptor::note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int d
     passthrough_live_[static_cast<size_t>(device) % passthrough_live_.size()] += bytes;
 }
 
-void Interceptor::release_converted(const Allocation& allocation) {
+void Interceptor::release_converted(const Allocation& allocation, uint64_t block_bytes) {
     if (planner_) {
         const uint32_t id = allocation.id;
         executor_.post([this, id](Executor&) { planner_->allocation_removed(id); });
     }
-    budgets_[static_cast<size_t>(allocation.device) % budgets_.size()].release(allocation.size);
+    budgets_[static_cast<size_t>(allocation.device) % budgets_.size()].remove_live(block_bytes);
     stats_.converted_freed(allocation.size);
     if (trace_) {
         trace::Free record;
@@ -191,21 +220,49 @@ void Interceptor::release_converted(const Allocation& allocation) {
     }
 }
 
+CUresult Interceptor::give_back(const Allocation& allocation, pool::StreamKey stream, pool::FenceKey fence) {
+    pool::PoolBook* book = pools_.existing_book(allocation.device);
+    // Forgotten before the block can serve another allocation, which may get its address.
+    if (!book || !registry_.remove(allocation.base)) {
+        // Freed twice at once by two threads: the other one gives it back.
+        if (const DriverTable* table = driver_table_if_ready(); table && fence)
+            table->cuEventDestroy_v2(reinterpret_cast<CUevent>(static_cast<uintptr_t>(fence)));
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    t_slab_events.clear();
+    const auto bytes = pools_.free(*book, allocation.base, stream, fence, now_ns(), t_slab_events);
+    record_slab_events(allocation.device, t_slab_events);
+    if (!bytes) {
+        UVMP_WARN_ONCE("a converted allocation at {:#x} was not in its device's pool; its bytes stay counted",
+                       static_cast<unsigned long long>(allocation.base));
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    release_converted(allocation, *bytes);
+    return CUDA_SUCCESS;
+}
+
+void Interceptor::forget_passthrough(CUdeviceptr ptr) {
+    std::lock_guard lock(passthrough_mutex_);
+    if (auto it = passthrough_.find(ptr); it != passthrough_.end()) {
+        passthrough_live_[static_cast<size_t>(it->second.device) % passthrough_live_.size()] -= it->second.bytes;
+        passthrough_.erase(it);
+    }
+}
+
 CUresult Interceptor::free(CUdeviceptr ptr, const DriverTable& table) {
-    auto allocation = registry_.remove(ptr);
-    const CUresult r = table.cuMemFree_v2(ptr);
-    if (allocation) {
-        if (r == CUDA_SUCCESS) release_converted(*allocation);
-        return r;
-    }
-    if (r == CUDA_SUCCESS) {
-        std::lock_guard lock(passthrough_mutex_);
-        if (auto it = passthrough_.find(ptr); it != passthrough_.end()) {
-            passthrough_live_[static_cast<size_t>(it->second.device) % passthrough_live_.size()] -=
-                it->second.bytes;
-            passthrough_.erase(it);
+    if (auto allocation = registry_.find_base(ptr)) {
+        // The driver's cuMemFree waits for the work that may use memory from
+        // cuMemAlloc; a stream-ordered allocation's owes no such wait (its user
+        // must have seen the accesses complete), as with CUDA's own pools.
+        if (!allocation->stream_ordered && table.cuCtxSynchronize) {
+            ScopedContext in(table, static_cast<CUcontext>(allocation->context));
+            if (const CUresult r = table.cuCtxSynchronize(); r != CUDA_SUCCESS) return r;
         }
+        return give_back(*allocation, pool::kNoStream, 0);
     }
+    if (pools_.holds_slab(ptr)) return CUDA_ERROR_INVALID_VALUE;
+    const CUresult r = table.cuMemFree_v2(ptr);
+    if (r == CUDA_SUCCESS) forget_passthrough(ptr);
     return r;
 }
 
@@ -213,38 +270,32 @@ CUresult Interceptor::free_async(CUdeviceptr ptr, CUstream stream, StreamFlavor 
                                  const DriverTable& table) {
     auto allocation = registry_.find_base(ptr);
     if (!allocation) {
+        if (pools_.holds_slab(ptr)) return CUDA_ERROR_INVALID_VALUE;
         auto real = flavor == StreamFlavor::PerThread ? table.cuMemFreeAsync_ptsz : table.cuMemFreeAsync;
-        {
-            std::lock_guard lock(passthrough_mutex_);
-            if (auto it = passthrough_.find(ptr); it != passthrough_.end()) {
-                passthrough_live_[static_cast<size_t>(it->second.device) % passthrough_live_.size()] -=
-                    it->second.bytes;
-                passthrough_.erase(it);
-            }
-        }
+        forget_passthrough(ptr);
         return real(ptr, stream);
     }
-    // Stream-ordered free of managed memory: the memory must outlive the work
-    // queued before this point. Mark that point with an event and let the worker
-    // wait for it, so the caller never blocks.
+    // Stream-ordered free: the block is reusable at once in this stream, and in
+    // others once the work queued before this point has run, which an event
+    // recorded here tells. The caller never blocks.
     CUevent event = nullptr;
+    if (table.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+        // No event to be had: wait for the stream here, then the block is free for all.
+        const CUstream waited = !stream && flavor == StreamFlavor::PerThread ? CU_STREAM_PER_THREAD : stream;
+        if (const CUresult r = table.cuStreamSynchronize(waited); r != CUDA_SUCCESS) return r;
+        return give_back(*allocation, pool::kNoStream, 0);
+    }
     auto record = flavor == StreamFlavor::PerThread ? table.cuEventRecord_ptsz : table.cuEventRecord;
-    if (table.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return free(ptr, table);
+    // The pool takes a stream's frees in the order of their events: two threads
+    // freeing on one stream must not record in one order and give back in the other.
+    const pool::StreamKey key = stream_key(flavor, stream);
+    // Handles are aligned pointers: their top bits after a multiplicative hash pick the lock.
+    std::lock_guard in_order(free_order_[(key * 0x9E3779B97F4A7C15ull) >> 60]);
     if (record(event, stream) != CUDA_SUCCESS) {
         table.cuEventDestroy_v2(event);
         return CUDA_ERROR_INVALID_HANDLE;
     }
-    registry_.remove(ptr);
-    Allocation gone = *allocation;
-    executor_.post([this, gone, event](Executor&) {
-        const DriverTable* t = driver_table_if_ready();
-        if (!t) return;
-        t->cuCtxSetCurrent(static_cast<CUcontext>(gone.context));
-        t->cuEventSynchronize(event);
-        t->cuEventDestroy_v2(event);
-        if (t->cuMemFree_v2(gone.base) == CUDA_SUCCESS) release_converted(gone);
-    });
-    return CUDA_SUCCESS;
+    return give_back(*allocation, key, reinterpret_cast<pool::FenceKey>(event));
 }
 
 CUresult Interceptor::mem_get_info(size_t* free_bytes, size_t* total_bytes, const DriverTable& table) {
@@ -260,6 +311,61 @@ CUresult Interceptor::mem_get_info(size_t* free_bytes, size_t* total_bytes, cons
     *free_bytes = f;
     *total_bytes = t;
     return r;
+}
+
+CUresult Interceptor::mem_pool_get_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, void* value,
+                                             const DriverTable& table) {
+    // The driver checks the handle and the attribute; only its figures are replaced.
+    const CUresult r = table.cuMemPoolGetAttribute(pool, attribute, value);
+    if (r != CUDA_SUCCESS || !active_ || !value) return r;
+    if (const auto ours = pools_.attribute(pool, attribute)) {
+        const cuuint64_t figure = *ours;
+        std::memcpy(value, &figure, sizeof figure);
+    }
+    return r;
+}
+
+CUresult Interceptor::mem_pool_set_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, void* value,
+                                             const DriverTable& table) {
+    const CUresult r = table.cuMemPoolSetAttribute(pool, attribute, value);
+    const bool high_mark = attribute == CU_MEMPOOL_ATTR_USED_MEM_HIGH || attribute == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+    if (r != CUDA_SUCCESS || !active_ || !value || !high_mark) return r;
+    cuuint64_t written = 0;
+    std::memcpy(&written, value, sizeof written);
+    if (written == 0) pools_.reset_high(pool, attribute);
+    return r;
+}
+
+CUresult Interceptor::mem_pool_trim_to(CUmemoryPool pool, size_t keep_bytes, const DriverTable& table) {
+    if (active_) {
+        t_slab_events.clear();
+        if (const auto device = pools_.trim(pool, keep_bytes, t_slab_events))
+            record_slab_events(*device, t_slab_events);
+    }
+    return table.cuMemPoolTrimTo(pool, keep_bytes);
+}
+
+void Interceptor::record_slab_events(int device, std::span<const pool::SlabEvent> events) {
+    for (const pool::SlabEvent& e : events) {
+        log::debug("device {}: slab {} ({} at {:#x}) {}", device, e.slab, format_size(e.bytes),
+                   static_cast<unsigned long long>(e.base), e.released ? "given back" : "made");
+        if (trace_) {
+            trace::Slab record;
+            record.action = e.released ? trace::SlabAction::Released : trace::SlabAction::Created;
+            record.id = e.slab;
+            record.base = e.base;
+            record.size = e.bytes;
+            record.device = device;
+            record.time_ns = now_ns();
+            record.launches_before = launch_seq_.load(std::memory_order_relaxed);
+            trace_->slab(record);
+        }
+        // Whatever the planner remembered of dead bytes there no longer holds.
+        if (planner_)
+            executor_.post([this, device, base = e.base, bytes = e.bytes](Executor&) {
+                planner_->slab_changed(device, base, bytes);
+            });
+    }
 }
 
 void Interceptor::adjust_pointer_attribute(CUpointer_attribute attribute, void* data,
@@ -487,6 +593,8 @@ void Interceptor::open_trace_if_needed(const DriverTable& table) {
 void Interceptor::finish() {
     if (finished_.exchange(true)) return;
     executor_.stop();
+    // What the job freed goes back to the driver, so that the counts below are final.
+    pools_.trim_all([this](int device, std::span<const pool::SlabEvent> events) { record_slab_events(device, events); });
     if (trace_) {
         KernelTiming::flush();
         trace_->close();
@@ -520,7 +628,15 @@ void Interceptor::forget_after_fork() {
     kernels_.clear();
     new (&passthrough_mutex_) std::mutex;
     new (&budgets_mutex_) std::mutex;
+    for (std::mutex& m : free_order_) new (&m) std::mutex;
     passthrough_.clear();
+    // The parent's slabs and the guard's count of them are the parent's.
+    pools_.forget_after_fork();
+    for (DeviceBudget& budget : budgets_) {
+        budget.~DeviceBudget();
+        new (&budget) DeviceBudget;
+    }
+    devices_over_budget_.store(0, std::memory_order_relaxed);
     stats_.reset();
 }
 

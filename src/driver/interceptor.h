@@ -1,6 +1,7 @@
-// What the hooks do: convert device allocations into managed memory under the
-// physical guard, keep the registry, observe launches and their access sets,
-// and hand every blocking call to the worker. One instance per process.
+// What the hooks do: serve device allocations from the managed pool (slabs of
+// managed memory under the physical guard), keep the registry, observe launches
+// and their access sets, and hand every blocking call to the worker. One
+// instance per process.
 #pragma once
 
 #include "core/registry/access_inference.h"
@@ -11,6 +12,7 @@
 #include "core/trace/writer.h"
 #include "driver/driver_table.h"
 #include "driver/executor.h"
+#include "driver/managed_pool.h"
 #include "driver/planner.h"
 
 #include <array>
@@ -28,6 +30,11 @@ enum class StreamFlavor { Legacy, PerThread };
 
 // True while work queued on the stream is captured into a graph, not run.
 bool stream_is_capturing(const DriverTable& table, StreamFlavor flavor, CUstream stream);
+
+// The managed pool's key for the stream of a stream-ordered call: the per-thread
+// default stream (as either flavour may name it) has a key of its own on each
+// thread, the legacy default stream one key, any other stream its handle.
+pool::StreamKey stream_key(StreamFlavor flavor, CUstream stream);
 
 struct LaunchSite {
     StreamFlavor flavor;
@@ -48,15 +55,27 @@ public:
     Stats& stats() { return stats_; }
     const Registry& registry() const { return registry_; }
 
-    // dptr gets a managed allocation when the library is active and the guard
-    // allows; passthrough performs the original call otherwise.
+    // dptr gets a block of the managed pool when the library is active and the
+    // guard allows; passthrough performs the original call otherwise. `pool`: the
+    // CUDA memory pool a stream-ordered call allocates from (nullptr: the device's
+    // current one).
     template <typename Passthrough>
     CUresult allocate(CUdeviceptr* dptr, size_t bytes, CUstream stream, bool stream_ordered,
-                      StreamFlavor flavor, Passthrough&& passthrough);
+                      StreamFlavor flavor, CUmemoryPool pool, Passthrough&& passthrough);
     CUresult free(CUdeviceptr ptr, const DriverTable& table);
     CUresult free_async(CUdeviceptr ptr, CUstream stream, StreamFlavor flavor,
                         const DriverTable& table);
     CUresult mem_get_info(size_t* free_bytes, size_t* total_bytes, const DriverTable& table);
+
+    // Memory-pool queries: a pool the library converted allocations from answers
+    // with the library's figures, everything else is the driver's.
+    CUresult mem_pool_get_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, void* value,
+                                    const DriverTable& table);
+    CUresult mem_pool_set_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, void* value,
+                                    const DriverTable& table);
+    CUresult mem_pool_trim_to(CUmemoryPool pool, size_t keep_bytes, const DriverTable& table);
+    void note_default_pool(CUdevice device, CUmemoryPool pool) { pools_.note_default_pool(device, pool); }
+    void note_current_pool(CUdevice device, CUmemoryPool pool) { pools_.note_current_pool(device, pool); }
     void note_passthrough_vmm(uint64_t bytes) { stats_.passed_through(stats_.passthrough_vmm, bytes); }
     void note_passthrough_host(uint64_t bytes) { stats_.passed_through(stats_.passthrough_host, bytes); }
     // Pointer-attribute answers for converted memory, when hiding is on.
@@ -94,13 +113,21 @@ private:
     };
 
     enum class ConvertOutcome { Converted, GuardRefused, Failed };
-    ConvertOutcome convert(CUdeviceptr* dptr, size_t bytes, const DriverTable& table);
+    ConvertOutcome convert(CUdeviceptr* dptr, size_t bytes, bool stream_ordered, pool::StreamKey stream,
+                           CUmemoryPool pool, const DriverTable& table);
     DeviceBudget* budget_for_current_device(const DriverTable& table, CUdevice& device,
                                             CUcontext& context);
     void populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevice device, CUcontext context);
-    void release_converted(const Allocation& allocation);
+    // Returns a converted allocation's block to its pool, reusable as `stream` and
+    // `fence` allow (the pool owns the fence from here on), and forgets the allocation.
+    CUresult give_back(const Allocation& allocation, pool::StreamKey stream, pool::FenceKey fence);
+    void release_converted(const Allocation& allocation, uint64_t block_bytes);
+    // Every slab the pools made or gave back, with the device: logged, written to
+    // the trace, and told to the planner (its dead bytes there are gone).
+    void record_slab_events(int device, std::span<const pool::SlabEvent> events);
     void note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int device,
                                  std::atomic<uint64_t>& reason);
+    void forget_passthrough(CUdeviceptr ptr);
     void open_trace_if_needed(const DriverTable& table);
     void describe_kernel(const void* handle, KernelInfo& info) const;
     CUevent record_fence(const LaunchSite& site);
@@ -117,7 +144,7 @@ private:
     Registry registry_;
     KernelTable kernels_;
     Executor executor_;
-    std::array<DeviceBudget, 64> budgets_;
+    std::array<DeviceBudget, ManagedPools::kMaxDevices> budgets_;
     std::atomic<uint32_t> devices_over_budget_{0}; // kept by the budgets themselves
     std::mutex budgets_mutex_;
 
@@ -125,6 +152,10 @@ private:
     std::unordered_map<CUdeviceptr, PassthroughAllocation> passthrough_;
     std::array<std::atomic<uint64_t>, 64> passthrough_live_{};
 
+    ManagedPools pools_;
+    // Stream-ordered frees of one stream reach the pool in the order of their
+    // events: a lock for a stream, shared by a few.
+    std::array<std::mutex, 16> free_order_; // 16: the hash's top four bits pick one
     std::unique_ptr<Planner> planner_; // worker thread only, once made
     FencePool fences_;
     std::once_flag trace_once_;

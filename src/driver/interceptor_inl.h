@@ -5,7 +5,7 @@ namespace uvmp::driver {
 
 template <typename Passthrough>
 CUresult Interceptor::allocate(CUdeviceptr* dptr, size_t bytes, CUstream stream,
-                               bool stream_ordered, StreamFlavor flavor,
+                               bool stream_ordered, StreamFlavor flavor, CUmemoryPool pool,
                                Passthrough&& passthrough) {
     const DriverTable* table = driver_table();
     if (!active_ || !table || !dptr || bytes == 0) {
@@ -22,7 +22,10 @@ CUresult Interceptor::allocate(CUdeviceptr* dptr, size_t bytes, CUstream stream,
             return r;
         }
     }
-    switch (convert(dptr, bytes, *table)) {
+    // A plain allocation may be used on any stream at once: only a block that is
+    // ready for every stream serves it, which is what a stream no call names gets.
+    const pool::StreamKey key = stream_ordered ? stream_key(flavor, stream) : pool::kNoStream;
+    switch (convert(dptr, bytes, stream_ordered, key, pool, *table)) {
     case ConvertOutcome::Converted: return CUDA_SUCCESS;
     case ConvertOutcome::GuardRefused: return CUDA_ERROR_OUT_OF_MEMORY;
     case ConvertOutcome::Failed: break;

@@ -15,11 +15,11 @@ constexpr size_t kPitchAlignment = 512;
 
 template <typename Passthrough>
 CUresult allocate(CUdeviceptr* dptr, size_t bytes, CUstream stream, bool stream_ordered,
-                  StreamFlavor flavor, Passthrough&& passthrough) {
+                  StreamFlavor flavor, CUmemoryPool pool, Passthrough&& passthrough) {
     if (stream_ordered) uvmp::preload::note_stream_ordered_allocation();
     auto* icpt = interceptor();
     if (!icpt) return passthrough();
-    return icpt->allocate(dptr, bytes, stream, stream_ordered, flavor, passthrough);
+    return icpt->allocate(dptr, bytes, stream, stream_ordered, flavor, pool, passthrough);
 }
 
 CUresult free_async(CUdeviceptr ptr, CUstream stream, StreamFlavor flavor) {
@@ -38,7 +38,7 @@ CUresult free_async(CUdeviceptr ptr, CUstream stream, StreamFlavor flavor) {
 extern "C" CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    return allocate(dptr, bytes, nullptr, false, StreamFlavor::Legacy,
+    return allocate(dptr, bytes, nullptr, false, StreamFlavor::Legacy, nullptr,
                     [&] { return table->cuMemAlloc_v2(dptr, bytes); });
 }
 
@@ -51,7 +51,7 @@ extern "C" CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t 
                        (element_size == 4 || element_size == 8 || element_size == 16);
     if (!valid) return passthrough();
     const size_t row = (width + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
-    const CUresult r = allocate(dptr, row * height, nullptr, false, StreamFlavor::Legacy, passthrough);
+    const CUresult r = allocate(dptr, row * height, nullptr, false, StreamFlavor::Legacy, nullptr, passthrough);
     // A passed-through call chose its own pitch; only a converted one gets ours.
     if (r == CUDA_SUCCESS && interceptor() && interceptor()->registry().find_base(*dptr)) *pitch = row;
     return r;
@@ -60,14 +60,14 @@ extern "C" CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t 
 extern "C" CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    return allocate(dptr, bytes, stream, true, StreamFlavor::Legacy,
+    return allocate(dptr, bytes, stream, true, StreamFlavor::Legacy, nullptr,
                     [&] { return table->cuMemAllocAsync(dptr, bytes, stream); });
 }
 
 extern "C" CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    return allocate(dptr, bytes, stream, true, StreamFlavor::PerThread,
+    return allocate(dptr, bytes, stream, true, StreamFlavor::PerThread, nullptr,
                     [&] { return table->cuMemAllocAsync_ptsz(dptr, bytes, stream); });
 }
 
@@ -75,7 +75,7 @@ extern "C" CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUm
                                             CUstream stream) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    return allocate(dptr, bytes, stream, true, StreamFlavor::Legacy,
+    return allocate(dptr, bytes, stream, true, StreamFlavor::Legacy, pool,
                     [&] { return table->cuMemAllocFromPoolAsync(dptr, bytes, pool, stream); });
 }
 
@@ -83,7 +83,7 @@ extern "C" CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes
                                                  CUstream stream) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
-    return allocate(dptr, bytes, stream, true, StreamFlavor::PerThread,
+    return allocate(dptr, bytes, stream, true, StreamFlavor::PerThread, pool,
                     [&] { return table->cuMemAllocFromPoolAsync_ptsz(dptr, bytes, pool, stream); });
 }
 

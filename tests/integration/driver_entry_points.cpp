@@ -25,6 +25,13 @@ std::vector<std::string> missing_entries(const DriverEntryPoints& d) {
     note_missing(missing, d.mem_free_host, "cuMemFreeHost");
     note_missing(missing, d.mem_get_info, "cuMemGetInfo_v2");
     note_missing(missing, d.device_get_default_mem_pool, "cuDeviceGetDefaultMemPool");
+    note_missing(missing, d.device_get_mem_pool, "cuDeviceGetMemPool");
+    note_missing(missing, d.device_set_mem_pool, "cuDeviceSetMemPool");
+    note_missing(missing, d.mem_pool_create, "cuMemPoolCreate");
+    note_missing(missing, d.mem_pool_destroy, "cuMemPoolDestroy");
+    note_missing(missing, d.mem_pool_get_attribute, "cuMemPoolGetAttribute");
+    note_missing(missing, d.mem_pool_set_attribute, "cuMemPoolSetAttribute");
+    note_missing(missing, d.mem_pool_trim_to, "cuMemPoolTrimTo");
     note_missing(missing, d.stream_create, "cuStreamCreate");
     note_missing(missing, d.stream_synchronize, "cuStreamSynchronize");
     note_missing(missing, d.stream_destroy, "cuStreamDestroy_v2");
@@ -44,6 +51,7 @@ std::vector<std::string> missing_entries(const FakeDriverHelpers& h) {
     note_missing(missing, h.make_kernel, "fakecuda_make_kernel");
     note_missing(missing, h.last_launch_params, "fakecuda_last_launch_params");
     note_missing(missing, h.set_stream_capturing, "fakecuda_set_stream_capturing");
+    note_missing(missing, h.hold_events, "fakecuda_hold_events");
     return missing;
 }
 

@@ -34,6 +34,13 @@ struct DriverEntryPoints {
     decltype(&cuMemFreeHost) mem_free_host = nullptr;
     decltype(&cuMemGetInfo_v2) mem_get_info = nullptr;
     decltype(&cuDeviceGetDefaultMemPool) device_get_default_mem_pool = nullptr;
+    decltype(&cuDeviceGetMemPool) device_get_mem_pool = nullptr;
+    decltype(&cuDeviceSetMemPool) device_set_mem_pool = nullptr;
+    decltype(&cuMemPoolCreate) mem_pool_create = nullptr;
+    decltype(&cuMemPoolDestroy) mem_pool_destroy = nullptr;
+    decltype(&cuMemPoolGetAttribute) mem_pool_get_attribute = nullptr;
+    decltype(&cuMemPoolSetAttribute) mem_pool_set_attribute = nullptr;
+    decltype(&cuMemPoolTrimTo) mem_pool_trim_to = nullptr;
     decltype(&cuStreamCreate) stream_create = nullptr;
     decltype(&cuStreamSynchronize) stream_synchronize = nullptr;
     decltype(&cuStreamDestroy_v2) stream_destroy = nullptr;
@@ -47,6 +54,7 @@ struct FakeDriverHelpers {
     decltype(&fakecuda_make_kernel) make_kernel = nullptr;
     decltype(&fakecuda_last_launch_params) last_launch_params = nullptr;
     decltype(&fakecuda_set_stream_capturing) set_stream_capturing = nullptr;
+    decltype(&fakecuda_hold_events) hold_events = nullptr;
 };
 
 // Names of the entry points (or helpers) that could not be resolved; empty when

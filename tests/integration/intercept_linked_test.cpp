@@ -1,11 +1,14 @@
 // The route of a program linked directly against libcuda.so.1: every driver call
 // below is an ordinary call through the PLT, which the preloaded library's
-// exported cu* symbols must capture. Usage: intercept_linked_test converted|passthrough
+// exported cu* symbols must capture. Usage: intercept_linked_test converted|passthrough,
+// or intercept_linked_test pool MODE (pool_scenarios.h).
 #include "check_list.h"
 #include "driver_entry_points.h"
 #include "intercept_scenario.h"
+#include "pool_scenarios.h"
 
 #include <cstdio>
+#include <string_view>
 
 using namespace uvmp_integration;
 
@@ -37,6 +40,17 @@ DriverEntryPoints linked_entry_points() {
     d.device_get_default_mem_pool = [](CUmemoryPool* pool, CUdevice device) {
         return cuDeviceGetDefaultMemPool(pool, device);
     };
+    d.device_get_mem_pool = [](CUmemoryPool* pool, CUdevice device) { return cuDeviceGetMemPool(pool, device); };
+    d.device_set_mem_pool = [](CUdevice device, CUmemoryPool pool) { return cuDeviceSetMemPool(device, pool); };
+    d.mem_pool_create = [](CUmemoryPool* pool, const CUmemPoolProps* props) { return cuMemPoolCreate(pool, props); };
+    d.mem_pool_destroy = [](CUmemoryPool pool) { return cuMemPoolDestroy(pool); };
+    d.mem_pool_get_attribute = [](CUmemoryPool pool, CUmemPool_attribute attribute, void* value) {
+        return cuMemPoolGetAttribute(pool, attribute, value);
+    };
+    d.mem_pool_set_attribute = [](CUmemoryPool pool, CUmemPool_attribute attribute, void* value) {
+        return cuMemPoolSetAttribute(pool, attribute, value);
+    };
+    d.mem_pool_trim_to = [](CUmemoryPool pool, size_t keep) { return cuMemPoolTrimTo(pool, keep); };
     d.stream_create = [](CUstream* s, unsigned int flags) { return cuStreamCreate(s, flags); };
     d.stream_synchronize = [](CUstream s) { return cuStreamSynchronize(s); };
     d.stream_destroy = [](CUstream s) { return cuStreamDestroy(s); };
@@ -80,18 +94,23 @@ FakeDriverHelpers linked_fake_helpers() {
     h.make_kernel = &fakecuda_make_kernel;
     h.last_launch_params = &fakecuda_last_launch_params;
     h.set_stream_capturing = &fakecuda_set_stream_capturing;
+    h.hold_events = &fakecuda_hold_events;
     return h;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+    CheckList checks;
+    if (argc == 3 && std::string_view(argv[1]) == "pool" && is_pool_mode(argv[2])) {
+        run_pool_scenario(linked_entry_points(), linked_fake_helpers(), argv[2], checks);
+        return checks.exit_status();
+    }
     const auto expectation = argc == 2 ? parse_expectation(argv[1]) : std::nullopt;
     if (!expectation) {
-        std::fprintf(stderr, "usage: %s converted|passthrough\n", argv[0]);
+        std::fprintf(stderr, "usage: %s converted|passthrough\n       %s pool %s\n", argv[0], argv[0], kPoolModes);
         return 2;
     }
-    CheckList checks;
     run_intercept_scenario(linked_entry_points(), linked_fake_helpers(), *expectation, checks);
     return checks.exit_status();
 }

@@ -6,6 +6,7 @@
 #include "check_list.h"
 #include "driver_entry_points.h"
 #include "intercept_scenario.h"
+#include "pool_scenarios.h"
 
 #include <dlfcn.h>
 
@@ -23,11 +24,13 @@ int usage(const char* program) {
                  "usage: %s dlsym|procaddress converted|passthrough\n"
                  "       %s guard refused|allowed\n"
                  "       %s capture converted\n"
+                 "       %s pool %s\n"
                  "  dlsym        resolve entry points with dlsym on the driver's handle\n"
                  "  procaddress  resolve them through cuGetProcAddress, as the CUDA runtime does\n"
                  "  guard        allocate more than the physical guard allows\n"
-                 "  capture      allocate on a stream during graph capture\n",
-                 program, program, program);
+                 "  capture      allocate on a stream during graph capture\n"
+                 "  pool         a scenario of the library's managed pool (dlsym route)\n",
+                 program, program, program, program, kPoolModes);
     return 2;
 }
 
@@ -43,6 +46,7 @@ FakeDriverHelpers resolve_fake_helpers(void* handle) {
     resolve(handle, h.make_kernel, "fakecuda_make_kernel");
     resolve(handle, h.last_launch_params, "fakecuda_last_launch_params");
     resolve(handle, h.set_stream_capturing, "fakecuda_set_stream_capturing");
+    resolve(handle, h.hold_events, "fakecuda_hold_events");
     return h;
 }
 
@@ -60,6 +64,13 @@ DriverEntryPoints resolve_by_dlsym(void* handle) {
     resolve(handle, d.mem_free_host, "cuMemFreeHost");
     resolve(handle, d.mem_get_info, "cuMemGetInfo_v2");
     resolve(handle, d.device_get_default_mem_pool, "cuDeviceGetDefaultMemPool");
+    resolve(handle, d.device_get_mem_pool, "cuDeviceGetMemPool");
+    resolve(handle, d.device_set_mem_pool, "cuDeviceSetMemPool");
+    resolve(handle, d.mem_pool_create, "cuMemPoolCreate");
+    resolve(handle, d.mem_pool_destroy, "cuMemPoolDestroy");
+    resolve(handle, d.mem_pool_get_attribute, "cuMemPoolGetAttribute");
+    resolve(handle, d.mem_pool_set_attribute, "cuMemPoolSetAttribute");
+    resolve(handle, d.mem_pool_trim_to, "cuMemPoolTrimTo");
     resolve(handle, d.stream_create, "cuStreamCreate");
     resolve(handle, d.stream_synchronize, "cuStreamSynchronize");
     resolve(handle, d.stream_destroy, "cuStreamDestroy_v2");
@@ -148,6 +159,13 @@ DriverEntryPoints resolve_by_proc_address(void* handle, CheckList& checks) {
     look_up(get_proc, d.mem_get_info, "cuMemGetInfo", kVersion, 0, checks);
     look_up(get_proc, d.device_get_default_mem_pool, "cuDeviceGetDefaultMemPool", kVersion, 0,
             checks);
+    look_up(get_proc, d.device_get_mem_pool, "cuDeviceGetMemPool", kVersion, 0, checks);
+    look_up(get_proc, d.device_set_mem_pool, "cuDeviceSetMemPool", kVersion, 0, checks);
+    look_up(get_proc, d.mem_pool_create, "cuMemPoolCreate", kVersion, 0, checks);
+    look_up(get_proc, d.mem_pool_destroy, "cuMemPoolDestroy", kVersion, 0, checks);
+    look_up(get_proc, d.mem_pool_get_attribute, "cuMemPoolGetAttribute", kVersion, 0, checks);
+    look_up(get_proc, d.mem_pool_set_attribute, "cuMemPoolSetAttribute", kVersion, 0, checks);
+    look_up(get_proc, d.mem_pool_trim_to, "cuMemPoolTrimTo", kVersion, 0, checks);
     look_up(get_proc, d.stream_create, "cuStreamCreate", kVersion, 0, checks);
     look_up(get_proc, d.stream_synchronize, "cuStreamSynchronize", kVersion, 0, checks);
     look_up(get_proc, d.stream_destroy, "cuStreamDestroy", kVersion, 0, checks);
@@ -171,10 +189,12 @@ int main(int argc, char** argv) {
     const std::string_view mode = argv[2];
     const bool guard = route == "guard";
     const bool capture = route == "capture";
-    if (route != "dlsym" && route != "procaddress" && !guard && !capture) return usage(argv[0]);
+    const bool pool = route == "pool";
+    if (route != "dlsym" && route != "procaddress" && !guard && !capture && !pool) return usage(argv[0]);
     const auto expectation = parse_expectation(mode);
-    if (guard ? (mode != "refused" && mode != "allowed")
-              : (!expectation || (capture && *expectation != Expectation::converted)))
+    if (pool ? !is_pool_mode(mode)
+             : guard ? (mode != "refused" && mode != "allowed")
+                     : (!expectation || (capture && *expectation != Expectation::converted)))
         return usage(argv[0]);
 
     void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -197,7 +217,9 @@ int main(int argc, char** argv) {
     const auto missing = missing_entries(driver);
     for (const std::string& name : missing) checks.expect(false, "resolved " + name);
     if (missing.empty()) {
-        if (guard)
+        if (pool)
+            run_pool_scenario(driver, fake, mode, checks);
+        else if (guard)
             run_guard_scenario(driver, fake, mode == "refused", checks);
         else if (capture)
             run_capture_scenario(driver, fake, checks);

@@ -113,10 +113,10 @@ TEST_CASE("the physical guard refuses past free-at-start less the reserve") {
     CHECK(b.budget() == 9ull << 30);
     CHECK(b.try_reserve(8ull << 30));
     CHECK_FALSE(b.try_reserve(2ull << 30));
-    CHECK(b.converted_live() == 8ull << 30);
+    CHECK(b.reserved() == 8ull << 30);
     b.release(8ull << 30);
     CHECK(b.try_reserve(2ull << 30));
-    CHECK(b.refusal_message(1).find("UVMP_ALLOW_PHYSICAL_OVERSUBSCRIPTION") != std::string::npos);
+    CHECK(b.refusal_message(1, 2ull << 20).find("UVMP_ALLOW_PHYSICAL_OVERSUBSCRIPTION") != std::string::npos);
 
     c.allow_physical_oversubscription = true;
     c.budget = uvmp::SizeOrPercent{true, 0, 50.0};
@@ -124,13 +124,14 @@ TEST_CASE("the physical guard refuses past free-at-start less the reserve") {
     open.configure(c, 10ull << 30, 16ull << 30);
     CHECK(open.budget() == 8ull << 30);
     CHECK(open.try_reserve(100ull << 30));
+    open.add_live(100ull << 30);
     uint64_t f = 0, t = 0;
     open.report(0, f, t);
     CHECK(t == 8ull << 30);
     CHECK(f == 0);
 }
 
-TEST_CASE("a budget counts itself over while its converted memory exceeds it") {
+TEST_CASE("a budget counts itself over while its live converted memory exceeds it") {
     uvmp::Config c;
     c.reserve = 0;
     c.budget = uvmp::SizeOrPercent{false, 4ull << 30, 0};
@@ -141,19 +142,60 @@ TEST_CASE("a budget counts itself over while its converted memory exceeds it") {
     first.configure(c, 10ull << 30, 16ull << 30);
     second.configure(c, 10ull << 30, 16ull << 30);
     REQUIRE(first.budget() == 4ull << 30);
-    CHECK(first.try_reserve(4ull << 30)); // at the budget, not over it
+    first.add_live(4ull << 30); // at the budget, not over it
     CHECK(over == 0);
-    CHECK(first.try_reserve(1));
+    first.add_live(1);
     CHECK(over == 1);
-    CHECK(second.try_reserve(5ull << 30));
+    second.add_live(5ull << 30);
     CHECK(over == 2);
-    CHECK(first.try_reserve(1ull << 30)); // further over: counted once
+    first.add_live(1ull << 30); // further over: counted once
     CHECK(over == 2);
-    CHECK_FALSE(second.try_reserve(6ull << 30)); // refused by the guard: no change
+    CHECK_FALSE(second.try_reserve(11ull << 30)); // refused by the guard: the budget's count unchanged
     CHECK(over == 2);
-    first.release((1ull << 30) + 1);
+    first.remove_live((1ull << 30) + 1);
     CHECK(over == 1);
     CHECK_FALSE(first.over_budget());
-    second.release(5ull << 30);
+    second.remove_live(5ull << 30);
     CHECK(over == 0);
+}
+
+TEST_CASE("the physical guard counts slab bytes and the budget counts live blocks") {
+    uvmp::Config c;
+    c.reserve = 1ull << 30;
+    c.budget = uvmp::SizeOrPercent{false, 1ull << 30, 0};
+    std::atomic<uint32_t> over{0};
+    uvmp::DeviceBudget b;
+    b.count_over_budget_in(&over);
+    b.configure(c, 3ull << 30, 16ull << 30);
+    REQUIRE(b.guard_limit() == 2ull << 30);
+
+    // A slab reserved, nothing of it handed out yet: the guard sees it, the budget does not.
+    CHECK(b.try_reserve(2ull << 30));
+    CHECK(b.reserved() == 2ull << 30);
+    CHECK(b.converted_live() == 0);
+    CHECK_FALSE(b.over_budget());
+    uint64_t f = 0, t = 0;
+    b.report(0, f, t);
+    CHECK(t == 1ull << 30);
+    CHECK(f == 1ull << 30);
+
+    // Blocks carved from it count against the budget alone.
+    b.add_live(768ull << 20);
+    b.report(128ull << 20, f, t);
+    CHECK(f == 128ull << 20);
+    CHECK(b.reserved() == 2ull << 30);
+    b.add_live(512ull << 20);
+    CHECK(b.over_budget());
+    CHECK(over == 1);
+
+    // The guard refuses by slab bytes, however few bytes are live.
+    CHECK_FALSE(b.try_reserve(2ull << 20));
+    b.remove_live(1280ull << 20);
+    CHECK(over == 0);
+    CHECK_FALSE(b.try_reserve(2ull << 20));
+    b.release(2ull << 30);
+    CHECK(b.try_reserve(2ull << 20));
+    const std::string why = b.refusal_message(4096, 512ull << 20);
+    CHECK(why.find("allocation of 4.0 KiB") != std::string::npos);
+    CHECK(why.find("UVMP_RESERVE") != std::string::npos);
 }

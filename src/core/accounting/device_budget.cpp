@@ -15,14 +15,20 @@ void DeviceBudget::configure(const Config& config, uint64_t free_at_start, uint6
 }
 
 bool DeviceBudget::try_reserve(uint64_t bytes) {
-    const uint64_t before = converted_live_.fetch_add(bytes, std::memory_order_relaxed);
-    note_crossing(before, before + bytes);
+    const uint64_t before = reserved_.fetch_add(bytes, std::memory_order_relaxed);
     if (!guard_enforced_ || before + bytes <= guard_limit_) return true;
     release(bytes);
     return false;
 }
 
-void DeviceBudget::release(uint64_t bytes) {
+void DeviceBudget::release(uint64_t bytes) { reserved_.fetch_sub(bytes, std::memory_order_relaxed); }
+
+void DeviceBudget::add_live(uint64_t bytes) {
+    const uint64_t before = converted_live_.fetch_add(bytes, std::memory_order_relaxed);
+    note_crossing(before, before + bytes);
+}
+
+void DeviceBudget::remove_live(uint64_t bytes) {
     const uint64_t before = converted_live_.fetch_sub(bytes, std::memory_order_relaxed);
     note_crossing(before, before - bytes);
 }
@@ -40,10 +46,9 @@ void DeviceBudget::report(uint64_t other_live_bytes, uint64_t& free_out, uint64_
     free_out = used >= budget_ ? 0 : budget_ - used;
 }
 
-std::string DeviceBudget::refusal_message(uint64_t requested) const {
-    return "allocation of " + format_size(requested) + " refused: converted memory would reach " +
-           format_size(converted_live() + requested) + ", past the physical guard of " +
-           format_size(guard_limit_) +
+std::string DeviceBudget::refusal_message(uint64_t requested, uint64_t reservation) const {
+    return "allocation of " + format_size(requested) + " refused: the library's managed memory would reach " +
+           format_size(reserved() + reservation) + ", past the physical guard of " + format_size(guard_limit_) +
            " (free device memory at start less UVMP_RESERVE). Lower the job's footprint, lower "
            "UVMP_RESERVE, or set UVMP_ALLOW_PHYSICAL_OVERSUBSCRIPTION=1 if this GPU is not shared";
 }

@@ -8,14 +8,32 @@
 
 namespace uvmp {
 
+namespace {
+
+// Adds to a current figure and keeps its high-water mark.
+void add_with_peak(std::atomic<uint64_t>& current, std::atomic<uint64_t>& peak, uint64_t bytes) {
+    const uint64_t now = current.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+    uint64_t high = peak.load(std::memory_order_relaxed);
+    while (now > high && !peak.compare_exchange_weak(high, now, std::memory_order_relaxed)) {
+    }
+}
+
+} // namespace
+
 void Stats::converted_allocated(uint64_t bytes) {
     add(allocs_converted);
     add(bytes_converted, bytes);
-    const uint64_t live = bytes_converted_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-    uint64_t peak = bytes_converted_peak.load(std::memory_order_relaxed);
-    while (live > peak &&
-           !bytes_converted_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-    }
+    add_with_peak(bytes_converted_live, bytes_converted_peak, bytes);
+}
+
+void Stats::slab_created(uint64_t bytes) {
+    add(pool_slabs_created);
+    add_with_peak(pool_reserved_bytes, pool_reserved_peak, bytes);
+}
+
+void Stats::slab_released(uint64_t bytes) {
+    add(pool_slabs_released);
+    pool_reserved_bytes.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 void Stats::converted_freed(uint64_t bytes) {
@@ -95,6 +113,9 @@ std::vector<std::string> Stats::summary_lines() const {
         lines.push_back(std::string("launch hook: ") + text + " of the library's own work per launch (" + n(hooks_timed) +
                         " launches timed)");
     }
+    if (v(pool_slabs_created))
+        lines.push_back("managed pool: " + n(pool_slabs_created) + " slabs made, " + n(pool_slabs_released) +
+                        " given back; " + sz(pool_reserved_bytes) + " held at exit, peak " + sz(pool_reserved_peak));
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
     if (v(trace_records_written) || v(trace_records_dropped))

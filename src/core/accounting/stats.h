@@ -21,7 +21,8 @@ namespace uvmp {
     X(iterations) X(budget_bytes) X(guard_limit_bytes) X(trace_records_written)                    \
     X(trace_records_dropped) X(launches_unplanned) X(move_calls) X(move_call_ns)                  \
     X(bytes_demand_estimated) X(launches_with_demand) X(launch_calls_timed) X(launch_call_ns)        \
-    X(launches_captured) X(launches_fenced) X(hooks_timed) X(hook_ns)
+    X(launches_captured) X(launches_fenced) X(hooks_timed) X(hook_ns) X(pool_slabs_created)          \
+    X(pool_slabs_released) X(pool_reserved_bytes) X(pool_reserved_peak)
 
 struct Stats {
 #define UVMP_DECLARE_COUNTER(name) std::atomic<uint64_t> name{0};
@@ -34,6 +35,8 @@ struct Stats {
     void converted_allocated(uint64_t bytes);
     void converted_freed(uint64_t bytes);
     void passed_through(std::atomic<uint64_t>& reason, uint64_t bytes);
+    void slab_created(uint64_t bytes);
+    void slab_released(uint64_t bytes);
 
     void fill(uvmp_stats& out, bool active) const;
     std::string to_json(bool active, int pid) const;

@@ -4,10 +4,10 @@
 
 namespace uvmp {
 
-uint32_t Registry::add(uint64_t base, uint64_t size, int32_t device, void* context) {
+uint32_t Registry::add(uint64_t base, uint64_t size, int32_t device, void* context, bool stream_ordered) {
     std::unique_lock lock(mutex_);
     const uint32_t id = next_id_++;
-    by_base_[base] = Allocation{id, base, size, device, context};
+    by_base_[base] = Allocation{id, base, size, device, context, stream_ordered};
     if (base < low_.load(std::memory_order_relaxed)) low_.store(base, std::memory_order_relaxed);
     if (base + size > high_.load(std::memory_order_relaxed))
         high_.store(base + size, std::memory_order_relaxed);

@@ -20,6 +20,8 @@ struct Allocation {
     uint64_t size = 0;
     int32_t device = 0;
     void* context = nullptr; // the CUDA context it was made in (opaque here)
+    // Made by a stream-ordered call: its cuMemFree owes no implicit synchronisation.
+    bool stream_ordered = false;
 };
 
 struct AccessHit {
@@ -30,7 +32,7 @@ struct AccessHit {
 class Registry {
 public:
     // Assigns and returns the allocation's id (1, 2, 3, ...; 0 is never used).
-    uint32_t add(uint64_t base, uint64_t size, int32_t device, void* context);
+    uint32_t add(uint64_t base, uint64_t size, int32_t device, void* context, bool stream_ordered = false);
     // Removes the allocation that starts exactly at base.
     std::optional<Allocation> remove(uint64_t base);
     std::optional<Allocation> find_base(uint64_t base) const;

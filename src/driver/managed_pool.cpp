@@ -1,0 +1,357 @@
+#include "driver/managed_pool.h"
+
+#include "core/util/log.h"
+#include "core/util/size_parse.h"
+#include "driver/current_context.h"
+
+#include <new>
+#include <stdexcept>
+
+namespace uvmp::driver {
+namespace {
+
+// What refused the slab the calling thread's allocation asked for. The pool asks
+// for slabs on the allocating thread, inside PoolBook::allocate.
+thread_local SlabRefusal t_refusal;
+
+uint64_t round_up(uint64_t bytes, uint64_t granularity) { return (bytes + granularity - 1) / granularity * granularity; }
+
+CUevent as_event(pool::FenceKey fence) { return reinterpret_cast<CUevent>(static_cast<uintptr_t>(fence)); }
+
+bool is_used_attribute(CUmemPool_attribute attribute) {
+    return attribute == CU_MEMPOOL_ATTR_USED_MEM_CURRENT || attribute == CU_MEMPOOL_ATTR_USED_MEM_HIGH;
+}
+
+bool is_reserved_attribute(CUmemPool_attribute attribute) {
+    return attribute == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT || attribute == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH;
+}
+
+bool valid_device(int device) { return device >= 0 && static_cast<size_t>(device) < ManagedPools::kMaxDevices; }
+
+// Slabs: managed allocations in the context current when each is made, counted
+// against the device's physical guard before they are asked of the driver.
+class SlabMaker final : public pool::SlabSource {
+public:
+    SlabMaker(int device, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing)
+        : device_(device), budget_(budget), stats_(stats), finishing_(finishing) {}
+
+    std::optional<uint64_t> create(uint64_t bytes) override {
+        const uint64_t size = round_up(bytes, kSlabGranularity);
+        if (!budget_.try_reserve(size)) {
+            t_refusal = {SlabRefusal::Reason::Guard, size, CUDA_SUCCESS};
+            return std::nullopt;
+        }
+        const DriverTable* table = driver_table_if_ready();
+        CUdeviceptr base = 0;
+        const CUresult r = table && table->cuMemAllocManaged
+                               ? table->cuMemAllocManaged(&base, size, CU_MEM_ATTACH_GLOBAL)
+                               : CUDA_ERROR_NOT_INITIALIZED;
+        if (r != CUDA_SUCCESS) {
+            budget_.release(size);
+            t_refusal = {SlabRefusal::Reason::Driver, size, r};
+            return std::nullopt;
+        }
+        // Managed allocations are page-aligned; the pool takes the base as chunk-aligned
+        // either way, so a base off the 2 MiB grid only shifts chunks against pages.
+        static std::atomic<bool> noted_unaligned{false};
+        if (base % kSlabGranularity != 0 && !noted_unaligned.exchange(true, std::memory_order_relaxed))
+            log::info("device {}: a managed slab starts off a 2 MiB boundary ({:#x}); the residency model's "
+                      "chunks then straddle the driver's large pages",
+                      device_, static_cast<unsigned long long>(base));
+        CUcontext context = nullptr;
+        if (table->cuCtxGetCurrent(&context) != CUDA_SUCCESS) context = nullptr;
+        {
+            std::lock_guard lock(mutex_);
+            slabs_[base] = {size, context};
+        }
+        stats_.slab_created(size);
+        return base;
+    }
+
+    bool is_slab(uint64_t base) {
+        std::lock_guard lock(mutex_);
+        return slabs_.count(base) != 0;
+    }
+
+    void release(uint64_t base, uint64_t bytes) override {
+        Slab slab{round_up(bytes, kSlabGranularity), nullptr};
+        {
+            std::lock_guard lock(mutex_);
+            if (auto it = slabs_.find(base); it != slabs_.end()) {
+                slab = it->second;
+                slabs_.erase(it);
+            }
+        }
+        const DriverTable* table = driver_table_if_ready();
+        if (!table) return;
+        CUresult r = CUDA_SUCCESS;
+        {
+            ScopedContext in(*table, slab.context);
+            r = table->cuMemFree_v2(base);
+        }
+        if (r != CUDA_SUCCESS) {
+            // At exit the runtime may have destroyed the context, and the slab with it.
+            if (finishing_.load(std::memory_order_relaxed)) {
+                log::debug("device {}: slab at {:#x} not freed at exit ({}): gone with its context", device_,
+                           static_cast<unsigned long long>(base), error_name(r));
+            } else {
+                // The bytes stay counted against the guard: the driver may still hold them.
+                UVMP_WARN_ONCE("device {}: freeing an idle managed slab failed ({}); its {} stay counted "
+                               "against the physical guard",
+                               device_, error_name(r), format_size(slab.bytes));
+                return;
+            }
+        }
+        budget_.release(slab.bytes);
+        stats_.slab_released(slab.bytes);
+    }
+
+private:
+    struct Slab {
+        uint64_t bytes;
+        CUcontext context;
+    };
+    int device_;
+    DeviceBudget& budget_;
+    Stats& stats_;
+    const std::atomic<bool>& finishing_;
+    std::mutex mutex_;
+    std::unordered_map<uint64_t, Slab> slabs_;
+};
+
+// Fences are events recorded at a stream-ordered free. At exit the driver may
+// already have torn the context down, and its errors are expected.
+class EventFences final : public pool::FenceOracle {
+public:
+    explicit EventFences(const std::atomic<bool>& finishing) : finishing_(finishing) {}
+
+    bool completed(pool::FenceKey fence) override {
+        const DriverTable* table = driver_table_if_ready();
+        if (!fence || !table || !table->cuEventQuery) return true;
+        const CUresult r = table->cuEventQuery(as_event(fence));
+        if (r == CUDA_SUCCESS) return true;
+        if (r == CUDA_ERROR_NOT_READY) return false;
+        // A context that fails its queries runs nothing more; waiting would never end.
+        failed("cuEventQuery", r);
+        return true;
+    }
+
+    void wait(pool::FenceKey fence) override {
+        const DriverTable* table = driver_table_if_ready();
+        if (!fence || !table) return;
+        if (const CUresult r = table->cuEventSynchronize(as_event(fence)); r != CUDA_SUCCESS)
+            failed("cuEventSynchronize", r);
+    }
+
+    void destroy(pool::FenceKey fence) override {
+        const DriverTable* table = driver_table_if_ready();
+        if (!fence || !table) return;
+        if (const CUresult r = table->cuEventDestroy_v2(as_event(fence)); r != CUDA_SUCCESS)
+            log::debug("cuEventDestroy on a free's fence failed ({})", error_name(r));
+    }
+
+private:
+    void failed(const char* call, CUresult r) {
+        if (finishing_.load(std::memory_order_relaxed)) {
+            log::debug("{} on a free's fence failed at exit ({})", call, error_name(r));
+            return;
+        }
+        UVMP_WARN_ONCE("{} on a free's fence failed ({}); the freed memory counts as reusable", call, error_name(r));
+    }
+
+    const std::atomic<bool>& finishing_;
+};
+
+pool::PoolConfig pool_config_from(const Config& config) {
+    pool::PoolConfig p;
+    p.slab_bytes = round_up(config.pool_slab_size, kSlabGranularity);
+    p.chunk_bytes = config.chunk_size;
+    p.retain_bytes = config.pool_retain;
+    p.release_after_ns = config.pool_release_after;
+    return p;
+}
+
+} // namespace
+
+struct ManagedPools::Device {
+    Device(int device, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing,
+           const pool::PoolConfig& config)
+        : slabs(device, budget, stats, finishing), fences(finishing), book(config, slabs, fences) {}
+    SlabMaker slabs;
+    EventFences fences;
+    pool::PoolBook book; // last: it gives its slabs back and its fences up first
+};
+
+ManagedPools::ManagedPools(const Config& config, Stats& stats)
+    : pool_config_(pool_config_from(config)), stats_(stats) {}
+
+ManagedPools::~ManagedPools() {
+    for (auto& slot : devices_) delete slot.load(std::memory_order_acquire);
+}
+
+pool::PoolBook* ManagedPools::book(int device, DeviceBudget& budget) {
+    if (!valid_device(device)) return nullptr;
+    auto& slot = devices_[static_cast<size_t>(device)];
+    if (Device* d = slot.load(std::memory_order_acquire)) return &d->book;
+    std::lock_guard lock(make_mutex_);
+    if (Device* d = slot.load(std::memory_order_acquire)) return &d->book;
+    try {
+        auto* made = new Device(device, budget, stats_, finishing_, pool_config_);
+        slot.store(made, std::memory_order_release);
+        log::debug("device {}: managed pool of {} slabs ({} chunks, kept {}, idle ones given back after {} ms)",
+                   device, format_size(pool_config_.slab_bytes), format_size(pool_config_.chunk_bytes),
+                   format_size(pool_config_.retain_bytes), pool_config_.release_after_ns / 1'000'000);
+        return &made->book;
+    } catch (const std::exception& e) {
+        UVMP_WARN_ONCE("the managed pool cannot be set up ({}); allocations use the driver's own allocator",
+                       e.what());
+        return nullptr;
+    }
+}
+
+pool::PoolBook* ManagedPools::existing_book(int device) const {
+    if (!valid_device(device)) return nullptr;
+    Device* d = devices_[static_cast<size_t>(device)].load(std::memory_order_acquire);
+    return d ? &d->book : nullptr;
+}
+
+std::optional<pool::Block> ManagedPools::allocate(pool::PoolBook& book, uint64_t bytes, pool::StreamKey stream,
+                                                  pool::PoolTag tag, uint64_t now_ns,
+                                                  std::vector<pool::SlabEvent>& events, SlabRefusal* why) {
+    t_refusal = {};
+    std::optional<pool::Block> block;
+    try {
+        block = book.allocate(bytes, stream, tag, now_ns, &events);
+    } catch (const std::exception& e) {
+        // The book's own memory, say: the allocation goes to the driver instead.
+        UVMP_WARN_ONCE("the managed pool failed an allocation ({})", e.what());
+        t_refusal = {SlabRefusal::Reason::Driver, 0, CUDA_ERROR_OUT_OF_MEMORY};
+    }
+    if (!block && why) *why = t_refusal;
+    return block;
+}
+
+std::optional<uint64_t> ManagedPools::free(pool::PoolBook& book, uint64_t address, pool::StreamKey stream,
+                                           pool::FenceKey fence, uint64_t now_ns,
+                                           std::vector<pool::SlabEvent>& events) {
+    try {
+        return book.free(address, stream, fence, now_ns, &events);
+    } catch (const std::exception& e) {
+        UVMP_WARN_ONCE("the managed pool failed a free ({}); the block stays in use", e.what());
+        return std::nullopt;
+    }
+}
+
+pool::PoolTag ManagedPools::tag_for(int device, CUmemoryPool pool, const DriverTable& table) {
+    if (pool || !valid_device(device)) return reinterpret_cast<pool::PoolTag>(pool);
+    const auto index = static_cast<size_t>(device);
+    if (const uint64_t current = current_pool_[index].load(std::memory_order_acquire)) return current;
+    CUmemoryPool current = nullptr, fallback = nullptr;
+    if (table.cuDeviceGetMemPool && table.cuDeviceGetMemPool(&current, device) == CUDA_SUCCESS)
+        note_current_pool(device, current);
+    if (table.cuDeviceGetDefaultMemPool && table.cuDeviceGetDefaultMemPool(&fallback, device) == CUDA_SUCCESS)
+        note_default_pool(device, fallback);
+    return reinterpret_cast<pool::PoolTag>(current ? current : fallback);
+}
+
+void ManagedPools::mark_converted(int device, pool::PoolTag tag) {
+    if (!valid_device(device) || tag == kNoPoolTag) return;
+    auto& last = last_tag_[static_cast<size_t>(device)];
+    if (last.load(std::memory_order_relaxed) == tag) return;
+    {
+        std::lock_guard lock(tags_mutex_);
+        converted_tags_.emplace(tag, device);
+    }
+    last.store(tag, std::memory_order_relaxed);
+}
+
+bool ManagedPools::holds_slab(uint64_t base) const {
+    for (const auto& slot : devices_)
+        if (Device* d = slot.load(std::memory_order_acquire); d && d->slabs.is_slab(base)) return true;
+    return false;
+}
+
+void ManagedPools::note_default_pool(int device, CUmemoryPool pool) {
+    if (valid_device(device) && pool)
+        default_pool_[static_cast<size_t>(device)].store(reinterpret_cast<uint64_t>(pool), std::memory_order_release);
+}
+
+void ManagedPools::note_current_pool(int device, CUmemoryPool pool) {
+    if (valid_device(device) && pool)
+        current_pool_[static_cast<size_t>(device)].store(reinterpret_cast<uint64_t>(pool), std::memory_order_release);
+}
+
+std::optional<int> ManagedPools::converted_device(CUmemoryPool pool) const {
+    std::lock_guard lock(tags_mutex_);
+    auto it = converted_tags_.find(reinterpret_cast<pool::PoolTag>(pool));
+    if (it == converted_tags_.end()) return std::nullopt;
+    return it->second;
+}
+
+bool ManagedPools::is_device_pool(int device, pool::PoolTag tag) const {
+    const auto index = static_cast<size_t>(device);
+    return tag == default_pool_[index].load(std::memory_order_acquire) ||
+           tag == current_pool_[index].load(std::memory_order_acquire);
+}
+
+std::optional<uint64_t> ManagedPools::attribute(CUmemoryPool pool, CUmemPool_attribute attribute) const {
+    if (!is_used_attribute(attribute) && !is_reserved_attribute(attribute)) return std::nullopt;
+    const auto device = converted_device(pool);
+    const pool::PoolBook* book = device ? existing_book(*device) : nullptr;
+    if (!book) return std::nullopt;
+    const auto tag = reinterpret_cast<pool::PoolTag>(pool);
+    const pool::PoolFigures own = book->figures(tag);
+    const bool current = attribute == CU_MEMPOOL_ATTR_USED_MEM_CURRENT ||
+                         attribute == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+    if (is_reserved_attribute(attribute) && is_device_pool(*device, tag)) {
+        const pool::PoolFigures whole = book->figures();
+        return current ? whole.reserved : whole.reserved_high;
+    }
+    return current ? own.used : own.used_high;
+}
+
+void ManagedPools::reset_high(CUmemoryPool pool, CUmemPool_attribute attribute) {
+    if (attribute != CU_MEMPOOL_ATTR_USED_MEM_HIGH && attribute != CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) return;
+    const auto device = converted_device(pool);
+    pool::PoolBook* book = device ? existing_book(*device) : nullptr;
+    if (!book) return;
+    const auto tag = reinterpret_cast<pool::PoolTag>(pool);
+    // A pool other than the device's reports its used bytes as reserved (see attribute()).
+    if (attribute == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH && is_device_pool(*device, tag))
+        book->reset_reserved_high();
+    else
+        book->reset_used_high(tag);
+}
+
+std::optional<int> ManagedPools::trim(CUmemoryPool pool, uint64_t keep_bytes, std::vector<pool::SlabEvent>& events) {
+    const auto device = converted_device(pool);
+    pool::PoolBook* book = device ? existing_book(*device) : nullptr;
+    if (!book) return std::nullopt;
+    book->trim(keep_bytes, &events);
+    return device;
+}
+
+void ManagedPools::trim_all(const std::function<void(int, std::span<const pool::SlabEvent>)>& report) {
+    finishing_.store(true, std::memory_order_relaxed);
+    std::vector<pool::SlabEvent> events;
+    for (size_t i = 0; i < devices_.size(); ++i) {
+        Device* d = devices_[i].load(std::memory_order_acquire);
+        if (!d) continue;
+        events.clear();
+        d->book.trim(0, &events);
+        report(static_cast<int>(i), events);
+    }
+}
+
+void ManagedPools::forget_after_fork() {
+    // Not deleted: a book gives its slabs back when destroyed, and they are the parent's.
+    for (auto& slot : devices_) slot.store(nullptr, std::memory_order_relaxed);
+    for (auto& p : default_pool_) p.store(0, std::memory_order_relaxed);
+    for (auto& p : current_pool_) p.store(0, std::memory_order_relaxed);
+    for (auto& p : last_tag_) p.store(0, std::memory_order_relaxed);
+    new (&make_mutex_) std::mutex;
+    new (&tags_mutex_) std::mutex;
+    converted_tags_.clear();
+}
+
+} // namespace uvmp::driver

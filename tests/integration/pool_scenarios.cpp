@@ -1,0 +1,350 @@
+#include "pool_scenarios.h"
+
+#include "library_api.h"
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace uvmp_integration {
+
+namespace {
+
+constexpr std::uint64_t kMiB = 1ull << 20;
+
+std::string text(CUresult result) { return std::to_string(static_cast<int>(result)); }
+
+// The driver, a stream and the library's counters, for one scenario.
+class PoolRun {
+public:
+    PoolRun(const DriverEntryPoints& d, const FakeDriverHelpers& f, CheckList& c) : driver(d), fake(f), checks(c) {
+        const CUresult init = driver.init(0);
+        checks.expect(init == CUDA_SUCCESS, "cuInit returned " + text(init));
+        ok = init == CUDA_SUCCESS && make_stream(stream) &&
+             driver.device_get_default_mem_pool(&default_pool, 0) == CUDA_SUCCESS;
+        checks.expect(ok, "a stream and the device's default pool");
+    }
+
+    bool make_stream(CUstream& out) {
+        const CUresult r = driver.stream_create(&out, CU_STREAM_NON_BLOCKING);
+        checks.expect(r == CUDA_SUCCESS, "cuStreamCreate returned " + text(r));
+        return r == CUDA_SUCCESS;
+    }
+
+    CUdeviceptr alloc(std::uint64_t bytes) {
+        CUdeviceptr p = 0;
+        expect_ok(driver.mem_alloc(&p, bytes), "cuMemAlloc_v2(" + std::to_string(bytes) + ")");
+        return p;
+    }
+
+    CUdeviceptr alloc_async(std::uint64_t bytes, CUstream on) {
+        CUdeviceptr p = 0;
+        expect_ok(driver.mem_alloc_async(&p, bytes, on), "cuMemAllocAsync(" + std::to_string(bytes) + ")");
+        return p;
+    }
+
+    void free(CUdeviceptr p) { expect_ok(driver.mem_free(p), "cuMemFree_v2"); }
+    void free_async(CUdeviceptr p, CUstream on) { expect_ok(driver.mem_free_async(p, on), "cuMemFreeAsync"); }
+
+    void expect_ok(CUresult r, const std::string& what) {
+        checks.expect(r == CUDA_SUCCESS, what + " returned " + text(r));
+    }
+
+    std::uint64_t figure(CUmemoryPool pool, CUmemPool_attribute attribute) {
+        cuuint64_t value = ~0ull;
+        const CUresult r = driver.mem_pool_get_attribute(pool, attribute, &value);
+        checks.expect(r == CUDA_SUCCESS, "cuMemPoolGetAttribute(" + std::to_string(attribute) + ") returned " +
+                                             text(r));
+        return value;
+    }
+
+    CUresult set_figure(CUmemoryPool pool, CUmemPool_attribute attribute, cuuint64_t value) {
+        return driver.mem_pool_set_attribute(pool, attribute, &value);
+    }
+
+    uvmp_stats stats() {
+        const auto s = find_library_api().stats();
+        checks.expect(s.has_value(), "uvmp_get_stats succeeds");
+        return s.value_or(uvmp_stats{});
+    }
+
+    const DriverEntryPoints& driver;
+    const FakeDriverHelpers& fake;
+    CheckList& checks;
+    bool ok = false;
+    CUstream stream = nullptr;
+    CUmemoryPool default_pool = nullptr;
+};
+
+// A thousand allocations live at once come from a handful of slabs. The test
+// sets UVMP_POOL_SLAB_SIZE=64M.
+void many(PoolRun& run) {
+    constexpr int kCount = 1000;
+    constexpr std::uint64_t kSize = 256 * 1024;
+    constexpr std::uint64_t kSlab = 64 * kMiB;
+    std::vector<CUdeviceptr> plain, ordered;
+    for (int i = 0; i < kCount / 2; ++i) {
+        plain.push_back(run.alloc(kSize));
+        ordered.push_back(run.alloc_async(kSize, run.stream));
+    }
+    const fakecuda_counts c = run.fake.counters();
+    const std::uint64_t enough = (kCount * kSize + kSlab - 1) / kSlab + 1;
+    run.checks.expect(c.mem_alloc_managed >= 1 && c.mem_alloc_managed <= enough,
+                      std::to_string(kCount) + " allocations of 256 KiB made " + std::to_string(c.mem_alloc_managed) +
+                          " managed allocations (at most " + std::to_string(enough) + " expected)");
+    run.checks.expect_eq("driver cuMemAlloc_v2 and cuMemAllocAsync calls", c.mem_alloc + c.mem_alloc_async, 0);
+    const uvmp_stats s = run.stats();
+    run.checks.expect_eq("stats.allocs_converted", s.allocs_converted, kCount);
+    run.checks.expect_eq("stats.pool_slabs_created", s.pool_slabs_created, c.mem_alloc_managed);
+    run.checks.expect_eq("stats.pool_reserved_bytes", s.pool_reserved_bytes, c.live_managed_bytes);
+    for (CUdeviceptr p : plain) run.free(p);
+    for (CUdeviceptr p : ordered) run.free_async(p, run.stream);
+    run.expect_ok(run.driver.stream_synchronize(run.stream), "cuStreamSynchronize");
+    run.checks.expect_eq("stats.bytes_converted_live after every free", run.stats().bytes_converted_live, 0);
+    run.checks.expect_eq("slabs given back while the job runs (none are idle long enough)",
+                         run.fake.counters().frees, 0);
+}
+
+// A stream-ordered free: reusable at once on its stream, elsewhere only once its
+// event has completed; nobody blocks for it. The test sets UVMP_POOL_SLAB_SIZE=4M,
+// so that each 4 MiB block is a slab: a block can only come from the free one.
+void reuse(PoolRun& run) {
+    constexpr std::uint64_t kBlock = 4 * kMiB;
+    CUstream other = nullptr;
+    if (!run.make_stream(other)) return;
+    run.fake.hold_events(1);
+    const fakecuda_counts before = run.fake.counters();
+    const CUdeviceptr first = run.alloc_async(kBlock, run.stream);
+    run.free_async(first, run.stream);
+    const CUdeviceptr again = run.alloc_async(kBlock, run.stream);
+    run.checks.expect(again == first, "an allocation on the freeing stream reuses the block at once");
+    run.free_async(again, run.stream);
+
+    const CUdeviceptr elsewhere = run.alloc_async(kBlock, other);
+    run.checks.expect(elsewhere != first, "an allocation on another stream does not, while the free's event is "
+                                          "incomplete");
+    const CUdeviceptr plain = run.alloc(kBlock);
+    run.checks.expect(plain != first, "nor does a plain allocation (usable on any stream)");
+    const fakecuda_counts held = run.fake.counters();
+    run.checks.expect(held.event_queries > before.event_queries, "the pool asked whether the free's event completed");
+    run.checks.expect_eq("events waited for", held.event_waits - before.event_waits, 0);
+    run.checks.expect_eq("context synchronisations", held.ctx_synchronize - before.ctx_synchronize, 0);
+    run.checks.expect_eq("slabs made", held.mem_alloc_managed - before.mem_alloc_managed, 3);
+
+    run.fake.hold_events(0);  // the GPU catches up
+    const CUdeviceptr later = run.alloc_async(kBlock, other);
+    run.checks.expect(later == first, "once the event completed, another stream reuses the block");
+    run.checks.expect_eq("slabs made after the event completed", run.fake.counters().mem_alloc_managed,
+                         held.mem_alloc_managed);
+    run.free_async(later, other);
+    run.free_async(elsewhere, other);
+    run.free(plain);
+    run.expect_ok(run.driver.stream_destroy(other), "cuStreamDestroy_v2");
+}
+
+// cuMemFree of a plain allocation waits as the driver's does; of a stream-ordered
+// one it does not (its user saw the accesses complete). Run first in its process,
+// so that its first block starts the first slab.
+void sync(PoolRun& run) {
+    // Freed twice: the second free names the slab's base, and must not reach the driver.
+    const CUdeviceptr first = run.alloc(kMiB);
+    run.free(first);
+    const fakecuda_counts before = run.fake.counters();
+    const CUresult twice = run.driver.mem_free(first);
+    const fakecuda_counts after = run.fake.counters();
+    run.checks.expect(twice == CUDA_ERROR_INVALID_VALUE, "a second cuMemFree_v2 is CUDA_ERROR_INVALID_VALUE: got " +
+                                                             text(twice));
+    run.checks.expect_eq("slabs freed by it", after.frees - before.frees, 0);
+    run.checks.expect_eq("managed bytes the driver holds", after.live_managed_bytes, before.live_managed_bytes);
+    run.checks.expect(after.live_managed_bytes > 0, "the slab is still there");
+
+    auto synchronisations = [&] { return run.fake.counters().ctx_synchronize; };
+    const std::uint64_t start = synchronisations();
+    run.free(run.alloc(kMiB));
+    run.checks.expect_eq("context synchronisations for cuMemFree of cuMemAlloc memory", synchronisations() - start, 1);
+    run.free(run.alloc_async(kMiB, run.stream));
+    CUdeviceptr pooled = 0;
+    run.expect_ok(run.driver.mem_alloc_from_pool_async(&pooled, kMiB, run.default_pool, run.stream),
+                  "cuMemAllocFromPoolAsync");
+    run.free(pooled);
+    run.checks.expect_eq("context synchronisations for cuMemFree of stream-ordered memory",
+                         synchronisations() - start, 1);
+}
+
+// Pool attributes through the hooks are the library's figures for a pool it
+// converted from, the driver's for others; cuMemGetInfo reports the budget. The
+// test sets UVMP_BUDGET=64M.
+void attributes(PoolRun& run) {
+    const CUmemoryPool p0 = run.default_pool;
+    const CUdeviceptr a = run.alloc_async(3 * kMiB, run.stream);
+    const CUdeviceptr b = run.alloc_async(kMiB, run.stream);
+    const CUdeviceptr plain = run.alloc(2 * kMiB);
+    run.checks.expect_eq("USED_MEM_CURRENT: the live stream-ordered blocks", run.figure(p0, CU_MEMPOOL_ATTR_USED_MEM_CURRENT),
+                         4 * kMiB);
+    run.checks.expect_eq("USED_MEM_HIGH", run.figure(p0, CU_MEMPOOL_ATTR_USED_MEM_HIGH), 4 * kMiB);
+    uvmp_stats s = run.stats();
+    run.checks.expect(s.pool_reserved_bytes > 0, "the library holds slabs");
+    run.checks.expect_eq("RESERVED_MEM_CURRENT: the device's slabs", run.figure(p0, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT),
+                         s.pool_reserved_bytes);
+    run.checks.expect_eq("RESERVED_MEM_HIGH", run.figure(p0, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), s.pool_reserved_peak);
+
+    std::size_t free_bytes = 0, total_bytes = 0;
+    run.expect_ok(run.driver.mem_get_info(&free_bytes, &total_bytes), "cuMemGetInfo_v2");
+    run.checks.expect_eq("cuMemGetInfo total: the budget", total_bytes, 64 * kMiB);
+    run.checks.expect_eq("cuMemGetInfo free: the budget less the live blocks", free_bytes, 58 * kMiB);
+
+    run.free_async(b, run.stream);
+    run.checks.expect_eq("USED_MEM_CURRENT after a free", run.figure(p0, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 3 * kMiB);
+    run.checks.expect_eq("USED_MEM_HIGH after a free", run.figure(p0, CU_MEMPOOL_ATTR_USED_MEM_HIGH), 4 * kMiB);
+    run.checks.expect(run.set_figure(p0, CU_MEMPOOL_ATTR_USED_MEM_HIGH, 5) == CUDA_ERROR_INVALID_VALUE,
+                      "USED_MEM_HIGH cannot be set to anything but 0");
+    run.expect_ok(run.set_figure(p0, CU_MEMPOOL_ATTR_USED_MEM_HIGH, 0), "resetting USED_MEM_HIGH");
+    run.checks.expect_eq("USED_MEM_HIGH after the reset", run.figure(p0, CU_MEMPOOL_ATTR_USED_MEM_HIGH), 3 * kMiB);
+    run.expect_ok(run.set_figure(p0, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, 12345), "setting RELEASE_THRESHOLD");
+    run.checks.expect_eq("RELEASE_THRESHOLD (the driver's)", run.figure(p0, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD), 12345);
+
+    // Another pool, whose one allocation passed through (made during graph capture).
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemoryPool p2 = nullptr, p3 = nullptr;
+    run.expect_ok(run.driver.mem_pool_create(&p2, &props), "cuMemPoolCreate");
+    run.expect_ok(run.driver.mem_pool_create(&p3, &props), "cuMemPoolCreate");
+    CUstream captured = nullptr;
+    if (!run.make_stream(captured)) return;
+    run.fake.set_stream_capturing(captured, 1);
+    CUdeviceptr native = 0;
+    run.expect_ok(run.driver.mem_alloc_from_pool_async(&native, 2 * kMiB, p2, captured),
+                  "cuMemAllocFromPoolAsync during capture");
+    run.fake.set_stream_capturing(captured, 0);
+    run.checks.expect_eq("another pool's USED_MEM_CURRENT (the driver's)", run.figure(p2, CU_MEMPOOL_ATTR_USED_MEM_CURRENT),
+                         2 * kMiB);
+    run.expect_ok(run.driver.mem_get_info(&free_bytes, &total_bytes), "cuMemGetInfo_v2");
+    run.checks.expect_eq("cuMemGetInfo free: less the memory passed through too", free_bytes, 57 * kMiB);
+    run.free_async(native, captured);
+
+    // The device's current pool changed: cuMemAllocAsync counts to the new one.
+    run.expect_ok(run.driver.device_set_mem_pool(0, p3), "cuDeviceSetMemPool");
+    const CUdeviceptr in_p3 = run.alloc_async(kMiB, run.stream);
+    run.checks.expect_eq("the current pool's USED_MEM_CURRENT", run.figure(p3, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), kMiB);
+    run.checks.expect_eq("the default pool's USED_MEM_CURRENT, unchanged",
+                         run.figure(p0, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 3 * kMiB);
+    run.free_async(in_p3, run.stream);
+    run.expect_ok(run.driver.device_set_mem_pool(0, p0), "cuDeviceSetMemPool back");
+
+    // Trimming the default pool gives the library's free slabs back.
+    run.free_async(a, run.stream);
+    run.free(plain);
+    run.expect_ok(run.driver.mem_pool_trim_to(p0, 0), "cuMemPoolTrimTo(0)");
+    const fakecuda_counts c = run.fake.counters();
+    s = run.stats();
+    run.checks.expect_eq("managed bytes after the trim", c.live_managed_bytes, 0);
+    run.checks.expect_eq("slabs given back by the trim", s.pool_slabs_released, s.pool_slabs_created);
+    run.checks.expect_eq("RESERVED_MEM_CURRENT after the trim", run.figure(p0, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0);
+    run.checks.expect(run.figure(p0, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) > 0, "RESERVED_MEM_HIGH keeps the peak");
+    run.expect_ok(run.set_figure(p0, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, 0), "resetting RESERVED_MEM_HIGH");
+    run.checks.expect_eq("RESERVED_MEM_HIGH after the reset", run.figure(p0, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 0);
+    run.expect_ok(run.driver.mem_pool_destroy(p2), "cuMemPoolDestroy");
+    run.expect_ok(run.driver.mem_pool_destroy(p3), "cuMemPoolDestroy");
+}
+
+// The physical guard counts slabs. The test sets UVMP_RESERVE=15G (a 1 GiB guard on
+// the fake's 16 GiB) and UVMP_POOL_SLAB_SIZE=256M.
+void guard(PoolRun& run) {
+    const CUdeviceptr big = run.alloc_async(600 * kMiB, run.stream);
+    CUdeviceptr refused = 0;
+    const CUresult r = run.driver.mem_alloc_async(&refused, 600 * kMiB, run.stream);
+    run.checks.expect(r == CUDA_ERROR_OUT_OF_MEMORY,
+                      "a second 600 MiB slab past the 1 GiB guard is CUDA_ERROR_OUT_OF_MEMORY: got " + text(r));
+    run.checks.expect_eq("driver cuMemAllocManaged calls", run.fake.counters().mem_alloc_managed, 1);
+    run.checks.expect_eq("stats.guard_refusals", run.stats().guard_refusals, 1);
+    const CUdeviceptr small = run.alloc_async(kMiB, run.stream);
+    run.checks.expect_eq("a 256 MiB slab still fits beside the first", run.fake.counters().mem_alloc_managed, 2);
+    run.free_async(small, run.stream);
+    run.free_async(big, run.stream);
+}
+
+// Slabs wholly free for UVMP_POOL_RELEASE_AFTER are given back at the pool's next
+// call. The test sets UVMP_POOL_SLAB_SIZE=8M, UVMP_POOL_RETAIN=0 and a release
+// time well below the pauses here.
+void idle(PoolRun& run) {
+    const CUdeviceptr small = run.alloc(kMiB);
+    const CUdeviceptr big = run.alloc(16 * kMiB);  // a slab of its own
+    run.checks.expect_eq("slabs made", run.stats().pool_slabs_created, 2);
+    run.free(big);
+    run.checks.expect_eq("slabs given back at once", run.stats().pool_slabs_released, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    run.free(small);
+    const uvmp_stats s = run.stats();
+    run.checks.expect_eq("slabs given back once idle long enough", s.pool_slabs_released, 1);
+    run.checks.expect_eq("driver frees of slabs", run.fake.counters().frees, 1);
+    run.checks.expect_eq("stats.pool_reserved_bytes: the slab just freed stays", s.pool_reserved_bytes, 8 * kMiB);
+}
+
+// The job exits with slabs held and frees pending: the library gives everything
+// back at exit (the test reads the fake's report at its unloading).
+void at_exit(PoolRun& run) {
+    run.fake.hold_events(1);
+    const CUdeviceptr plain = run.alloc(4 * kMiB);
+    const CUdeviceptr ordered = run.alloc_async(kMiB, run.stream);
+    run.free(plain);
+    run.free_async(ordered, run.stream);
+    const fakecuda_counts c = run.fake.counters();
+    run.checks.expect(c.live_managed_bytes > 0, "slabs are held when the job ends");
+    run.checks.expect(c.live_events > 0, "a free's event is still pending when the job ends");
+}
+
+// What an allocation and its free cost through the hooks, on the fake driver.
+void timing(PoolRun& run) {
+    constexpr int kPairs = 20000;
+    auto time_pairs = [&](auto&& pair) {
+        const auto start = std::chrono::steady_clock::now();
+        for (int i = 0; i < kPairs; ++i) pair(static_cast<std::uint64_t>(4096 << (i % 8)));
+        const auto ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+        return ns / kPairs;
+    };
+    bool all_ok = true;
+    const double ordered = time_pairs([&](std::uint64_t bytes) {
+        CUdeviceptr p = 0;
+        all_ok = all_ok && run.driver.mem_alloc_async(&p, bytes, run.stream) == CUDA_SUCCESS &&
+                 run.driver.mem_free_async(p, run.stream) == CUDA_SUCCESS;
+    });
+    const double plain = time_pairs([&](std::uint64_t bytes) {
+        CUdeviceptr p = 0;
+        all_ok = all_ok && run.driver.mem_alloc(&p, bytes) == CUDA_SUCCESS && run.driver.mem_free(p) == CUDA_SUCCESS;
+    });
+    run.checks.expect(all_ok, "every allocation and free succeeded");
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "allocate+free pair: %.0f ns stream-ordered (cuMemAllocAsync + cuMemFreeAsync), %.0f ns plain "
+                  "(cuMemAlloc + cuMemFree), %d pairs each, 4 KiB-512 KiB",
+                  ordered, plain, kPairs);
+    run.checks.note(line);
+}
+
+}  // namespace
+
+bool is_pool_mode(std::string_view mode) {
+    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing"})
+        if (mode == m) return true;
+    return false;
+}
+
+void run_pool_scenario(const DriverEntryPoints& driver, const FakeDriverHelpers& fake, std::string_view mode,
+                       CheckList& checks) {
+    PoolRun run(driver, fake, checks);
+    if (!run.ok) return;
+    if (mode == "many") many(run);
+    else if (mode == "reuse") reuse(run);
+    else if (mode == "sync") sync(run);
+    else if (mode == "attributes") attributes(run);
+    else if (mode == "guard") guard(run);
+    else if (mode == "idle") idle(run);
+    else if (mode == "exit") at_exit(run);
+    else if (mode == "timing") timing(run);
+    if (mode != "exit") run.expect_ok(driver.stream_synchronize(run.stream), "cuStreamSynchronize");
+}
+
+}  // namespace uvmp_integration
