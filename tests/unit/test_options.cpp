@@ -135,3 +135,90 @@ TEST_CASE("every option has an env name, a key and help") {
         CHECK(uvmp::find_option(spec.env) == &spec);
     }
 }
+
+TEST_CASE("durations parse with units, a plain number meaning seconds") {
+    using uvmp::parse_duration_ns;
+    CHECK(parse_duration_ns("10s") == 10'000'000'000ull);
+    CHECK(parse_duration_ns("500ms") == 500'000'000ull);
+    CHECK(parse_duration_ns("2m") == 120'000'000'000ull);
+    CHECK(parse_duration_ns("2min") == 120'000'000'000ull);
+    CHECK(parse_duration_ns("1h") == 3'600'000'000'000ull);
+    CHECK(parse_duration_ns("250us") == 250'000ull);
+    CHECK(parse_duration_ns("100ns") == 100ull);
+    CHECK(parse_duration_ns("3") == 3'000'000'000ull);
+    CHECK(parse_duration_ns("0") == 0ull);
+    CHECK(parse_duration_ns("1.5s") == 1'500'000'000ull);
+    CHECK(parse_duration_ns("0.1") == 100'000'000ull);
+    CHECK(parse_duration_ns(".5m") == 30'000'000'000ull);
+    CHECK(parse_duration_ns(" 10 S ") == 10'000'000'000ull);
+    CHECK_FALSE(parse_duration_ns(""));
+    CHECK_FALSE(parse_duration_ns("s"));
+    CHECK_FALSE(parse_duration_ns("-1s"));
+    CHECK_FALSE(parse_duration_ns("10x"));
+    CHECK_FALSE(parse_duration_ns("1.2.3s"));
+    CHECK_FALSE(parse_duration_ns("1e3"));
+    CHECK_FALSE(parse_duration_ns("10 s s"));
+    CHECK_FALSE(parse_duration_ns("99999999999h"));
+    CHECK_FALSE(parse_duration_ns("99999999999999999999"));
+}
+
+TEST_CASE("the pool's options: defaults, values and the slab size rule") {
+    g_env.clear();
+    uvmp::Config c;
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    CHECK(c.pool_slab_size == 512ull << 20);
+    CHECK(c.pool_retain == 0u);
+    CHECK(c.pool_release_after == 10'000'000'000ull);
+
+    g_env = {{"UVMP_POOL_SLAB_SIZE", "64M"}, {"UVMP_POOL_RETAIN", "1G"}, {"UVMP_POOL_RELEASE_AFTER", "500ms"}};
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    CHECK(c.pool_slab_size == 64ull << 20);
+    CHECK(c.pool_retain == 1ull << 30);
+    CHECK(c.pool_release_after == 500'000'000ull);
+
+    for (const char* bad : {"3M", "1M", "0", "2049K"}) {
+        g_env = {{"UVMP_POOL_SLAB_SIZE", bad}};
+        auto err = uvmp::load_config(c, &fake_getenv);
+        REQUIRE(err);
+        CHECK(err->message.find("UVMP_POOL_SLAB_SIZE") != std::string::npos);
+        CHECK(err->message.find("'" + std::string(bad) + "'") != std::string::npos);
+        CHECK(err->message.find("multiple of 2M") != std::string::npos);
+    }
+    g_env = {{"UVMP_POOL_SLAB_SIZE", "big"}};
+    auto err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("expected a size") != std::string::npos);
+
+    g_env = {{"UVMP_POOL_RELEASE_AFTER", "soon"}};
+    err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("UVMP_POOL_RELEASE_AFTER") != std::string::npos);
+    CHECK(err->message.find("'soon'") != std::string::npos);
+    CHECK(err->message.find("a duration such as 10s, 500ms or 2m") != std::string::npos);
+
+    // In the config file: a bare number of seconds; the slab size rule names the key.
+    const std::string path = "uvmp_test_pool_config.toml";
+    {
+        std::ofstream f(path);
+        f << "pool_release_after = 30\npool_retain = \"512M\"\n";
+    }
+    g_env = {{"UVMP_CONFIG", path}};
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    CHECK(c.pool_release_after == 30'000'000'000ull);
+    CHECK(c.pool_retain == 512ull << 20);
+    {
+        std::ofstream f(path);
+        f << "pool_slab_size = \"6M\"\n";
+    }
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    CHECK(c.pool_slab_size == 6ull << 20);
+    {
+        std::ofstream f(path);
+        f << "pool_slab_size = \"5M\"\n";
+    }
+    err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("key 'pool_slab_size'") != std::string::npos);
+    CHECK(err->message.find("multiple of 2M") != std::string::npos);
+    std::remove(path.c_str());
+}

@@ -33,6 +33,15 @@ constexpr std::array kOptions = {
                "is within its budget, so kernels do not fault on first touch."},
     OptionSpec{"chunk_size", "UVMP_CHUNK_SIZE", OptionType::Size, "2M", "",
                "Granularity of the residency model."},
+    OptionSpec{"pool_slab_size", "UVMP_POOL_SLAB_SIZE", OptionType::Size, "512M", "",
+               "Size of the managed slabs the pool carves device allocations from (a multiple of 2M); "
+               "a larger request gets a slab of its own."},
+    OptionSpec{"pool_retain", "UVMP_POOL_RETAIN", OptionType::Size, "0", "",
+               "Wholly free slabs the pool keeps however long they go unused (the most recently used "
+               "are kept); beyond it, idle slabs are given back."},
+    OptionSpec{"pool_release_after", "UVMP_POOL_RELEASE_AFTER", OptionType::Duration, "10s", "",
+               "A wholly free slab unused this long is given back to the driver: a duration such as "
+               "10s, 500ms or 2m (a plain number is seconds)."},
     OptionSpec{"hide_managed", "UVMP_HIDE_MANAGED", OptionType::Bool, "1", "",
                "Pointer-attribute queries report converted allocations as device memory, so "
                "frameworks keep their device-memory paths."},
@@ -100,6 +109,7 @@ std::string accepted_text(const OptionSpec& spec) {
     }
     case OptionType::Path: return "expected a path";
     case OptionType::Text: return "expected text";
+    case OptionType::Duration: return "expected a duration such as 10s, 500ms or 2m (a plain number is seconds)";
     }
     return {};
 }
@@ -116,6 +126,9 @@ void store(Config& config, const OptionSpec& spec, std::string_view value) {
                         : value == "demand-lru" ? ResidencyPolicy::DemandLru : ResidencyPolicy::None;
     else if (key == "populate") config.populate = value == "off" ? Populate::Off : Populate::Prefetch;
     else if (key == "chunk_size") config.chunk_size = *parse_size(value);
+    else if (key == "pool_slab_size") config.pool_slab_size = *parse_size(value);
+    else if (key == "pool_retain") config.pool_retain = *parse_size(value);
+    else if (key == "pool_release_after") config.pool_release_after = *parse_duration_ns(value);
     else if (key == "hide_managed") config.hide_managed = *parse_bool(value);
     else if (key == "log_level") {
         static constexpr std::array kLevels = {"trace", "debug", "info", "warn", "error", "off"};
@@ -194,6 +207,15 @@ std::optional<std::string> validate_option_value(const OptionSpec& spec, std::st
     case OptionType::Choice: ok = choice_allowed(spec.choices, value); break;
     case OptionType::Path:
     case OptionType::Text: ok = true; break;
+    case OptionType::Duration: ok = parse_duration_ns(value).has_value(); break;
+    }
+    if (ok && spec.key == "pool_slab_size") {
+        // The pool's slabs are whole 2 MiB chunks (the driver's large pages).
+        constexpr uint64_t kTwoMiB = 2ull << 20;
+        const uint64_t bytes = *parse_size(value);
+        if (bytes < kTwoMiB || bytes % kTwoMiB != 0)
+            return "invalid " + std::string(source_name) + "='" + std::string(value) +
+                   "': the pool's slab size must be a whole multiple of 2M, such as 2M, 64M or 512M";
     }
     if (ok) return std::nullopt;
     return "invalid " + std::string(source_name) + "='" + std::string(value) + "': " +
@@ -222,6 +244,42 @@ std::optional<ConfigError> load_config(Config& out, GetEnv getenv_fn) {
         out.values.emplace_back(std::string(kOptions[i].key), values[i]);
     }
     return std::nullopt;
+}
+
+std::optional<uint64_t> parse_duration_ns(std::string_view text) {
+    auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+    auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    while (!text.empty() && space(text.front())) text.remove_prefix(1);
+    while (!text.empty() && space(text.back())) text.remove_suffix(1);
+    // Whole and fractional digits, read exactly (no locale, no rounding of 0.1).
+    unsigned __int128 whole = 0, fraction = 0, fraction_scale = 1;
+    size_t i = 0;
+    bool digits = false;
+    for (; i < text.size() && digit(text[i]); ++i, digits = true) {
+        whole = whole * 10 + static_cast<unsigned>(text[i] - '0');
+        if (whole > ~uint64_t{0}) return std::nullopt;
+    }
+    if (i < text.size() && text[i] == '.')
+        for (++i; i < text.size() && digit(text[i]); ++i, digits = true)
+            if (fraction_scale < 1'000'000'000'000'000'000ull) {
+                fraction = fraction * 10 + static_cast<unsigned>(text[i] - '0');
+                fraction_scale *= 10;
+            }
+    if (!digits) return std::nullopt;
+    std::string_view unit = text.substr(i);
+    while (!unit.empty() && space(unit.front())) unit.remove_prefix(1);
+    const std::string u = lower(unit);
+    uint64_t scale = 0; // nanoseconds a unit
+    if (u.empty() || u == "s") scale = 1'000'000'000ull;
+    else if (u == "ms") scale = 1'000'000ull;
+    else if (u == "us") scale = 1'000ull;
+    else if (u == "ns") scale = 1;
+    else if (u == "m" || u == "min") scale = 60'000'000'000ull;
+    else if (u == "h") scale = 3'600'000'000'000ull;
+    else return std::nullopt;
+    const unsigned __int128 ns = whole * scale + (fraction * scale + fraction_scale / 2) / fraction_scale;
+    if (ns > ~uint64_t{0}) return std::nullopt;
+    return static_cast<uint64_t>(ns);
 }
 
 std::string expand_path_pattern(std::string_view pattern, int pid, GetEnv getenv_fn) {

@@ -14,7 +14,7 @@
 
 namespace uvmp {
 
-enum class OptionType { Bool, Size, SizeOrPercent, Choice, Path, Text };
+enum class OptionType { Bool, Size, SizeOrPercent, Choice, Path, Text, Duration };
 
 enum class ResidencyPolicy { None, DemandLru, Learned };
 enum class Populate { Off, Prefetch };
@@ -50,6 +50,9 @@ struct Config {
     uint64_t trace_buffer = 64ull << 20;
     std::string trace_in;
     uint64_t chunk_size = 2ull << 20;
+    uint64_t pool_slab_size = 512ull << 20;            // the managed pool's slabs
+    uint64_t pool_retain = 0;                          // wholly free slabs kept however long unused
+    uint64_t pool_release_after = 10'000'000'000ull;   // ns: idle slabs given back after this
     bool hide_managed = true;
     bool verbose = false;
     std::string framework_settings; // NAME=VALUE that uvmrun set for the job's framework
@@ -72,6 +75,10 @@ using GetEnv = const char* (*)(const char*);
 // The process environment, as a GetEnv.
 const char* process_getenv(const char* name);
 std::optional<ConfigError> load_config(Config& out, GetEnv getenv_fn);
+
+// A duration as people write it, in nanoseconds: "10s", "500ms", "2m", "1.5h",
+// "250us", "100ns"; a plain number is seconds.
+std::optional<uint64_t> parse_duration_ns(std::string_view text);
 
 // Expands %p (pid) and %r (rank, from RANK or LOCAL_RANK, else 0) in a path.
 std::string expand_path_pattern(std::string_view pattern, int pid, GetEnv getenv_fn);

@@ -14,13 +14,19 @@
 // Events on one stream complete in order, so two adjacent blocks pending on the
 // same stream merge into one pending on the later fence.
 //
+// Frees on one stream must reach free() in the order their fences were recorded
+// (one thread a stream does that by itself), and each free hands its own fence.
+//
 // Blocks of at least `chunk_bytes` start on a chunk boundary of their slab (the
 // residency model's chunks then match the memory's), smaller ones on
-// `alignment`. Slabs wholly free for `release_after_ns` are given back, beyond
-// the first `retain_bytes` of them. Thread-safe: one mutex, held for
-// bookkeeping only (never while a slab is made or given back).
+// `alignment`; the search is best fit. Slabs wholly free for `release_after_ns`
+// are given back, beyond the first `retain_bytes` of them (the most recently
+// used are the ones kept). Thread-safe: one mutex, held for bookkeeping and
+// fence queries only (never while a slab is made or given back, a fence is
+// waited for or destroyed).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -101,13 +107,15 @@ public:
     PoolBook& operator=(const PoolBook&) = delete;
 
     // A block for `bytes` (> 0) usable in stream order on `stream`; nullopt
-    // when no slab can be had (after waiting for pending frees that would do).
-    // `now_ns` drives the release of idle slabs.
+    // when no slab can be had (after waiting for pending frees that would do),
+    // and for 0 bytes. With kNoStream (cuMemAlloc) only blocks ready for every
+    // stream are used. `now_ns` drives the release of idle slabs.
     std::optional<Block> allocate(uint64_t bytes, StreamKey stream, PoolTag tag, uint64_t now_ns,
                                   std::vector<SlabEvent>* events = nullptr);
     // Frees the live block that starts at `address`; its size, or nullopt when
     // no live block starts there (nothing changes then). The pool owns `fence`
-    // from here on (it destroys it), whatever the answer.
+    // from here on (it destroys it), whatever the answer. With kNoStream or no
+    // fence (0) the block is ready for every stream at once.
     std::optional<uint64_t> free(uint64_t address, StreamKey stream, FenceKey fence, uint64_t now_ns,
                                  std::vector<SlabEvent>* events = nullptr);
     // The live block containing `address`.
@@ -116,11 +124,14 @@ public:
     // Gives back wholly free slabs (their pending frees waited for) until at
     // most `keep_bytes` of slabs remain or none is wholly free: cuMemPoolTrimTo.
     void trim(uint64_t keep_bytes, std::vector<SlabEvent>* events = nullptr);
-    // Gives back slabs wholly free since before now_ns - release_after_ns.
+    // Gives back slabs wholly free for release_after_ns or longer at now_ns (a
+    // slab's time is that of the free of its last live block), but for the
+    // most recently used ones that fit in retain_bytes. Slabs whose last frees
+    // are pending have their fences asked first.
     void release_idle(uint64_t now_ns, std::vector<SlabEvent>* events = nullptr);
 
     PoolFigures figures(PoolTag tag) const;
-    PoolFigures figures() const; // every tag together
+    PoolFigures figures() const; // every tag together (used_high: of the sum, reset by no call)
     void reset_used_high(PoolTag tag);
     void reset_reserved_high();
     const PoolConfig& config() const { return config_; }
@@ -131,7 +142,17 @@ private:
     PoolConfig config_;
     SlabSource& slabs_;
     FenceOracle& fences_;
-    mutable std::mutex mutex_;
+    // The one mutex: it spins a little before it sleeps, since the book's
+    // sections last a few hundred nanoseconds, well short of a sleep and a wake.
+    class Lock {
+    public:
+        void lock();
+        void unlock();
+
+    private:
+        std::atomic<uint32_t> state_{0}; // 0 free, 1 held, 2 held and maybe waited for
+    };
+    mutable Lock mutex_;
     std::unique_ptr<State> state_;
 };
 
