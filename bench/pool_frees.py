@@ -726,8 +726,8 @@ def parse_arguments(argv=None):
     parser.add_argument("--pressure-steps", type=int, default=6, help="timed steps under pressure (default 6)")
     parser.add_argument("--record-warmup", type=int, default=1, help="untimed steps of the recording run (default 1)")
     parser.add_argument("--record-steps", type=int, default=3, help="timed steps of the recording run (default 3)")
-    parser.add_argument("--sim-repeat-last", type=int, default=5,
-                        help="uvmtrace simulate --repeat-last: copies of the last recorded step (default 5)")
+    parser.add_argument("--sim-repeat-last", type=int, default=0,
+                        help="uvmtrace simulate --repeat-last: copies of the last recorded step (default 0: a trace whose last step allocates, as under the pool, cannot be repeated)")
     parser.add_argument("--explicit-allocator", action="store_true",
                         help=f"set PYTORCH_CUDA_ALLOC_CONF={ASYNC_BACKEND} for uvmrun's runs too, instead of "
                              "leaving the choice to uvmrun")
