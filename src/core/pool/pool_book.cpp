@@ -831,6 +831,18 @@ struct PoolBook::State {
 
     // --- leaving the mutex ------------------------------------------------------
 
+    // Waits for pinned fences with the lock released (a wait can last as long as
+    // the GPU's work before the free), then unpins them under it again.
+    void wait_unlocked(std::unique_lock<Lock>& lock, const std::vector<Fence*>& pinned) {
+        std::vector<FenceKey> keys;
+        keys.reserve(pinned.size());
+        for (Fence* f : pinned) keys.push_back(f->key);
+        lock.unlock();
+        for (FenceKey key : keys) oracle.wait(key);
+        lock.lock();
+        for (Fence* f : pinned) finish_wait(f);
+    }
+
     // Releases the lock, then destroys the fences no block waits on any more and
     // gives back the slabs taken out of the book.
     void leave(std::unique_lock<Lock>& lock, std::vector<Gone>& gone, std::vector<SlabEvent>* events) {
@@ -1042,12 +1054,7 @@ std::optional<Block> PoolBook::allocate(uint64_t bytes, StreamKey stream, PoolTa
         // since blocks may coalesce into one that does.
         std::vector<Fence*> pinned = st.pin_newest();
         if (!pinned.empty()) {
-            std::vector<FenceKey> keys;
-            for (Fence* f : pinned) keys.push_back(f->key);
-            lock.unlock();
-            for (FenceKey key : keys) fences_.wait(key);
-            lock.lock();
-            for (Fence* f : pinned) st.finish_wait(f);
+            st.wait_unlocked(lock, pinned);
             got = st.take(size, stream, tag);
         }
     }
@@ -1098,14 +1105,7 @@ void PoolBook::trim(uint64_t keep_bytes, std::vector<SlabEvent>* events) {
                 pinned.push_back(s->fence);
             }
     }
-    if (!pinned.empty()) {
-        std::vector<FenceKey> keys;
-        for (Fence* f : pinned) keys.push_back(f->key);
-        lock.unlock();
-        for (FenceKey key : keys) fences_.wait(key);
-        lock.lock();
-        for (Fence* f : pinned) st.finish_wait(f);
-    }
+    if (!pinned.empty()) st.wait_unlocked(lock, pinned);
     // The least recently used go first.
     std::vector<Slab*> idle = st.wholly_free_newest_first();
     for (auto it = idle.rbegin(); it != idle.rend() && st.reserved > keep_bytes; ++it) st.remove_slab(*it, gone);
