@@ -116,31 +116,27 @@ public:
     }
 
     void alloc(const Alloc& record) override {
-        std::lock_guard lock(append_lock_);
-        scratch_.clear();
-        Encoder out(scratch_);
-        // A 1.0 reader refuses kinds it does not know but skips fields appended
-        // to a record: a block of the pool is a converted allocation with its slab.
-        const bool pooled = record.kind == AllocKind::Pooled;
-        out.varint(record.id);
-        out.varint(record.address);
-        out.varint(record.size);
-        out.u8(static_cast<uint8_t>(pooled ? AllocKind::Converted : record.kind));
-        out.svarint(record.device);
-        out.varint(record.time_ns);
-        out.varint(record.launches_before);
-        if (pooled) out.varint(record.slab);
-        append_scratch_locked(RecordType::Alloc);
+        append_record(RecordType::Alloc, [&](Encoder& out) {
+            // A 1.0 reader refuses kinds it does not know but skips fields appended
+            // to a record: a block of the pool is a converted allocation with its slab.
+            const bool pooled = record.kind == AllocKind::Pooled;
+            out.varint(record.id);
+            out.varint(record.address);
+            out.varint(record.size);
+            out.u8(static_cast<uint8_t>(pooled ? AllocKind::Converted : record.kind));
+            out.svarint(record.device);
+            out.varint(record.time_ns);
+            out.varint(record.launches_before);
+            if (pooled) out.varint(record.slab);
+        });
     }
 
     void free(const Free& record) override {
-        std::lock_guard lock(append_lock_);
-        scratch_.clear();
-        Encoder out(scratch_);
-        out.varint(record.id);
-        out.varint(record.time_ns);
-        out.varint(record.launches_before);
-        append_scratch_locked(RecordType::Free);
+        append_record(RecordType::Free, [&](Encoder& out) {
+            out.varint(record.id);
+            out.varint(record.time_ns);
+            out.varint(record.launches_before);
+        });
     }
 
     void launch(const Launch& record, std::span<const Access> accesses) override {
@@ -186,50 +182,42 @@ public:
     }
 
     void kernel_duration(uint64_t launch_seq, uint64_t duration_ns) override {
-        std::lock_guard lock(append_lock_);
-        scratch_.clear();
-        Encoder out(scratch_);
-        out.varint(launch_seq);
-        out.varint(duration_ns);
-        append_scratch_locked(RecordType::KernelDuration);
+        append_record(RecordType::KernelDuration, [&](Encoder& out) {
+            out.varint(launch_seq);
+            out.varint(duration_ns);
+        });
     }
 
     void move(const Move& record) override {
-        std::lock_guard lock(append_lock_);
-        scratch_.clear();
-        Encoder out(scratch_);
-        out.u8(static_cast<uint8_t>(record.kind));
-        out.varint(record.alloc_id);
-        out.varint(record.offset);
-        out.varint(record.length);
-        out.varint(record.time_ns);
-        out.varint(record.duration_ns);
-        out.varint(record.launches_before);
-        append_scratch_locked(RecordType::Move);
+        append_record(RecordType::Move, [&](Encoder& out) {
+            out.u8(static_cast<uint8_t>(record.kind));
+            out.varint(record.alloc_id);
+            out.varint(record.offset);
+            out.varint(record.length);
+            out.varint(record.time_ns);
+            out.varint(record.duration_ns);
+            out.varint(record.launches_before);
+        });
     }
 
     void iteration(const Iteration& record) override {
-        std::lock_guard lock(append_lock_);
-        scratch_.clear();
-        Encoder out(scratch_);
-        out.varint(record.index);
-        out.varint(record.launches_before);
-        out.varint(record.time_ns);
-        append_scratch_locked(RecordType::Iteration);
+        append_record(RecordType::Iteration, [&](Encoder& out) {
+            out.varint(record.index);
+            out.varint(record.launches_before);
+            out.varint(record.time_ns);
+        });
     }
 
     void slab(const Slab& record) override {
-        std::lock_guard lock(append_lock_);
-        scratch_.clear();
-        Encoder out(scratch_);
-        out.u8(static_cast<uint8_t>(record.action));
-        out.varint(record.id);
-        out.varint(record.base);
-        out.varint(record.size);
-        out.svarint(record.device);
-        out.varint(record.time_ns);
-        out.varint(record.launches_before);
-        append_scratch_locked(RecordType::PoolSlab);
+        append_record(RecordType::PoolSlab, [&](Encoder& out) {
+            out.u8(static_cast<uint8_t>(record.action));
+            out.varint(record.id);
+            out.varint(record.base);
+            out.varint(record.size);
+            out.svarint(record.device);
+            out.varint(record.time_ns);
+            out.varint(record.launches_before);
+        });
     }
 
     void close() override {
@@ -305,6 +293,16 @@ private:
         current_.used += record_bytes;
         *out = static_cast<uint8_t>(type);
         return out + 1;
+    }
+
+    // Appends the record that `fields` encodes, under the append lock.
+    template <class Fields>
+    bool append_record(RecordType type, Fields&& fields) {
+        std::lock_guard lock(append_lock_);
+        scratch_.clear();
+        Encoder out(scratch_);
+        fields(out);
+        return append_scratch_locked(type);
     }
 
     // Appends the record encoded in scratch_; false when it was dropped.
