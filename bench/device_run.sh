@@ -25,6 +25,10 @@
 #   ONLY=oversub  run only the oversubscription benchmark: no GPU tests, no overhead
 #              benchmark (the GPU and build checks still come first)
 #   ONLY=pool  run only the managed-pool benchmark (the GPU and build checks still come first)
+#   ONLY=replay  run only `uvmtrace replay` of REPLAY_TRACES (default: the bundled GPT-2 small and
+#              resnet50 traces; bench/replay.py): with no budget against the recorded step time
+#              (within 10%), and at footprint / 1.5 under demand-lru and learned: $OUT/replay.json;
+#              under 2 minutes, each replay within half the GPU's free memory (--scale otherwise)
 #   ONLY=tests  run the GPU tests and no overhead benchmark (with OVERSUB=1, then the
 #              oversubscription benchmark)
 #   OVERHEAD_ROUNDS  alternating rounds of the overhead benchmark (default 2)
@@ -52,8 +56,9 @@ OVERHEAD_CPUS=${OVERHEAD_CPUS:-}
 POOL=${POOL:-0}
 POOL_ROUNDS=${POOL_ROUNDS:-3}
 POOL_BUDGET=${POOL_BUDGET:-16G}
-if [[ -n $ONLY && $ONLY != oversub && $ONLY != tests && $ONLY != pool ]]; then
-    echo "device_run.sh: ONLY=$ONLY is not known; the choices are ONLY=oversub, ONLY=pool and ONLY=tests" >&2
+REPLAY_TRACES=${REPLAY_TRACES:-$REPO_ROOT/examples/traces/gpt2-small-b16.uvmt $REPO_ROOT/examples/traces/resnet50-b256.uvmt}
+if [[ -n $ONLY && $ONLY != oversub && $ONLY != tests && $ONLY != pool && $ONLY != replay ]]; then
+    echo "device_run.sh: ONLY=$ONLY is not known; the choices are ONLY=oversub, ONLY=pool, ONLY=replay and ONLY=tests" >&2
     exit 2
 fi
 for rounds in "OVERHEAD_ROUNDS=$OVERHEAD_ROUNDS" "POOL_ROUNDS=$POOL_ROUNDS"; do
@@ -370,6 +375,25 @@ pool_section() {
     done < <("$PYTHON" "$REPO_ROOT/bench/pool_frees.py" --rows "$report")
 }
 
+# `uvmtrace replay` of REPLAY_TRACES: the replayed step against the recorded one with no budget,
+# and the steady step at footprint / 1.5 under demand-lru and learned. Quick: 110 s at most.
+replay_section() {
+    local report=$OUT/replay.json left own_deadline
+    read -r left own_deadline < <(deadline_left)
+    ((own_deadline > 110)) && own_deadline=110
+    rm -f "$report"
+    # shellcheck disable=SC2086
+    run_step "bench: uvmtrace replay (no budget, footprint / 1.5)" $((own_deadline + 15)) \
+        "$PYTHON" "$REPO_ROOT/bench/replay.py" --uvmtrace "$UVMTRACE" --lib "$LIBRARY" \
+        --deadline-s "$own_deadline" --json-out "$report" $REPLAY_TRACES
+    add_row "replay runs succeeded, no-budget steps within 10%" "exit $STEP_STATUS" "exit 0" \
+        "$(verdict_of_status "$STEP_STATUS")"
+    local what value goal verdict
+    while IFS=$'\t' read -r what value goal verdict; do
+        add_row "$what" "$value" "$goal" "$verdict"
+    done < <("$PYTHON" "$REPO_ROOT/bench/replay.py" --rows "$report")
+}
+
 # oversub_rows REPORT: the oversubscription report as rows of the final table, one per
 # line: what<TAB>value<TAB>goal<TAB>verdict.
 oversub_rows() {
@@ -432,6 +456,8 @@ main() {
         oversub_section
     elif [[ $ONLY == pool ]]; then
         pool_section
+    elif [[ $ONLY == replay ]]; then
+        replay_section
     else
         if [[ $PROBE == 1 ]]; then probe_section; fi
         gpu_tests

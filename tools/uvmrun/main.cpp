@@ -1,12 +1,10 @@
 // uvmrun: runs one command with libuvmprefetch.so preloaded and the job's
 // settings in its environment.
 #include "core/config/options.h"
+#include "tools/common/job_environment.h"
 #include "tools/uvmrun/framework_settings.h"
-#include "tools/uvmrun/job_environment.h"
 
 #include <CLI/CLI.hpp>
-
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -109,10 +107,7 @@ int main(int argc, char** argv) {
     if (command.empty()) return fail("no command given; usage: uvmrun [OPTIONS] -- COMMAND [ARGS...]");
 
     uvmp::tools::JobEnvironment env;
-    auto set_option = [&](std::string_view key, const std::string& value) {
-        const uvmp::OptionSpec* spec = uvmp::find_option(key);
-        env.set(std::string(spec->env), value);
-    };
+    auto set_option = [&](std::string_view key, const std::string& value) { env.set_option(key, value); };
     if (!budget.empty()) set_option("budget", budget);
     if (!policy.empty()) set_option("policy", policy);
     if (!log_level.empty()) set_option("log_level", log_level);
@@ -135,14 +130,11 @@ int main(int argc, char** argv) {
     uvmp::Config effective;
     if (auto error = env.validate(&effective)) return fail(*error);
 
-    const std::string library = uvmp::tools::find_library(argv[0][0] == '/' || std::strchr(argv[0], '/')
-                                                              ? argv[0]
-                                                              : "/proc/self/exe");
+    const std::string library = uvmp::tools::find_library(uvmp::tools::own_path(argv[0]));
     if (library.empty())
         return fail("cannot find libuvmprefetch.so next to uvmrun, in ../lib, or in the build "
                     "tree; set UVMP_LIBRARY to its path");
-    const std::string* preload = env.get("LD_PRELOAD");
-    env.set("LD_PRELOAD", preload && !preload->empty() ? library + " " + *preload : library);
+    uvmp::tools::preload_library(env, library);
 
     // Set quietly: the library says what was set, and only in a process of that framework.
     // A switched-off library gains nothing from them, so the job keeps its own allocator.
@@ -161,13 +153,7 @@ int main(int argc, char** argv) {
         return 0;
     }
 
-    std::vector<std::string> entries = env.entries();
-    std::vector<char*> envp, args;
-    for (std::string& e : entries) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    for (std::string& word : command) args.push_back(word.data());
-    args.push_back(nullptr);
-    execvpe(args[0], args.data(), envp.data());
+    const int status = uvmp::tools::exec_with(env, command);
     std::cerr << "uvmrun: cannot run '" << command[0] << "': " << std::strerror(errno) << "\n";
-    return errno == ENOENT ? 127 : 126;
+    return status;
 }

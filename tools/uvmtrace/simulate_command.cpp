@@ -3,6 +3,7 @@
 // budget for every policy, as a table and an SVG plot.
 #include "commands.h"
 #include "trace_file.h"
+#include "usage_errors.h"
 
 #include "core/trace/access_extents.h"
 #include "core/policy/policy.h"
@@ -27,8 +28,6 @@
 namespace uvmp::tools {
 namespace {
 
-constexpr int kExitBadUsage = 2;
-
 struct SimulateOptions {
     std::string file;
     std::string budget;
@@ -52,18 +51,10 @@ struct SimulateOptions {
     std::string plot = "simulate-sweep.svg";
 };
 
-[[noreturn]] void bad_usage(const std::string& message) {
-    std::cerr << "uvmtrace simulate: " << message << "\n";
-    throw CLI::RuntimeError(kExitBadUsage);
-}
+[[noreturn]] void bad_usage(const std::string& message) { tools::bad_usage("simulate", message); }
 
 SizeOrPercent size_option(const std::string& name, const std::string& text) {
-    const auto parsed = parse_size_or_percent(text);
-    if (!parsed)
-        bad_usage(fmt::format("{} '{}' is not a size: use bytes with an optional K/M/G/T suffix (\"24G\", "
-                              "\"1.5GiB\") or a percentage of the trace's footprint (\"66%\")",
-                              name, text));
-    return *parsed;
+    return tools::size_option("simulate", name, text);
 }
 
 LinkModel link_model(const SimulateOptions& o) {

@@ -1,7 +1,11 @@
-#include "tools/uvmrun/job_environment.h"
+#include "tools/common/job_environment.h"
 
 #include "core/config/options.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 extern char** environ;
@@ -28,6 +32,11 @@ JobEnvironment::JobEnvironment() {
         vars_[entry.substr(0, eq)] = entry.substr(eq + 1);
     }
     original_ = vars_;
+}
+
+void JobEnvironment::set_option(std::string_view key, const std::string& value) {
+    const OptionSpec* spec = find_option(key);
+    set(std::string(spec->env), value);
 }
 
 const std::string* JobEnvironment::get(const std::string& name) const {
@@ -60,12 +69,12 @@ std::vector<std::string> JobEnvironment::changes() const {
     return out;
 }
 
-std::string find_library(const std::string& uvmrun_path) {
+std::string find_library(const std::string& tool_path) {
     namespace fs = std::filesystem;
     if (const char* explicit_path = std::getenv("UVMP_LIBRARY"); explicit_path && *explicit_path)
         return fs::exists(explicit_path) ? fs::absolute(explicit_path).string() : std::string();
     std::error_code ec;
-    const fs::path self = fs::canonical(uvmrun_path, ec);
+    const fs::path self = fs::canonical(tool_path, ec);
     if (ec) return {};
     const fs::path dir = self.parent_path();
     for (const fs::path& candidate :
@@ -74,6 +83,26 @@ std::string find_library(const std::string& uvmrun_path) {
         if (fs::exists(candidate, ec)) return fs::canonical(candidate, ec).string();
     }
     return {};
+}
+
+std::string own_path(const char* argv0) {
+    return argv0[0] == '/' || std::strchr(argv0, '/') ? argv0 : "/proc/self/exe";
+}
+
+void preload_library(JobEnvironment& env, const std::string& library) {
+    const std::string* preload = env.get("LD_PRELOAD");
+    env.set("LD_PRELOAD", preload && !preload->empty() ? library + " " + *preload : library);
+}
+
+int exec_with(const JobEnvironment& env, std::vector<std::string> command) {
+    std::vector<std::string> entries = env.entries();
+    std::vector<char*> envp, args;
+    for (std::string& e : entries) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    for (std::string& word : command) args.push_back(word.data());
+    args.push_back(nullptr);
+    execvpe(args[0], args.data(), envp.data());
+    return errno == ENOENT ? 127 : 126;
 }
 
 } // namespace uvmp::tools

@@ -1,10 +1,12 @@
-// The environment one job runs with: the caller's environment plus the
+// The environment a program runs with under the library (uvmrun's job, the
+// process uvmtrace replay runs itself as): the caller's environment plus the
 // library's settings, validated through the option table before anything runs.
 #pragma once
 
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace uvmp {
@@ -19,6 +21,8 @@ public:
     JobEnvironment();
 
     void set(const std::string& name, const std::string& value) { vars_[name] = value; }
+    // Sets the variable of the option table's key (budget -> UVMP_BUDGET).
+    void set_option(std::string_view key, const std::string& value);
     const std::string* get(const std::string& name) const;
     bool has(const std::string& name) const { return get(name) != nullptr; }
 
@@ -37,8 +41,19 @@ private:
     std::map<std::string, std::string> original_;
 };
 
-// Where libuvmprefetch.so is: UVMP_LIBRARY, next to uvmrun, in ../lib, or in the
+// Where libuvmprefetch.so is: UVMP_LIBRARY, next to the tool, in ../lib, or in the
 // build tree. Empty when not found.
-std::string find_library(const std::string& uvmrun_path);
+std::string find_library(const std::string& tool_path);
+
+// The tool's own path as find_library takes it: argv[0] when it names a file,
+// else the running executable.
+std::string own_path(const char* argv0);
+
+// Puts the library first in LD_PRELOAD, ahead of whatever the caller preloads.
+void preload_library(JobEnvironment& env, const std::string& library);
+
+// execvpe with the environment; returns only when it failed, with the status a
+// shell gives a command it cannot run (127 not found, 126 otherwise).
+int exec_with(const JobEnvironment& env, std::vector<std::string> command);
 
 } // namespace uvmp::tools

@@ -1,0 +1,84 @@
+# uvmtrace replay on the fake driver: the library, preloaded by the replay itself,
+# must see every launch of the replay with the access set recorded in the input
+# trace. The replay runs with trace recording on; replay_trace_check compares the
+# library's trace of the replay with the input (allocations by their place, each
+# launch's accesses as allocation and offset, in order).
+add_executable(replay_trace_check replay_trace_check.cpp)
+target_link_libraries(replay_trace_check PRIVATE uvmp_core)
+target_compile_options(replay_trace_check PRIVATE ${UVMP_WARNINGS})
+
+set(UVMP_UVMTRACE $<TARGET_FILE:uvmtrace>)
+set(UVMP_REPLAY_CHECK $<TARGET_FILE:replay_trace_check>)
+set(UVMP_REPLAY_ENV env UVMP_LIBRARY=$<TARGET_FILE:uvmprefetch>)
+set(UVMP_REPLAY_TRACES ${PROJECT_SOURCE_DIR}/examples/traces)
+add_dependencies(replay_trace_check uvmtrace uvmprefetch uvmp_fake_cuda)
+
+# uvmp_replay_access_test(NAME TRACE [OPTIONS ...] [COPIES N] [CHECKS ...]): replays TRACE with
+# OPTIONS, recording the library's trace, then checks that against TRACE.
+function(uvmp_replay_access_test name trace)
+  cmake_parse_arguments(ARG "" "COPIES" "OPTIONS;CHECKS" ${ARGN})
+  set(replayed ${CMAKE_CURRENT_BINARY_DIR}/replay-${name}.uvmt)
+  set(copies)
+  if(ARG_COPIES)
+    set(copies --copies ${ARG_COPIES})
+  endif()
+  string(REPLACE ";" " " options "${ARG_OPTIONS}")
+  string(REPLACE ";" " " copies "${copies}")
+  uvmp_integration_checked_test(integration.replay.${name}
+    CHECKS "OUTPUT_MATCHES_1=access sets equal: [1-9][0-9]* launches" ${ARG_CHECKS}
+    COMMAND sh -c "rm -f ${replayed} && env UVMP_LIBRARY=$<TARGET_FILE:uvmprefetch> UVMP_TRACE_OUT=${replayed} \
+            ${UVMP_UVMTRACE} replay \
+            ${UVMP_REPLAY_TRACES}/${trace} ${options} && ${UVMP_REPLAY_CHECK} ${UVMP_REPLAY_TRACES}/${trace} \
+            ${replayed} ${copies}")
+endfunction()
+
+# Blocks of the pool (stream-ordered calls) on two streams, frees in every step, marks.
+uvmp_replay_access_test(pooled synthetic-pooled.uvmt
+  CHECKS "OUTPUT_MATCHES_2=steady step \\(median of the steps after the first\\): recorded [0-9.]+ ms"
+         "OUTPUT_MATCHES_3=uvmprefetch: ")
+# Converted allocations of a 1.0 trace (plain calls), with memory the library did not
+# convert (passed through, pinned host), which the replay leaves out.
+uvmp_replay_access_test(converted synthetic.uvmt
+  CHECKS "OUTPUT_MATCHES_2=left out: 3 allocations the library did not convert")
+# Copies of the last step: its kernels and offsets again, with allocations of their own.
+uvmp_replay_access_test(copies synthetic-pooled.uvmt OPTIONS --steps 3 COPIES 3
+  CHECKS "OUTPUT_MATCHES_2=\\* a copy of the last recorded step")
+# A budget and a policy reach the library; the budget is a share of the footprint.
+uvmp_replay_access_test(budget synthetic-pooled.uvmt OPTIONS --budget 50% --policy demand-lru
+  CHECKS "OUTPUT_MATCHES_2=budget 319.0 MiB, policy demand-lru" "OUTPUT_MATCHES_3=uvmprefetch: .*evicted [1-9]")
+
+# Without a GPU or the library: the plan, and refusals of bad options with status 2.
+uvmp_integration_checked_test(integration.replay.dry_run
+  CHECKS "OUTPUT_MATCHES_1=988 launches \\(0 before the first step, 20 steps of 49 launches\\)"
+         "OUTPUT_MATCHES_2=peak live 638.0 MiB"
+  COMMAND ${UVMP_UVMTRACE} replay --dry-run ${UVMP_REPLAY_TRACES}/synthetic-pooled.uvmt)
+uvmp_integration_checked_test(integration.replay.bad_scale
+  CHECKS "EXIT_CODE=2" "STDERR_LINES_MATCHING=^uvmtrace replay: --scale must be" "STDERR_LINE_COUNT=1"
+  COMMAND ${UVMP_UVMTRACE} replay --scale 0 ${UVMP_REPLAY_TRACES}/synthetic-pooled.uvmt)
+uvmp_integration_checked_test(integration.replay.steps_refused_when_not_periodic
+  CHECKS "EXIT_CODE=2" "STDERR_LINES_MATCHING=^uvmtrace replay: .*no allocation of that size that outlives it"
+         "STDERR_LINE_COUNT=1"
+  COMMAND ${UVMP_UVMTRACE} replay --dry-run --steps 1 ${UVMP_REPLAY_TRACES}/synthetic.uvmt)
+uvmp_integration_checked_test(integration.replay.bad_policy
+  CHECKS "EXIT_CODE=2" "STDERR_LINES_MATCHING=^uvmtrace replay: .*UVMP_POLICY" "STDERR_LINE_COUNT=1"
+  COMMAND ${UVMP_REPLAY_ENV} ${UVMP_UVMTRACE} replay --policy belady ${UVMP_REPLAY_TRACES}/synthetic-pooled.uvmt)
+
+# The kernel's PTX is written by hand: where the toolkit's assembler is at hand, it
+# must accept the module for the GPUs the library serves (no GPU needed).
+find_program(UVMP_PTXAS ptxas HINTS ${CUDAToolkit_BIN_DIR} /usr/local/cuda/bin)
+if(UVMP_PTXAS)
+  add_test(NAME replay.kernel_ptx_assembles
+    COMMAND ${UVMP_PTXAS} -arch=sm_90 ${PROJECT_BINARY_DIR}/tools/uvmtrace/replay_kernel.ptx -o
+            ${CMAKE_CURRENT_BINARY_DIR}/replay_kernel.cubin)
+  set_tests_properties(replay.kernel_ptx_assembles PROPERTIES LABELS unit)
+endif()
+
+# bench/replay.py's logic on the fake driver: the runs, the table and the rows for
+# bench/device_run.sh (how close the step comes is the GPU run's check, not this one's).
+uvmp_integration_checked_test(integration.replay.bench_script
+  CHECKS "OUTPUT_MATCHES_1=synthetic-pooled.uvmt +F/1.5 learned +1.00 +[0-9.]+ +[0-9.]+ .* ok"
+         "OUTPUT_MATCHES_2=replay synthetic-pooled.uvmt no budget\t[0-9.]+/[0-9.]+ms [0-9.]+x\t1 \\+- 10\tPASS"
+  COMMAND sh -c "python3 ${PROJECT_SOURCE_DIR}/bench/replay.py --uvmtrace ${UVMP_UVMTRACE} \
+          --lib $<TARGET_FILE:uvmprefetch> --tolerance 10 --json-out ${CMAKE_CURRENT_BINARY_DIR}/replay-bench.json \
+          ${UVMP_REPLAY_TRACES}/synthetic-pooled.uvmt && python3 ${PROJECT_SOURCE_DIR}/bench/replay.py \
+          --rows ${CMAKE_CURRENT_BINARY_DIR}/replay-bench.json")
