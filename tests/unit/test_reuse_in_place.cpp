@@ -1,4 +1,5 @@
 #include "core/model/reuse_in_place.h"
+#include "core/policy/policy.h"
 
 #include <catch2/catch.hpp>
 
@@ -75,31 +76,56 @@ TEST_CASE("reuse in place: neighbours freed apart serve one block placed over bo
     CHECK(reuse.ranges() == 0);
 }
 
-TEST_CASE("reuse in place: live resident bytes stay within the budget, the rest stays dead", "[reuse]") {
+TEST_CASE("reuse in place: a block placed over dead GPU memory takes it whole, past a full budget", "[reuse]") {
+    // The bytes are on the GPU whatever the model counts: the block finds them
+    // resident, and the budget shows the excess until a plan makes room.
     Residency r(10 * kMiB, 2 * kMiB, ChunkIds::Reused);
     ReuseInPlace reuse;
     r.make_resident(*r.add_allocation(1, 10 * kMiB), 0);
     remove(r, reuse, 1, kBase);
     r.make_resident(*r.add_allocation(2, 4 * kMiB), 0); // elsewhere: 6 MiB of the budget left
     const auto third = r.add_allocation(3, 9 * kMiB);
-    CHECK(reuse.place(r, *third, kBase, 0) == 6 * kMiB);
-    CHECK(r.resident_bytes() == 10 * kMiB);
-    CHECK(r.missing_bytes(*third) == 3 * kMiB);
+    CHECK(reuse.place(r, *third, kBase, 0) == 9 * kMiB);
+    CHECK(r.missing_bytes(*third) == 0);
+    CHECK(r.resident_bytes() == 13 * kMiB);
+    CHECK(r.over_budget(0));
+    CHECK(r.free_bytes() == 0);
     // The block's bytes are forgotten, the 1 MiB past it is not.
     CHECK(reuse.bytes() == 1 * kMiB);
 }
 
-TEST_CASE("reuse in place: chunks are taken from the first on while they fit", "[reuse]") {
-    Residency r(5 * kMiB, 2 * kMiB, ChunkIds::Reused);
-    ReuseInPlace reuse;
-    r.make_resident(*r.add_allocation(1, 5 * kMiB), 0);
-    remove(r, reuse, 1, kBase);
-    r.make_resident(*r.add_allocation(2, 4 * kMiB), 0);
-    // 1 MiB free: the block's whole chunk does not fit, its short last one would,
-    // but chunks are taken in ascending order, each while it fits.
-    const auto third = r.add_allocation(3, 3 * kMiB);
-    CHECK(reuse.place(r, *third, kBase, 0) == 0);
-    CHECK(r.resident_bytes() == 4 * kMiB);
+TEST_CASE("reuse in place: the next launch's plan evicts back to the budget, sparing the launch", "[reuse]") {
+    for (const PolicyKind kind : {PolicyKind::DemandLru, PolicyKind::Learned}) {
+        Residency r(10 * kMiB, 2 * kMiB, ChunkIds::Reused);
+        ReuseInPlace reuse;
+        const auto policy = kind == PolicyKind::Learned ? make_learned_policy() : make_demand_lru_policy();
+        r.keep_recency_order(policy->reads_recency_order());
+        r.make_resident(*r.add_allocation(1, 8 * kMiB), 0);
+        remove(r, reuse, 1, kBase);
+        const auto old = r.add_allocation(2, 6 * kMiB);
+        r.make_resident(*old, 1);
+        const auto fresh = r.add_allocation(3, 8 * kMiB);
+        policy->on_allocation_added(*fresh);
+        CHECK(reuse.place(r, *fresh, kBase, 2) == 8 * kMiB);
+        REQUIRE(r.resident_bytes() == 14 * kMiB);
+
+        const trace::Access access{3, 0, 0};
+        std::vector<ChunkRange> ranges;
+        r.launch_ranges({&access, 1}, ranges);
+        LaunchView view;
+        view.step = 3;
+        view.accesses = {&access, 1};
+        view.ranges = ranges;
+        Plan plan;
+        r.pin_launch(ranges);
+        policy->plan(view, r, plan);
+        r.unpin_launch();
+        CAPTURE(policy_kind_name(kind));
+        CHECK(plan.demand.empty());
+        CHECK(Plan::bytes(plan.evict, r) == 4 * kMiB);
+        CHECK(r.resident_bytes() == 10 * kMiB);
+        CHECK(r.missing_bytes(*fresh) == 0);
+    }
 }
 
 TEST_CASE("reuse in place: forgotten memory (a slab given back) is not reused", "[reuse]") {

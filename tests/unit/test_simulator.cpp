@@ -339,16 +339,23 @@ TEST_CASE("simulator: a steady step of a pooled training loop moves what exceeds
         const uint64_t excess = peak_live - budget;
         INFO("budget " << budget / kMiB << " MiB of " << peak_live / kMiB << " MiB: " << r.step_in_bytes / kMiB
                        << " MiB in, " << r.step_out_bytes / kMiB << " MiB out");
-        CHECK(r.peak_resident_bytes <= budget);
+        CHECK(r.peak_launch_resident_bytes <= budget);
+        // Between launches, blocks taken over in place may pass it (the bytes are on the GPU).
+        CHECK(r.peak_resident_bytes >= r.peak_launch_resident_bytes);
         // Out: the live bytes beyond the budget at the peak (weights and optimizer
         // state, needed last), in whole chunks, and a few chunks belady swaps there.
         // Dead bytes are never written back.
         CHECK(r.step_out_bytes <= excess * 13 / 10);
-        // In: those bytes back, and the blocks placed at the peak where the free
-        // budget could not take them in place: their dead bytes are fetched at
-        // first use, about the excess again. Everything else is reused in place.
-        CHECK(r.step_in_bytes <= r.step_out_bytes + excess * 12 / 10);
+        // In: those bytes back, no more. A block placed over dead GPU memory takes
+        // it whole, full budget or not, and nothing fetches its dead bytes.
+        CHECK(r.step_in_bytes <= r.step_out_bytes * 11 / 10);
         CHECK(r.reused_bytes > 0);
+        // Learned, on a program that allocates in its loop, fetches ahead into free
+        // room only: what it evicts is the excess, not swaps for bytes fetched early.
+        const SimResult learned = run(pooled, PolicyKind::Learned, budget);
+        CHECK(learned.peak_launch_resident_bytes <= budget);
+        CHECK(learned.step_out_bytes <= excess * 13 / 10);
+        CHECK(learned.step_in_bytes <= learned.step_out_bytes * 11 / 10);
         // Without the pool every activation and gradient is fresh memory, first touched on the host.
         const SimResult c = run(converted, PolicyKind::Belady, budget);
         CHECK(c.reused_bytes == 0);

@@ -88,6 +88,7 @@ nlohmann::json to_json(const SimResult& r) {
         {"transfer_calls", r.transfer_calls()},
         {"reused_bytes", r.reused_bytes},
         {"peak_resident_bytes", r.peak_resident_bytes},
+        {"peak_launch_resident_bytes", r.peak_launch_resident_bytes},
         {"oversized_launches", r.oversized_launches},
         {"total_seconds", r.total_seconds},
         {"compute_seconds", r.compute_seconds},

@@ -152,6 +152,10 @@ public:
 
     uint64_t resident_bytes() const { return resident_bytes_; }
     uint64_t free_bytes() const { return resident_bytes_ >= budget_bytes_ ? 0 : budget_bytes_ - resident_bytes_; }
+    // Whether `bytes` more would exceed the budget, counting what already exceeds
+    // it: memory taken over in place, resident already, may go past the budget
+    // until the next launch's plan makes room.
+    bool over_budget(uint64_t bytes) const { return resident_bytes_ + bytes > budget_bytes_; }
     uint64_t peak_resident_bytes() const { return peak_resident_bytes_; }
     uint64_t resident_chunk_count() const { return resident_chunks_; }
 

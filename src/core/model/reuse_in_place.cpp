@@ -54,15 +54,6 @@ uint64_t ReuseInPlace::place(Residency& residency, ChunkRange chunks, uint64_t a
         const uint64_t past = to == size ? count : to / chunk_bytes;
         if (first >= past) continue;
         ChunkRange run{chunks.first + static_cast<ChunkId>(first), chunks.first + static_cast<ChunkId>(past - 1)};
-        // Live resident bytes stay within the budget: the rest of the run stays
-        // dead, and a later use fetches it as any missing chunk.
-        const uint64_t free = residency.free_bytes();
-        if (residency.bytes_of(run) > free) {
-            // Every chunk of the run is whole but perhaps its last: the whole ones that fit.
-            const uint64_t fit = std::min<uint64_t>(free / chunk_bytes, run.last - run.first);
-            if (fit == 0) continue;
-            run.last = run.first + static_cast<ChunkId>(fit - 1);
-        }
         residency.make_resident(run, step);
         reused += residency.bytes_of(run);
     }

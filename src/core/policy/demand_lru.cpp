@@ -15,7 +15,7 @@ public:
         for (const ChunkRange& r : launch.ranges) missing_bytes += residency.missing_bytes(r);
 
         ChunkId victim = residency.lru_front();
-        while (residency.free_bytes() < missing_bytes && victim != kNoChunk) {
+        while (residency.over_budget(missing_bytes) && victim != kNoChunk) {
             const ChunkId next = residency.lru_next(victim);
             if (!residency.is_pinned(victim)) {
                 residency.evict(victim);

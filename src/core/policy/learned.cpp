@@ -19,7 +19,7 @@ constexpr uint64_t kUnpredicted = uint64_t{1} << 62;
 class LearnedPolicy final : public LookaheadPolicy {
 public:
     LearnedPolicy(PredictorConfig predictor, LookaheadConfig config, const LoopSeed* seed)
-        : LookaheadPolicy(config, kUnpredicted), predictor_(predictor) {
+        : LookaheadPolicy(config, kUnpredicted), predictor_(predictor), blocks_reuse_in_place_(config.blocks_reuse_in_place) {
         if (seed) predictor_.load_loop(*seed);
     }
 
@@ -29,6 +29,7 @@ public:
 protected:
     bool begin_launch(const LaunchView& launch, const Residency& residency) override {
         current_step_ = launch.step;
+        budget_chunks_ = residency.budget_bytes() / residency.chunk_bytes();
         grow_to(residency.chunk_slots());
         residency_ = &residency;
         predictor_.observe(launch.kernel_id, launch.accesses, state_of_);
@@ -53,6 +54,28 @@ protected:
     }
 
     uint64_t eviction_key(ChunkId chunk, const Residency& residency) const override { return key_of(chunk, residency); }
+
+    // A program that allocates anew inside its loop (every free seen, as with a
+    // stream-ordered pool) brings fresh memory into the budget that the
+    // predictor does not foresee: each byte swapped in ahead of its use is then
+    // swapped out again for a fresh allocation, and the next uses found through
+    // stand-ins rank its chunks no better than recency does. Such a program is
+    // served by fetching ahead into free room only, and by evicting the least
+    // recently used chunks first.
+    bool swaps_to_fetch_ahead() const override { return !allocates_in_loop_; }
+    // Fresh chunks counted over windows of launches: a program that caches its
+    // memory still allocates now and then, far less than its budget a window.
+    void forget_chunks_of_new_allocation(ChunkRange chunks) {
+        if (!blocks_reuse_in_place_ || allocates_in_loop_ || !predictor_.trusted()) return;
+        if (current_step_ >= window_start_ + kAllocationWindow) {
+            window_start_ = current_step_;
+            window_chunks_ = 0;
+        }
+        window_chunks_ += chunks.last - chunks.first + 1;
+        if (window_chunks_ * 4 < budget_chunks_) return;
+        allocates_in_loop_ = true;
+        keys_changed_all();
+    }
 
     void on_touch(ChunkRange range, uint64_t step) override {
         for (ChunkId c = range.first; c <= range.last;) {
@@ -93,6 +116,7 @@ protected:
     }
 
     void forget_chunks(ChunkRange chunks) override {
+        forget_chunks_of_new_allocation(chunks);
         grow_to(chunks.last + 1);
         // The runs around them keep their lists; theirs are the old memory's.
         cut_around(chunks);
@@ -151,6 +175,7 @@ private:
     }
 
     uint64_t key_of(ChunkId chunk, const Residency& residency) const {
+        if (allocates_in_loop_) return unpredicted_key(chunk, residency);
         const uint64_t step = lists_[run_of_[chunk]].head_step;
         return step > current_step_ ? step : unpredicted_key(chunk, residency);
     }
@@ -306,6 +331,13 @@ private:
         return residency_->is_live(alloc_id) ? State::Live : residency_->was_removed(alloc_id) ? State::Freed : State::Unknown;
     };
     uint64_t current_step_ = 0;
+    const bool blocks_reuse_in_place_;
+    // Fresh blocks came while predictions were trusted (see swaps_to_fetch_ahead).
+    bool allocates_in_loop_ = false;
+    static constexpr uint64_t kAllocationWindow = 4096;
+    uint64_t window_start_ = 0;
+    uint64_t window_chunks_ = 0;
+    uint64_t budget_chunks_ = 0;
     LaunchRangeCache range_cache_;
     std::vector<ChunkRange> range_scratch_;
     std::vector<trace::Access> access_scratch_;

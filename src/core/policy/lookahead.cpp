@@ -108,7 +108,8 @@ void LookaheadPolicy::plan(const LaunchView& launch, Residency& residency, Plan&
     changed_keys_.clear();
     // Chunks made resident outside the policy (placed at allocation) have no
     // entry: the queue holds fewer chunks than are resident.
-    if (queue_.size() < residency.resident_chunk_count()) rebuild_queue(residency);
+    if (rebuild_pending_ || queue_.size() < residency.resident_chunk_count()) rebuild_queue(residency);
+    rebuild_pending_ = false;
     launch_ranges_ = launch.ranges;
     launch_ordered_out_ = false;
 
@@ -223,7 +224,9 @@ uint32_t LookaheadPolicy::fetch_run(ChunkRange run, uint64_t step, Residency& re
     // the chunks fetched so far are needed no later, so they can wait outside
     // the queue, and their run of keys grows as long as they come adjacent.
     ChunkId last = run.last;
-    if (!make_room(residency.bytes_of(run), horizon_step_, residency, out)) {
+    const bool room = swaps_to_fetch_ahead() ? make_room(residency.bytes_of(run), horizon_step_, residency, out)
+                                             : !residency.over_budget(residency.bytes_of(run));
+    if (!room) {
         // As many as fit, in order.
         uint64_t free = residency.free_bytes();
         for (last = run.first; last <= run.last && free >= residency.chunk_size(last); ++last)
@@ -239,7 +242,7 @@ uint32_t LookaheadPolicy::fetch_run(ChunkRange run, uint64_t step, Residency& re
 }
 
 bool LookaheadPolicy::make_room(uint64_t bytes, uint64_t above, Residency& residency, Plan& out) {
-    while (residency.free_bytes() < bytes) {
+    while (residency.over_budget(bytes)) {
         const EvictionQueue::Entry victim = find_victim(residency, above);
         if (victim.chunk == kNoChunk) return false;
         evict_run(victim, bytes, residency, out);

@@ -47,6 +47,12 @@ protected:
     virtual void forget_future() {}
     // The chunks belong to a new allocation: nothing known of them holds.
     virtual void forget_chunks(ChunkRange chunks) {}
+    // Whether a chunk fetched ahead may displace chunks needed after it (a swap),
+    // or only fill room that is free.
+    virtual bool swaps_to_fetch_ahead() const { return true; }
+    // Every key may have changed (the subclass ranks chunks another way now):
+    // the queue is built anew before the next victim is looked for.
+    void keys_changed_all() { rebuild_pending_ = true; }
     // A chunk's key changed outside on_touch and on_future_uses.
     void key_changed(ChunkId chunk) { changed_keys_.push_back(chunk); }
     // Keys of chunks met in ascending order, set in the queue as runs: extends
@@ -93,6 +99,7 @@ private:
     void rebuild_queue(const Residency& residency);
 
     LookaheadConfig config_;
+    bool rebuild_pending_ = false;
     // Every resident chunk the policy knows of, by its current key.
     EvictionQueue queue_;
     // Pinned chunks taken out of the queue while looking for a victim; they go

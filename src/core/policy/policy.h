@@ -92,6 +92,12 @@ bool reads_next_uses(PolicyKind kind);
 struct LookaheadConfig {
     // How far past the current launch prefetching may reach.
     uint64_t max_lookahead_launches = 4096;
+    // The program's memory comes in blocks of the library's pool, placed over
+    // dead memory in place (core/model/reuse_in_place.h): a fresh block enters
+    // the budget when it is made, which the predictor does not foresee. Once
+    // such a program allocates in its loop, learned fetches ahead only into free
+    // room and evicts the least recently used first (see learned.cpp).
+    bool blocks_reuse_in_place = false;
 };
 
 // No prefetching; a launch's missing chunks fault in; least recently used chunks go first.

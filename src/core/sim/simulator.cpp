@@ -13,11 +13,16 @@
 namespace uvmp {
 namespace {
 
-std::unique_ptr<Policy> make_policy(const SimConfig& config, const ChunkSchedule& schedule) {
+std::unique_ptr<Policy> make_policy(const SimConfig& config, const ChunkSchedule& schedule, const trace::Trace& trace) {
+    LookaheadConfig lookahead = config.lookahead;
+    // As online, where every block is the pool's; a trace made before the pool has none.
+    lookahead.blocks_reuse_in_place = std::any_of(trace.allocs.begin(), trace.allocs.end(), [](const trace::Alloc& a) {
+        return a.kind == trace::AllocKind::Pooled;
+    });
     switch (config.policy) {
     case PolicyKind::DemandLru: return make_demand_lru_policy();
-    case PolicyKind::Belady: return make_belady_policy(schedule, config.lookahead);
-    case PolicyKind::Learned: return make_learned_policy(config.predictor, config.lookahead);
+    case PolicyKind::Belady: return make_belady_policy(schedule, lookahead);
+    case PolicyKind::Learned: return make_learned_policy(config.predictor, lookahead);
     }
     throw std::invalid_argument("unknown policy");
 }
@@ -141,7 +146,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     // model hands them out (ChunkIds::Reused): the replay takes them as they are.
     Residency residency(config.budget_bytes, config.chunk_bytes, ChunkIds::Given);
     residency.reserve_chunk_slots(schedule.chunk_slots());
-    const auto policy = make_policy(config, schedule);
+    const auto policy = make_policy(config, schedule, trace);
     residency.keep_recency_order(policy->reads_recency_order());
     const uint64_t launches = trace.launches.size();
 
@@ -178,18 +183,29 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     // Blocks of the pool: a freed block's resident bytes stay on the GPU, dead,
     // for the next block placed over them.
     ReuseInPlace reuse;
+    // Blocks populated since the last launch: their prefetches go first among the next launch's.
+    std::vector<ChunkRange> populated;
+    std::vector<ChunkSpan> planned_prefetch;
     const auto slab_changes = schedule.slab_changes();
     size_t next_slab = 0;
     auto replay_until = [&](uint64_t launch) {
         const auto added = [&](size_t k, ChunkRange chunks) {
             policy->on_allocation_added(chunks);
             const ChunkSchedule::AllocEvent& e = events[k];
-            if (e.kind == trace::AllocKind::Pooled) result.reused_bytes += reuse.place(residency, chunks, e.address, launch);
+            // A pooled block is placed as the library places it; allocations of
+            // traces made before the pool fault in at first use.
+            if (e.kind == trace::AllocKind::Pooled)
+                result.reused_bytes += place_block(residency, reuse, chunks, e.address, launch,
+                                                   [&](ChunkRange run) { populated.push_back(run); });
             else reuse.forget(e.address, e.size);
         };
         const auto removing = [&](size_t k) {
             const ChunkSchedule::AllocEvent& e = events[k];
             if (e.kind == trace::AllocKind::Pooled) reuse.note_removal(residency, e.alloc_id, e.address);
+            // Freed before any launch: nothing of it is populated (its ids may be handed out again).
+            const ChunkId first = residency.first_chunk(e.alloc_id);
+            const ChunkId last = first + residency.chunk_count(e.alloc_id) - 1;
+            std::erase_if(populated, [&](const ChunkRange& run) { return run.first >= first && run.last <= last; });
         };
         // The events before each slab change due by now, then the change.
         for (; next_slab < slab_changes.size() && slab_changes[next_slab].launches_before <= launch; ++next_slab) {
@@ -220,6 +236,17 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         plan.clear();
         policy->plan(view, residency, plan);
         plan.coalesce_evictions(residency);
+        result.peak_launch_resident_bytes = std::max(result.peak_launch_resident_bytes, residency.resident_bytes());
+        if (!populated.empty()) {
+            planned_prefetch.swap(plan.prefetch);
+            plan.prefetch.clear();
+            // (Freed since, or evicted again by this plan: nothing to populate.)
+            for (const ChunkRange& run : populated)
+                for (ChunkId c = run.first; c <= run.last; ++c)
+                    if (residency.is_chunk_live(c) && residency.is_resident(c)) Plan::add(plan.prefetch, c, residency);
+            plan.prefetch.insert(plan.prefetch.end(), planned_prefetch.begin(), planned_prefetch.end());
+            populated.clear();
+        }
 
         uint64_t evict_bytes = 0, fetch_bytes = 0, demand_bytes = 0;
         double evict_seconds = 0, fetch_seconds = 0;
