@@ -57,7 +57,7 @@ Interceptor::Interceptor(Config config, bool active)
       pools_(config_, stats_), start_ns_(monotonic_ns()) {
     if (active_ && config_.policy != ResidencyPolicy::None)
         planner_ = std::make_unique<Planner>(config_.policy, config_.chunk_size, config_.trace_in, stats_, registry_,
-                                             fences_);
+                                             fences_, mover_);
     if (active_ && !config_.trace_in.empty() && config_.policy != ResidencyPolicy::Learned)
         log::warn("UVMP_TRACE_IN is used only with UVMP_POLICY=learned; ignored");
 }
@@ -140,8 +140,8 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     if (planner_) {
         const PlannedAllocation planned{id, *dptr, bytes, device, context};
         const uint64_t limit = budget->budget();
-        executor_.post([this, planned, limit](Executor& executor) {
-            planner_->allocation_added(planned, limit, executor);
+        executor_.post([this, planned, limit](Executor&) {
+            planner_->allocation_added(planned, limit);
         });
     } else if (budget->converted_live() <= budget->budget()) {
         if (config_.populate == Populate::Prefetch) populate(id, *dptr, bytes, device, context);
@@ -500,7 +500,7 @@ void Interceptor::post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t
     constexpr size_t kMaxBacklog = 1 << 16;
     const CUevent fence = planned.fence;
     const bool queued = executor_.post_unless_backlogged(
-        [this, planned = std::move(planned)](Executor& executor) { planner_->launch(planned, executor); }, kMaxBacklog);
+        [this, planned = std::move(planned)](Executor&) { planner_->launch(planned); }, kMaxBacklog);
     if (!queued) {
         stats_.add(stats_.launches_unplanned);
         if (fence) fences_.release(fence);
@@ -593,6 +593,7 @@ void Interceptor::open_trace_if_needed(const DriverTable& table) {
 void Interceptor::finish() {
     if (finished_.exchange(true)) return;
     executor_.stop();
+    mover_.stop();
     // What the job freed goes back to the driver, so that the counts below are final.
     pools_.trim_all([this](int device, std::span<const pool::SlabEvent> events) { record_slab_events(device, events); });
     if (trace_) {
@@ -622,6 +623,7 @@ void Interceptor::forget_after_fork() {
     // The child has no CUDA context of the parent's: nothing it inherited
     // describes memory it can use, and the worker thread did not survive.
     executor_.forget_after_fork();
+    mover_.forget_after_fork();
     // The parent's trace writer thread did not survive either; its file is the parent's.
     (void)trace_.release();
     registry_.clear();

@@ -144,6 +144,8 @@ private:
     Registry registry_;
     KernelTable kernels_;
     Executor executor_;
+    // Issues the planner's moves, so that planning never waits on a transfer.
+    Executor mover_;
     std::array<DeviceBudget, ManagedPools::kMaxDevices> budgets_;
     std::atomic<uint32_t> devices_over_budget_{0}; // kept by the budgets themselves
     std::mutex budgets_mutex_;

@@ -28,9 +28,9 @@ void FencePool::release(CUevent event) {
 }
 
 Planner::Planner(ResidencyPolicy policy, uint64_t chunk_bytes, std::string trace_in, Stats& stats,
-                 const Registry& registry, FencePool& fences)
+                 const Registry& registry, FencePool& fences, Executor& mover)
     : kind_(policy), chunk_bytes_(chunk_bytes), trace_in_(std::move(trace_in)), stats_(stats), registry_(registry),
-      fences_(fences) {}
+      fences_(fences), mover_(mover) {}
 
 std::unique_ptr<uvmp::Policy> Planner::make_policy() {
     if (kind_ != ResidencyPolicy::Learned) return make_demand_lru_policy();
@@ -47,7 +47,9 @@ std::unique_ptr<uvmp::Policy> Planner::make_policy() {
         else
             log::warn("UVMP_TRACE_IN: cannot start from {}: {}; learning from this run instead", trace_in_, why_not);
     }
-    return make_learned_policy({}, {}, seed_ ? &*seed_ : nullptr);
+    LookaheadConfig lookahead;
+    lookahead.blocks_reuse_in_place = true; // every converted allocation is a block of the pool
+    return make_learned_policy({}, lookahead, seed_ ? &*seed_ : nullptr);
 }
 
 void Planner::check_seed(const PlannedAllocation& allocation) {
@@ -73,7 +75,7 @@ Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
     return model;
 }
 
-void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t budget, Executor& executor) {
+void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t budget) {
     DeviceModel& model = model_for(allocation.device, budget);
     check_seed(allocation);
     allocations_[allocation.id] = allocation;
@@ -81,18 +83,10 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
     const auto chunks = residency.add_allocation(allocation.id, allocation.size);
     if (!chunks) return;
     model.policy->on_allocation_added(*chunks);
-    if (const uint64_t reused = model.reuse.place(residency, *chunks, allocation.base, launches_))
-        bytes_reused_in_place_.fetch_add(reused, std::memory_order_relaxed);
-    // The rest, when it fits, is placed on the GPU now: a prefetch of untouched
-    // managed memory only populates pages, far cheaper than faulting them in.
-    const uint64_t missing = residency.missing_bytes(*chunks);
-    if (missing == 0 || residency.free_bytes() < missing) return;
-    for (ChunkId c = residency.first_missing(*chunks); c <= chunks->last; c = residency.first_missing({c, chunks->last})) {
-        const ChunkRange run{c, residency.first_resident({c, chunks->last}) - 1};
-        residency.make_resident(run, launches_);
-        move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model, executor);
-        c = run.last + 1;
-    }
+    const uint64_t reused = place_block(residency, model.reuse, *chunks, allocation.base, launches_, [&](ChunkRange run) {
+        move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model);
+    });
+    if (reused) bytes_reused_in_place_.fetch_add(reused, std::memory_order_relaxed);
 }
 
 void Planner::allocation_removed(uint32_t id) {
@@ -111,7 +105,7 @@ void Planner::slab_changed(CUdevice device, uint64_t base, uint64_t bytes) {
     if (auto found = models_.find(device); found != models_.end()) found->second.reuse.forget(base, bytes);
 }
 
-void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
+void Planner::launch(const PlannedLaunch& launch) {
     auto owner = allocations_.find(launch.accesses.front().alloc_id);
     if (owner == allocations_.end()) return;
     auto found = models_.find(owner->second.device);
@@ -136,71 +130,86 @@ void Planner::launch(const PlannedLaunch& launch, Executor& executor) {
         stats_.add(stats_.launches_with_demand);
         stats_.add(stats_.bytes_demand_estimated, demand);
     }
-    execute(plan_, launch.fence, model, executor);
-    if (launch.fence) fences_.release(launch.fence);
+    if (!execute(plan_, launch.fence, model) && launch.fence) fences_.release(launch.fence);
 }
 
-void Planner::execute(const Plan& plan, CUevent fence, DeviceModel& model, Executor& executor) {
+bool Planner::execute(const Plan& plan, CUevent fence, DeviceModel& model) {
     const bool fetch_demand = model.policy->fetches_demand();
     const ChunkSpan* first = !plan.evict.empty()                   ? &plan.evict.front()
                              : fetch_demand && !plan.demand.empty() ? &plan.demand.front()
                              : !plan.prefetch.empty()               ? &plan.prefetch.front()
                                                                     : nullptr;
-    if (!first) return;
-    if (fence) wait_for_fence(fence, model.residency->alloc_id_of(first->first), executor);
-    for (const ChunkSpan& span : plan.evict) move(span, trace::MoveKind::Evict, model, executor);
+    if (!first) return false;
+    if (fence) wait_for_fence(fence, model.residency->alloc_id_of(first->first));
+    for (const ChunkSpan& span : plan.evict) move(span, trace::MoveKind::Evict, model);
     if (fetch_demand)
-        for (const ChunkSpan& span : plan.demand) move(span, trace::MoveKind::Prefetch, model, executor);
-    for (const ChunkSpan& span : plan.prefetch) move(span, trace::MoveKind::Prefetch, model, executor);
+        for (const ChunkSpan& span : plan.demand) move(span, trace::MoveKind::Prefetch, model);
+    for (const ChunkSpan& span : plan.prefetch) move(span, trace::MoveKind::Prefetch, model);
+    return true;
 }
 
-void Planner::wait_for_fence(CUevent fence, uint32_t alloc_id, Executor& executor) {
+void Planner::wait_for_fence(CUevent fence, uint32_t alloc_id) {
     // A wait captures the event as last recorded, so the fence can be recycled
-    // as soon as the wait is queued.
-    const DriverTable* table = driver_table_if_ready();
+    // as soon as the wait is queued (on the mover, which then gives it back).
     const auto it = allocations_.find(alloc_id);
-    if (!table || it == allocations_.end()) return;
-    CUstream stream = executor.stream_for(*table, it->second.context);
-    if (stream && table->cuStreamWaitEvent(stream, fence, 0) != CUDA_SUCCESS)
-        UVMP_WARN_ONCE("could not order moves after a launch; they may start early");
+    const CUcontext context = it == allocations_.end() ? nullptr : it->second.context;
+    mover_.post([this, fence, context](Executor& mover) {
+        const DriverTable* table = driver_table_if_ready();
+        CUstream stream = table && context ? mover.stream_for(*table, context) : nullptr;
+        if (stream && table->cuStreamWaitEvent(stream, fence, 0) != CUDA_SUCCESS)
+            UVMP_WARN_ONCE("could not order moves after a launch; they may start early");
+        fences_.release(fence);
+    });
 }
 
-void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, Executor& executor) {
-    const bool to_gpu = kind != trace::MoveKind::Evict;
+void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model) {
     if (span.count == 0) return;
     const Residency& residency = *model.residency;
     const uint32_t alloc_id = residency.alloc_id_of(span.first);
     auto it = allocations_.find(alloc_id);
     if (it == allocations_.end()) return;
     const PlannedAllocation& allocation = it->second;
-    if (auto live = registry_.find_base(allocation.base); !live || live->id != alloc_id) return;
-    const uint64_t offset = residency.chunk_offset(span.first);
-    const uint64_t bytes = residency.bytes_of({span.first, span.first + span.count - 1});
+    const MoveOrder order{alloc_id,
+                          allocation.base,
+                          residency.chunk_offset(span.first),
+                          residency.bytes_of({span.first, span.first + span.count - 1}),
+                          allocation.device,
+                          allocation.context,
+                          kind,
+                          launches_};
+    mover_.post([this, order](Executor& mover) { issue(order, mover); });
+}
 
+void Planner::issue(const MoveOrder& order, Executor& mover) {
+    const bool to_gpu = order.kind != trace::MoveKind::Evict;
+    const uint64_t bytes = order.bytes;
     const DriverTable* table = driver_table_if_ready();
     if (!table || !table->cuMemPrefetchAsync_v2) return;
-    CUstream stream = executor.stream_for(*table, allocation.context);
+    CUstream stream = mover.stream_for(*table, order.context);
     if (!stream) return;
     CUmemLocation location{};
     if (to_gpu) {
         location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        location.id = allocation.device;
+        location.id = order.device;
     } else {
         location.type = CU_MEM_LOCATION_TYPE_HOST;
         location.id = 0;
     }
     const auto call_start = std::chrono::steady_clock::now();
-    const CUresult r = table->cuMemPrefetchAsync_v2(allocation.base + offset, bytes, location, 0, stream);
+    const CUresult r = table->cuMemPrefetchAsync_v2(order.base + order.offset, bytes, location, 0, stream);
     stats_.add(stats_.move_calls);
     stats_.add(stats_.move_call_ns, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                               std::chrono::steady_clock::now() - call_start)
                                                               .count()));
     if (r != CUDA_SUCCESS) {
-        UVMP_WARN_ONCE("a {} of {} failed ({}); the driver will fault the data in instead",
-                       to_gpu ? "prefetch" : "eviction", format_size(bytes), error_name(r));
+        // Memory freed since the move was planned may be gone: only a failure
+        // on a live block says anything.
+        if (const auto live = registry_.find_base(order.base); live && live->id == order.alloc_id)
+            UVMP_WARN_ONCE("a {} of {} failed ({}); the driver will fault the data in instead",
+                           to_gpu ? "prefetch" : "eviction", format_size(bytes), error_name(r));
         return;
     }
-    switch (kind) {
+    switch (order.kind) {
     case trace::MoveKind::Populate:
         stats_.add(stats_.populate_calls);
         stats_.add(stats_.bytes_populated, bytes);
@@ -208,14 +217,14 @@ void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, Exe
     case trace::MoveKind::Evict: stats_.add(stats_.bytes_evicted, bytes); break;
     default: stats_.add(stats_.bytes_prefetched, bytes); break;
     }
-    if (trace_) {
+    if (trace::TraceWriter* trace = trace_.load(std::memory_order_acquire)) {
         trace::Move record;
-        record.kind = kind;
-        record.alloc_id = alloc_id;
-        record.offset = offset;
+        record.kind = order.kind;
+        record.alloc_id = order.alloc_id;
+        record.offset = order.offset;
         record.length = bytes;
-        record.launches_before = launches_;
-        trace_->move(record);
+        record.launches_before = order.launches_before;
+        trace->move(record);
     }
 }
 

@@ -65,22 +65,28 @@ private:
 class Planner {
 public:
     // The budget is per device, given with each allocation. policy must not be None.
-    // registry: to skip moves of allocations freed since they were planned.
+    // registry: to tell a move that failed on memory freed since it was planned
+    // (expected: the mover runs behind) from one that failed on live memory.
     // trace_in: an earlier run's trace to start the learned policy from, or empty.
+    // mover: the thread that issues the moves. A prefetch call holds its thread
+    // for about as long as the transfer; planning on a thread of its own keeps
+    // the model in step with the application, which a planner held in those
+    // calls was not (it fell a step behind, and the moves it skipped as stale
+    // left the GPU holding more than the budget).
     Planner(ResidencyPolicy policy, uint64_t chunk_bytes, std::string trace_in, Stats& stats,
-            const Registry& registry, FencePool& fences);
+            const Registry& registry, FencePool& fences, Executor& mover);
 
     // Worker thread only, in the order the hooks saw them. Every allocation is
     // a block of the managed pool: a removed one's resident bytes stay on the GPU,
     // dead, and a later one placed over them takes them as they are
     // (core/model/reuse_in_place.h); what else of it fits the budget is populated.
-    void allocation_added(const PlannedAllocation& allocation, uint64_t budget, Executor& executor);
+    void allocation_added(const PlannedAllocation& allocation, uint64_t budget);
     void allocation_removed(uint32_t id);
     // A slab of the pool made or given back: its memory holds no dead bytes to reuse.
     void slab_changed(CUdevice device, uint64_t base, uint64_t bytes);
-    void launch(const PlannedLaunch& launch, Executor& executor);
+    void launch(const PlannedLaunch& launch);
 
-    void set_trace(trace::TraceWriter* trace) { trace_ = trace; }
+    void set_trace(trace::TraceWriter* trace) { trace_.store(trace, std::memory_order_release); }
     double prediction_hit_rate() const;
     // Bytes of new blocks found resident where freed ones had left them: no move
     // made them so. Any thread.
@@ -97,10 +103,26 @@ private:
     std::unique_ptr<uvmp::Policy> make_policy();
     // The seed holds only while the program allocates as it did when recorded.
     void check_seed(const PlannedAllocation& allocation);
-    // Queues the plan's moves on the library's stream behind the launch's fence.
-    void execute(const Plan& plan, CUevent fence, DeviceModel& model, Executor& executor);
-    void wait_for_fence(CUevent fence, uint32_t alloc_id, Executor& executor);
-    void move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, Executor& executor);
+    // Queues the plan's moves on the mover's stream behind the launch's fence,
+    // which it releases; false when the plan moves nothing (the fence is the caller's).
+    bool execute(const Plan& plan, CUevent fence, DeviceModel& model);
+    void wait_for_fence(CUevent fence, uint32_t alloc_id);
+    // Hands one move to the mover. The model already counts it done: the move is
+    // issued whether or not the block is still live when the mover gets to it
+    // (its slab still holds the bytes, or the driver refuses a range given back).
+    void move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model);
+    // On the mover.
+    struct MoveOrder {
+        uint32_t alloc_id;
+        CUdeviceptr base;
+        uint64_t offset;
+        uint64_t bytes;
+        CUdevice device;
+        CUcontext context;
+        trace::MoveKind kind;
+        uint64_t launches_before;
+    };
+    void issue(const MoveOrder& order, Executor& mover);
 
     ResidencyPolicy kind_;
     uint64_t chunk_bytes_;
@@ -110,7 +132,9 @@ private:
     Stats& stats_;
     const Registry& registry_;
     FencePool& fences_;
-    trace::TraceWriter* trace_ = nullptr;
+    Executor& mover_;
+    // Set on the planner's thread, read by the mover's tasks queued after it.
+    std::atomic<trace::TraceWriter*> trace_{nullptr};
     std::unordered_map<CUdevice, DeviceModel> models_;
     std::unordered_map<uint32_t, PlannedAllocation> allocations_;
     std::vector<ChunkRange> range_scratch_;
