@@ -75,7 +75,7 @@ Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
     return model;
 }
 
-void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t budget) {
+void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t budget, bool populate) {
     DeviceModel& model = model_for(allocation.device, budget);
     check_seed(allocation);
     allocations_[allocation.id] = allocation;
@@ -84,7 +84,7 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
     if (!chunks) return;
     model.policy->on_allocation_added(*chunks);
     const uint64_t reused = place_block(residency, model.reuse, *chunks, allocation.base, launches_, [&](ChunkRange run) {
-        move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model);
+        if (populate) move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model);
     });
     if (reused) bytes_reused_in_place_.fetch_add(reused, std::memory_order_relaxed);
 }

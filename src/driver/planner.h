@@ -80,7 +80,10 @@ public:
     // a block of the managed pool: a removed one's resident bytes stay on the GPU,
     // dead, and a later one placed over them takes them as they are
     // (core/model/reuse_in_place.h); what else of it fits the budget is populated.
-    void allocation_added(const PlannedAllocation& allocation, uint64_t budget);
+    // populate: whether the rest may be populated by a move (UVMP_POPULATE); the
+    // model counts it resident either way, as the kernel that first touches it
+    // brings it to the GPU.
+    void allocation_added(const PlannedAllocation& allocation, uint64_t budget, bool populate = true);
     void allocation_removed(uint32_t id);
     // A slab of the pool made or given back: its memory holds no dead bytes to reuse.
     void slab_changed(CUdevice device, uint64_t base, uint64_t bytes);
