@@ -6,6 +6,11 @@
 
 #include <cuda.h>
 
+// cuda.h maps these names onto their _v2; the driver also exports the first
+// versions (32-bit sizes) under the plain names, and those are hooked too.
+#undef cuMemGetInfo
+#undef cuDeviceTotalMem
+
 // Entry points the library hooks. Each stream-taking one comes in the legacy
 // and the per-thread-default-stream (_ptsz) variant; both are listed.
 #define UVMP_HOOKED_DRIVER_FUNCTIONS(X)                                                             \
@@ -26,6 +31,9 @@
     X(cuMemFreeAsync, CUresult, (CUdeviceptr dptr, CUstream stream))                               \
     X(cuMemFreeAsync_ptsz, CUresult, (CUdeviceptr dptr, CUstream stream))                          \
     X(cuMemGetInfo_v2, CUresult, (size_t * free, size_t* total))                                   \
+    X(cuMemGetInfo, CUresult, (unsigned int* free, unsigned int* total))                           \
+    X(cuDeviceTotalMem_v2, CUresult, (size_t * bytes, CUdevice device))                            \
+    X(cuDeviceTotalMem, CUresult, (unsigned int* bytes, CUdevice device))                          \
     X(cuMemPoolGetAttribute, CUresult, (CUmemoryPool pool, CUmemPool_attribute attr, void* value))  \
     X(cuMemPoolSetAttribute, CUresult, (CUmemoryPool pool, CUmemPool_attribute attr, void* value))  \
     X(cuMemPoolTrimTo, CUresult, (CUmemoryPool pool, size_t minBytesToKeep))                        \
@@ -34,6 +42,7 @@
     X(cuDeviceSetMemPool, CUresult, (CUdevice dev, CUmemoryPool pool))                              \
     X(cuMemCreate, CUresult, (CUmemGenericAllocationHandle * handle, size_t size,                  \
                               const CUmemAllocationProp* prop, unsigned long long flags))          \
+    X(cuMemRelease, CUresult, (CUmemGenericAllocationHandle handle))                               \
     X(cuMemAllocHost_v2, CUresult, (void** pp, size_t bytesize))                                   \
     X(cuMemHostAlloc, CUresult, (void** pp, size_t bytesize, unsigned int flags))                  \
     X(cuIpcGetMemHandle, CUresult, (CUipcMemHandle * handle, CUdeviceptr dptr))                    \
@@ -74,7 +83,6 @@
     X(cuCtxGetDevice, CUresult, (CUdevice * device))                                               \
     X(cuCtxSynchronize, CUresult, (void))                                                          \
     X(cuDeviceGetName, CUresult, (char* name, int len, CUdevice device))                           \
-    X(cuDeviceTotalMem_v2, CUresult, (size_t * bytes, CUdevice device))                            \
     X(cuStreamCreate, CUresult, (CUstream * stream, unsigned int flags))                           \
     X(cuStreamSynchronize, CUresult, (CUstream stream))                                            \
     X(cuStreamIsCapturing, CUresult, (CUstream stream, CUstreamCaptureStatus * status))           \

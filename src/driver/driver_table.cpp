@@ -1,5 +1,6 @@
 #include "driver/driver_table.h"
 
+#include "core/util/log.h"
 #include "driver/real_dlsym.h"
 
 #include <dlfcn.h>
@@ -12,11 +13,31 @@ namespace {
 std::atomic<const DriverTable*> g_table{nullptr};
 thread_local bool t_resolving = false;
 
+// The managed-memory calls the library makes (cuMemPrefetchAsync_v2 and the
+// batch forms with their locations, kernel parameter queries) need a recent driver.
+void check_version(DriverTable& table) {
+    if (!table.cuDriverGetVersion || table.cuDriverGetVersion(&table.version) != CUDA_SUCCESS) table.version = 0;
+    table.supported = table.version >= kOldestDriverVersion;
+    if (table.supported) return;
+    if (table.version == 0)
+        UVMP_WARN_ONCE("the NVIDIA driver does not tell its version; the library passes every call through");
+    else
+        UVMP_WARN_ONCE("the NVIDIA driver is version {}.{}, older than the {}.{} the library needs; it passes "
+                       "every call through",
+                       table.version / 1000, table.version % 1000 / 10, kOldestDriverVersion / 1000,
+                       kOldestDriverVersion % 1000 / 10);
+}
+
 const DriverTable* resolve() {
     DlsymFn dlsym_fn = real_dlsym();
     if (!dlsym_fn) return nullptr;
     void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (!library) return nullptr;
+    if (!library) {
+        const char* why = dlerror();
+        UVMP_WARN_ONCE("libcuda.so.1 cannot be opened ({}): without an NVIDIA driver the library does nothing",
+                       why ? why : "no reason given");
+        return nullptr;
+    }
     auto* table = new DriverTable;
     table->library = library;
 #define UVMP_RESOLVE_POINTER(name, ret, params)                                                    \
@@ -24,6 +45,7 @@ const DriverTable* resolve() {
     UVMP_HOOKED_DRIVER_FUNCTIONS(UVMP_RESOLVE_POINTER)
     UVMP_CALLED_DRIVER_FUNCTIONS(UVMP_RESOLVE_POINTER)
 #undef UVMP_RESOLVE_POINTER
+    check_version(*table);
     return table;
 }
 

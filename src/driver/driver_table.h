@@ -14,10 +14,19 @@ struct DriverTable {
     UVMP_CALLED_DRIVER_FUNCTIONS(UVMP_DECLARE_POINTER)
 #undef UVMP_DECLARE_POINTER
     void* library = nullptr;
+    // cuDriverGetVersion's answer (0 when it gave none), and whether the library
+    // can work with that driver (kOldestDriverVersion or newer). With an older one
+    // the library stands aside: every hooked call goes straight to the driver.
+    int version = 0;
+    bool supported = false;
 };
+
+// The oldest driver the library works with: 12.8.
+inline constexpr int kOldestDriverVersion = 12080;
 
 // The table, resolving it on first use from "libcuda.so.1". nullptr when libcuda
 // cannot be opened, or when called re-entrantly while this thread resolves it.
+// A driver that cannot be opened or is too old is said so in one line, once.
 const DriverTable* driver_table();
 
 // The table if it is already resolved, else nullptr. Never resolves.

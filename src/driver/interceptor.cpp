@@ -39,7 +39,11 @@ uint64_t monotonic_ns() {
 
 } // namespace
 
-Interceptor* interceptor() { return g_interceptor.load(std::memory_order_acquire); }
+Interceptor* interceptor() {
+    // A driver the library cannot work with keeps every call as the program made it.
+    if (const DriverTable* table = driver_table_if_ready(); table && !table->supported) return nullptr;
+    return g_interceptor.load(std::memory_order_acquire);
+}
 void set_interceptor(Interceptor* instance) { g_interceptor.store(instance, std::memory_order_release); }
 
 pool::StreamKey stream_key(StreamFlavor flavor, CUstream stream) {
@@ -141,7 +145,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
         const PlannedAllocation planned{id, *dptr, bytes, device, context};
         const uint64_t limit = budget->budget();
         executor_.post([this, planned, limit](Executor&) {
-            planner_->allocation_added(planned, limit);
+            planner_->allocation_added(planned, limit, config_.populate == Populate::Prefetch);
         });
     } else if (budget->converted_live() <= budget->budget()) {
         if (config_.populate == Populate::Prefetch) populate(id, *dptr, bytes, device, context);
@@ -296,21 +300,6 @@ CUresult Interceptor::free_async(CUdeviceptr ptr, CUstream stream, StreamFlavor 
         return CUDA_ERROR_INVALID_HANDLE;
     }
     return give_back(*allocation, key, reinterpret_cast<pool::FenceKey>(event));
-}
-
-CUresult Interceptor::mem_get_info(size_t* free_bytes, size_t* total_bytes, const DriverTable& table) {
-    if (!free_bytes || !total_bytes) return table.cuMemGetInfo_v2(free_bytes, total_bytes);
-    const CUresult r = table.cuMemGetInfo_v2(free_bytes, total_bytes);
-    if (r != CUDA_SUCCESS || !active_) return r;
-    CUdevice device = 0;
-    CUcontext context = nullptr;
-    DeviceBudget* budget = budget_for_current_device(table, device, context);
-    if (!budget) return r;
-    uint64_t f = 0, t = 0;
-    budget->report(passthrough_live_[static_cast<size_t>(device)].load(), f, t);
-    *free_bytes = f;
-    *total_bytes = t;
-    return r;
 }
 
 CUresult Interceptor::mem_pool_get_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, void* value,
@@ -632,6 +621,7 @@ void Interceptor::forget_after_fork() {
     new (&budgets_mutex_) std::mutex;
     for (std::mutex& m : free_order_) new (&m) std::mutex;
     passthrough_.clear();
+    vmm_handles_.clear();
     // The parent's slabs and the guard's count of them are the parent's.
     pools_.forget_after_fork();
     for (DeviceBudget& budget : budgets_) {

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <unordered_map>
 
@@ -65,7 +66,18 @@ public:
     CUresult free(CUdeviceptr ptr, const DriverTable& table);
     CUresult free_async(CUdeviceptr ptr, CUstream stream, StreamFlavor flavor,
                         const DriverTable& table);
+    // Memory queries under the budget (memory_report.cpp): cuMemGetInfo reports the
+    // budget as the device's capacity and what the job's allocations leave of it;
+    // cuDeviceTotalMem reports the budget when one is set. The first versions of
+    // both (32-bit sizes) report the same, cut to what 32 bits hold.
     CUresult mem_get_info(size_t* free_bytes, size_t* total_bytes, const DriverTable& table);
+    CUresult mem_get_info_v1(unsigned int* free_bytes, unsigned int* total_bytes, const DriverTable& table);
+    CUresult device_total_mem(size_t* bytes, CUdevice device, const DriverTable& table);
+    CUresult device_total_mem_v1(unsigned int* bytes, CUdevice device, const DriverTable& table);
+    // Physical memory made with cuMemCreate on a device counts against the free
+    // memory reported there until its handle is released.
+    void note_vmm_created(CUmemGenericAllocationHandle handle, uint64_t bytes, const CUmemAllocationProp& prop);
+    void note_vmm_released(CUmemGenericAllocationHandle handle);
 
     // Memory-pool queries: a pool the library converted allocations from answers
     // with the library's figures, everything else is the driver's.
@@ -76,7 +88,6 @@ public:
     CUresult mem_pool_trim_to(CUmemoryPool pool, size_t keep_bytes, const DriverTable& table);
     void note_default_pool(CUdevice device, CUmemoryPool pool) { pools_.note_default_pool(device, pool); }
     void note_current_pool(CUdevice device, CUmemoryPool pool) { pools_.note_current_pool(device, pool); }
-    void note_passthrough_vmm(uint64_t bytes) { stats_.passed_through(stats_.passthrough_vmm, bytes); }
     void note_passthrough_host(uint64_t bytes) { stats_.passed_through(stats_.passthrough_host, bytes); }
     // Pointer-attribute answers for converted memory, when hiding is on.
     void adjust_pointer_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr ptr) const;
@@ -127,6 +138,18 @@ private:
     void record_slab_events(int device, std::span<const pool::SlabEvent> events);
     void note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int device,
                                  std::atomic<uint64_t>& reason);
+    struct MemoryView {
+        uint64_t free = 0;
+        uint64_t total = 0;
+    };
+    // What the budget makes of the current device's memory, or nullopt where the
+    // driver's own figures stand (the library inactive, no context, ...).
+    std::optional<MemoryView> budget_view(const DriverTable& table);
+    // The capacity cuDeviceTotalMem reports for a device of `device_total` bytes
+    // under a set budget, or nullopt without one.
+    std::optional<uint64_t> budget_total(CUdevice device, uint64_t device_total) const;
+    template <typename Size>
+    CUresult report_mem_info(CUresult driver_result, Size* free_bytes, Size* total_bytes, const DriverTable& table);
     void forget_passthrough(CUdeviceptr ptr);
     void open_trace_if_needed(const DriverTable& table);
     void describe_kernel(const void* handle, KernelInfo& info) const;
@@ -153,6 +176,7 @@ private:
     std::mutex passthrough_mutex_;
     std::unordered_map<CUdeviceptr, PassthroughAllocation> passthrough_;
     std::array<std::atomic<uint64_t>, 64> passthrough_live_{};
+    std::unordered_map<CUmemGenericAllocationHandle, PassthroughAllocation> vmm_handles_; // under passthrough_mutex_
 
     ManagedPools pools_;
     // Stream-ordered frees of one stream reach the pool in the order of their

@@ -110,12 +110,43 @@ extern "C" CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
                 : table->cuMemGetInfo_v2(free_bytes, total_bytes);
 }
 
+// The first version, with 32-bit sizes.
+extern "C" CUresult cuMemGetInfo(unsigned int* free_bytes, unsigned int* total_bytes) {
+    const auto* table = driver_table();
+    if (!table || !table->cuMemGetInfo) return CUDA_ERROR_NOT_INITIALIZED;
+    auto* icpt = interceptor();
+    return icpt ? icpt->mem_get_info_v1(free_bytes, total_bytes, *table)
+                : table->cuMemGetInfo(free_bytes, total_bytes);
+}
+
+extern "C" CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
+    const auto* table = driver_table();
+    if (!table) return CUDA_ERROR_NOT_INITIALIZED;
+    auto* icpt = interceptor();
+    return icpt ? icpt->device_total_mem(bytes, device, *table) : table->cuDeviceTotalMem_v2(bytes, device);
+}
+
+extern "C" CUresult cuDeviceTotalMem(unsigned int* bytes, CUdevice device) {
+    const auto* table = driver_table();
+    if (!table || !table->cuDeviceTotalMem) return CUDA_ERROR_NOT_INITIALIZED;
+    auto* icpt = interceptor();
+    return icpt ? icpt->device_total_mem_v1(bytes, device, *table) : table->cuDeviceTotalMem(bytes, device);
+}
+
 extern "C" CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                                 const CUmemAllocationProp* prop, unsigned long long flags) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;
     const CUresult r = table->cuMemCreate(handle, size, prop, flags);
-    if (r == CUDA_SUCCESS && interceptor()) interceptor()->note_passthrough_vmm(size);
+    if (r == CUDA_SUCCESS && handle && prop && interceptor()) interceptor()->note_vmm_created(*handle, size, *prop);
+    return r;
+}
+
+extern "C" CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+    const auto* table = driver_table();
+    if (!table) return CUDA_ERROR_NOT_INITIALIZED;
+    const CUresult r = table->cuMemRelease(handle);
+    if (r == CUDA_SUCCESS && interceptor()) interceptor()->note_vmm_released(handle);
     return r;
 }
 

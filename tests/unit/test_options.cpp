@@ -47,6 +47,11 @@ TEST_CASE("percentages resolve against a reference") {
     CHECK(s->resolve(12345) == 1ull << 30);
     CHECK_FALSE(uvmp::parse_size_or_percent("0%"));
     CHECK_FALSE(uvmp::parse_size_or_percent("x%"));
+    // More than all of the largest reference saturates.
+    auto most = uvmp::parse_size_or_percent("800%");
+    REQUIRE(most);
+    CHECK(most->resolve(~0ull) == ~0ull);
+    CHECK(most->resolve(1ull << 40) == 8ull << 40);
 }
 
 TEST_CASE("format_size is readable") {
@@ -220,5 +225,128 @@ TEST_CASE("the pool's options: defaults, values and the slab size rule") {
     REQUIRE(err);
     CHECK(err->message.find("key 'pool_slab_size'") != std::string::npos);
     CHECK(err->message.find("multiple of 2M") != std::string::npos);
+    std::remove(path.c_str());
+}
+
+TEST_CASE("the chunk size is a power of two of at least 2M, and the slab size a multiple of it") {
+    uvmp::Config c;
+    for (const char* good : {"2M", "4M", "64M", "1G"}) {
+        g_env = {{"UVMP_CHUNK_SIZE", good}, {"UVMP_POOL_SLAB_SIZE", "1G"}};
+        INFO(good);
+        CHECK_FALSE(uvmp::load_config(c, &fake_getenv));
+        CHECK(c.chunk_size == *uvmp::parse_size(good));
+    }
+    for (const char* bad : {"3M", "0", "1M", "4K", "6M", "2049K"}) {
+        g_env = {{"UVMP_CHUNK_SIZE", bad}};
+        INFO(bad);
+        auto err = uvmp::load_config(c, &fake_getenv);
+        REQUIRE(err);
+        CHECK(err->message == "invalid UVMP_CHUNK_SIZE='" + std::string(bad) +
+                                  "': the chunk size must be a power of two of at least 2M, such as 2M, 4M or 64M");
+    }
+
+    // The default 512M slab holds whole chunks of up to 512M; a 6M slab no 4M chunks.
+    g_env = {{"UVMP_CHUNK_SIZE", "1G"}};
+    auto err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("UVMP_POOL_SLAB_SIZE='512M' with UVMP_CHUNK_SIZE='1G'") != std::string::npos);
+    CHECK(err->message.find("multiple of the chunk size") != std::string::npos);
+    g_env = {{"UVMP_CHUNK_SIZE", "4M"}, {"UVMP_POOL_SLAB_SIZE", "6M"}};
+    err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("UVMP_POOL_SLAB_SIZE='6M' with UVMP_CHUNK_SIZE='4M'") != std::string::npos);
+    g_env = {{"UVMP_CHUNK_SIZE", "4M"}, {"UVMP_POOL_SLAB_SIZE", "8M"}};
+    CHECK_FALSE(uvmp::load_config(c, &fake_getenv));
+
+    // In the config file, the rule names the key.
+    const std::string path = "uvmp_test_chunk_config.toml";
+    {
+        std::ofstream f(path);
+        f << "chunk_size = \"3M\"\n";
+    }
+    g_env = {{"UVMP_CONFIG", path}};
+    err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("key 'chunk_size' in " + path + "='3M'") != std::string::npos);
+    CHECK(err->message.find("power of two of at least 2M") != std::string::npos);
+    std::remove(path.c_str());
+}
+
+TEST_CASE("a budget of 0 is refused with what to do instead") {
+    uvmp::Config c;
+    for (const char* zero : {"0", "0G", "0.0001"}) {
+        g_env = {{"UVMP_BUDGET", zero}};
+        INFO(zero);
+        auto err = uvmp::load_config(c, &fake_getenv);
+        REQUIRE(err);
+        CHECK(err->message.find("invalid UVMP_BUDGET='" + std::string(zero) + "'") != std::string::npos);
+        CHECK(err->message.find("leave the budget unset") != std::string::npos);
+    }
+    // Unset (empty) still means no budget, and the smallest size is a budget.
+    g_env = {{"UVMP_BUDGET", ""}};
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    CHECK_FALSE(c.budget);
+    g_env = {{"UVMP_BUDGET", "1"}};
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    REQUIRE(c.budget);
+    CHECK(c.budget->bytes == 1u);
+}
+
+TEST_CASE("an error is one line, whatever the value or the file held") {
+    const std::string path = "uvmp_test_one_line_config.toml";
+    uvmp::Config c;
+    g_env = {{"UVMP_CONFIG", path}};
+    // A value with a line break, and the TOML parser's own description, which quotes what it read.
+    for (const char* text : {"budget = \"1\\nX\"\n", "verbose = f\n\n", "policy = \"a\\tb\\u0001\"\n"}) {
+        {
+            std::ofstream f(path);
+            f << text;
+        }
+        INFO(text);
+        auto err = uvmp::load_config(c, &fake_getenv);
+        REQUIRE(err);
+        CHECK(err->message.find_first_of("\n\r\t\x01") == std::string::npos);
+    }
+    g_env = {{"UVMP_CONFIG", path}};
+    {
+        std::ofstream f(path);
+        f << "budget = \"1\\nX\"\n";
+    }
+    CHECK(uvmp::load_config(c, &fake_getenv)->message.find("'1\\nX'") != std::string::npos);
+    std::remove(path.c_str());
+
+    g_env = {{"UVMP_LOG_LEVEL", "loud\nest"}};
+    auto err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("UVMP_LOG_LEVEL='loud\\nest'") != std::string::npos);
+}
+
+TEST_CASE("a config file the TOML parser would mishandle is refused, naming the line") {
+    const std::string path = "uvmp_test_non_ascii_config.toml";
+    uvmp::Config c;
+    g_env = {{"UVMP_CONFIG", path}};
+    // U+00E9 after a key, U+FEFE where whitespace may come: toml++ 3.3's whitespace table has no answer for them.
+    for (const char* text : {"summary = true\nbudg\xc3\xa9t = \"1G\"\n", "enable \xef\xbb\xbe= true\n"}) {
+        {
+            std::ofstream f(path, std::ios::binary);
+            f << text;
+        }
+        INFO(text);
+        auto err = uvmp::load_config(c, &fake_getenv);
+        REQUIRE(err);
+        CHECK(err->message.find("holds a character outside ASCII") != std::string::npos);
+    }
+    CHECK(uvmp::load_config(c, &fake_getenv)->message.find("line 1 ") != std::string::npos);
+    // Characters it handles stay allowed: U+201C in a string, U+3000 (ideographic space).
+    {
+        std::ofstream f(path, std::ios::binary);
+        f << "log_file = \"\xe2\x80\x9cjob\xe2\x80\x9d.log\"\n";
+    }
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    CHECK(c.log_file == "\xe2\x80\x9cjob\xe2\x80\x9d.log");
+    g_env = {{"UVMP_CONFIG", "no-such-file.toml"}};
+    auto err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("cannot read the config file 'no-such-file.toml'") != std::string::npos);
     std::remove(path.c_str());
 }

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cctype>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 namespace uvmp {
@@ -16,7 +18,8 @@ constexpr std::array kOptions = {
                "Master switch. 0 makes the library a pure pass-through."},
     OptionSpec{"budget", "UVMP_BUDGET", OptionType::SizeOrPercent, "", "",
                "GPU memory the job may keep resident (an emulated capacity): bytes with K/M/G/T "
-               "suffixes, or a percentage of the device's memory. Unset: the physical guard's limit."},
+               "suffixes, or a percentage of the device's memory. Unset: the physical guard's limit; "
+               "0 is refused (leave it unset for no budget)."},
     OptionSpec{"reserve", "UVMP_RESERVE", OptionType::Size, "1G", "",
                "Physical guard: converted (managed) memory never exceeds the device's free memory "
                "at start less this reserve."},
@@ -30,11 +33,14 @@ constexpr std::array kOptions = {
                "prefetch), learned (prefetch and evict from the learned trace)."},
     OptionSpec{"populate", "UVMP_POPULATE", OptionType::Choice, "prefetch", "off|prefetch",
                "Place fresh allocations on the GPU from the library's worker thread while the job "
-               "is within its budget, so kernels do not fault on first touch."},
+               "is within its budget, so kernels do not fault on first touch; off leaves that to the "
+               "first touch, under every policy."},
     OptionSpec{"chunk_size", "UVMP_CHUNK_SIZE", OptionType::Size, "2M", "",
-               "Granularity of the residency model."},
+               "Granularity of the residency model: a power of two of at least 2M (the driver's large "
+               "pages), such as 2M, 4M or 64M; the pool's slab size must be a multiple of it."},
     OptionSpec{"pool_slab_size", "UVMP_POOL_SLAB_SIZE", OptionType::Size, "512M", "",
-               "Size of the managed slabs the pool carves device allocations from (a multiple of 2M); "
+               "Size of the managed slabs the pool carves device allocations from (a multiple of 2M and of "
+               "the chunk size); "
                "a larger request gets a slab of its own."},
     OptionSpec{"pool_retain", "UVMP_POOL_RETAIN", OptionType::Size, "0", "",
                "Wholly free slabs the pool keeps however long they go unused (the most recently used "
@@ -114,6 +120,61 @@ std::string accepted_text(const OptionSpec& spec) {
     return {};
 }
 
+// An error is one line on stderr: control characters of the value, a key or the
+// TOML parser's description (which quotes the text it read) are written escaped.
+std::string one_line(std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(text.size());
+    for (const char c : text) {
+        const auto byte = static_cast<unsigned char>(c);
+        if (c == '\n') out += "\\n";
+        else if (c == '\r') out += "\\r";
+        else if (c == '\t') out += "\\t";
+        else if (byte < 0x20 || byte == 0x7f) out += std::string("\\x") + kHex[byte >> 4] + kHex[byte & 15];
+        else out += c;
+    }
+    return out;
+}
+
+// Rules a well-typed value must also keep, for the library to work with it:
+// the sentence saying what is allowed, or nullopt.
+constexpr uint64_t kTwoMiB = 2ull << 20; // the driver's large pages
+
+std::optional<std::string> broken_rule(const OptionSpec& spec, std::string_view value) {
+    if (spec.key == "pool_slab_size") {
+        const uint64_t bytes = *parse_size(value);
+        if (bytes < kTwoMiB || bytes % kTwoMiB != 0)
+            return "the pool's slab size must be a whole multiple of 2M, such as 2M, 64M or 512M";
+    } else if (spec.key == "chunk_size") {
+        // The residency model and the pool address chunks by shifts, and a chunk
+        // smaller than a large page would split what the driver moves whole.
+        const uint64_t bytes = *parse_size(value);
+        if (bytes < kTwoMiB || !std::has_single_bit(bytes))
+            return "the chunk size must be a power of two of at least 2M, such as 2M, 4M or 64M";
+    } else if (spec.key == "budget" && !value.empty()) {
+        const SizeOrPercent budget = *parse_size_or_percent(value);
+        if (!budget.is_percent && budget.bytes == 0)
+            return "a budget of 0 leaves the job no GPU memory; leave the budget unset for none (the physical "
+                   "guard's limit), or give a size such as 24G or a percentage such as 80%";
+    }
+    return std::nullopt;
+}
+
+// Rules between options, checked once every value is known: the sentence, or nullopt.
+std::optional<std::string> broken_combination(const std::vector<std::string>& values) {
+    auto value_of = [&](std::string_view key) -> const std::string& {
+        return values[static_cast<size_t>(find_option(key) - kOptions.data())];
+    };
+    const std::string& chunk = value_of("chunk_size");
+    const std::string& slab = value_of("pool_slab_size");
+    // The pool lays blocks of a chunk or more on chunk boundaries of their slab.
+    if (*parse_size(slab) % *parse_size(chunk) != 0)
+        return "invalid UVMP_POOL_SLAB_SIZE='" + slab + "' with UVMP_CHUNK_SIZE='" + chunk +
+               "': the pool's slabs hold whole chunks, so the slab size must be a multiple of the chunk size";
+    return std::nullopt;
+}
+
 void store(Config& config, const OptionSpec& spec, std::string_view value) {
     const std::string_view key = spec.key;
     if (key == "enable") config.enable = *parse_bool(value);
@@ -158,11 +219,42 @@ std::optional<std::string> toml_value_text(const toml::node& node) {
     return std::nullopt;
 }
 
+// toml++ 3.3 reaches undefined behaviour (an "unreachable" branch of its
+// whitespace table) on some characters of U+00A1-U+0499, U+2C5E-U+3057 and
+// U+FB26-U+FEFE where it looks for whitespace (tomlplusplus issues 190 and 295).
+// A file holding one is refused before the parser sees it: the line, or nullopt.
+std::optional<size_t> line_toml_mishandles(std::string_view text) {
+    size_t line = 1;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const auto lead = static_cast<unsigned char>(text[i]);
+        if (lead == '\n') ++line;
+        if (lead < 0xC2 || lead > 0xEF || i + 1 >= text.size()) continue;
+        // Two- and three-byte sequences cover every code point concerned.
+        const bool three = lead >= 0xE0;
+        if (three && i + 2 >= text.size()) continue;
+        const uint32_t c = three ? (lead & 0x0Fu) << 12 | (static_cast<unsigned char>(text[i + 1]) & 0x3Fu) << 6 |
+                                       (static_cast<unsigned char>(text[i + 2]) & 0x3Fu)
+                                 : (lead & 0x1Fu) << 6 | (static_cast<unsigned char>(text[i + 1]) & 0x3Fu);
+        if (c <= 0xA0 || c >= 0xFEFF || c == 0x3000) continue;
+        const uint32_t block = (c - 0xA0) / 0x3FA;
+        if (block == 0 || block == 11 || block == 63) return line;
+    }
+    return std::nullopt;
+}
+
 std::optional<ConfigError> load_file(const std::string& path,
                                      std::vector<std::string>& values) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream content;
+    content << in.rdbuf();
+    if (!in) return ConfigError{"cannot read the config file '" + path + "' (UVMP_CONFIG)"};
+    const std::string text = content.str();
+    if (const auto line = line_toml_mishandles(text))
+        return ConfigError{"cannot read the config file '" + path + "' (UVMP_CONFIG): line " + std::to_string(*line) +
+                           " holds a character outside ASCII that the TOML parser mishandles; write the file in ASCII"};
     toml::table table;
     try {
-        table = toml::parse_file(path);
+        table = toml::parse(text, path);
     } catch (const toml::parse_error& e) {
         std::ostringstream os;
         os << "cannot read the config file '" << path << "' (UVMP_CONFIG): " << e.description();
@@ -209,17 +301,10 @@ std::optional<std::string> validate_option_value(const OptionSpec& spec, std::st
     case OptionType::Text: ok = true; break;
     case OptionType::Duration: ok = parse_duration_ns(value).has_value(); break;
     }
-    if (ok && spec.key == "pool_slab_size") {
-        // The pool's slabs are whole 2 MiB chunks (the driver's large pages).
-        constexpr uint64_t kTwoMiB = 2ull << 20;
-        const uint64_t bytes = *parse_size(value);
-        if (bytes < kTwoMiB || bytes % kTwoMiB != 0)
-            return "invalid " + std::string(source_name) + "='" + std::string(value) +
-                   "': the pool's slab size must be a whole multiple of 2M, such as 2M, 64M or 512M";
-    }
-    if (ok) return std::nullopt;
-    return "invalid " + std::string(source_name) + "='" + std::string(value) + "': " +
-           accepted_text(spec);
+    const std::string invalid = "invalid " + std::string(source_name) + "='" + std::string(value) + "': ";
+    if (!ok) return one_line(invalid + accepted_text(spec));
+    if (auto broken = broken_rule(spec, value)) return one_line(invalid + *broken);
+    return std::nullopt;
 }
 
 std::optional<ConfigError> load_config(Config& out, GetEnv getenv_fn) {
@@ -227,7 +312,7 @@ std::optional<ConfigError> load_config(Config& out, GetEnv getenv_fn) {
     for (const auto& spec : kOptions) values.emplace_back(spec.default_text);
 
     if (const char* path = getenv_fn("UVMP_CONFIG"); path && *path)
-        if (auto err = load_file(path, values)) return err;
+        if (auto err = load_file(path, values)) return ConfigError{one_line(err->message)};
 
     for (size_t i = 0; i < kOptions.size(); ++i) {
         const char* env = getenv_fn(std::string(kOptions[i].env).c_str());
@@ -236,6 +321,8 @@ std::optional<ConfigError> load_config(Config& out, GetEnv getenv_fn) {
             return ConfigError{*err};
         values[i] = env;
     }
+
+    if (auto broken = broken_combination(values)) return ConfigError{one_line(*broken)};
 
     out = Config{};
     out.values.clear();

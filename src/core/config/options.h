@@ -62,7 +62,7 @@ struct Config {
 };
 
 struct ConfigError {
-    std::string message; // one sentence: which variable/key, which value, what is accepted
+    std::string message; // one sentence on one line: which variable/key, which value, what is accepted
 };
 
 // Checks one value against its option's type. Returns an error sentence or nullopt.

@@ -18,8 +18,10 @@ struct SizeOrPercent {
     double percent = 0.0;
 
     uint64_t resolve(uint64_t reference_bytes) const {
-        return is_percent ? static_cast<uint64_t>(static_cast<double>(reference_bytes) * percent / 100.0)
-                          : bytes;
+        if (!is_percent) return bytes;
+        const double share = static_cast<double>(reference_bytes) * percent / 100.0;
+        // Above 100% of a reference near 2^64 the share saturates instead of wrapping.
+        return share >= 18446744073709551616.0 ? ~uint64_t{0} : static_cast<uint64_t>(share);
     }
 };
 

@@ -3,6 +3,7 @@
 // test holds (fakecuda_hold_events) stay incomplete until waited for.
 #include "fake_state.h"
 
+#include <cstdlib>
 #include <cstring>
 
 using namespace fakecuda;
@@ -12,6 +13,12 @@ namespace {
 constexpr const char* kDeviceName = "Fake CUDA Device (host memory)";
 
 bool valid_device(CUdevice device) { return device == 0; }
+
+// FAKECUDA_DRIVER_VERSION in the environment makes the fake another driver (an older one).
+int reported_driver_version() {
+    const char* text = std::getenv("FAKECUDA_DRIVER_VERSION");
+    return text != nullptr && *text != '\0' ? std::atoi(text) : FAKECUDA_DRIVER_VERSION;
+}
 
 }  // namespace
 
@@ -23,7 +30,7 @@ FAKECUDA_EXPORT CUresult cuInit(unsigned int flags) {
 
 FAKECUDA_EXPORT CUresult cuDriverGetVersion(int* version) {
     if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    *version = FAKECUDA_DRIVER_VERSION;
+    *version = reported_driver_version();
     return CUDA_SUCCESS;
 }
 

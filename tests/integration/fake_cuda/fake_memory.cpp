@@ -252,6 +252,12 @@ FAKECUDA_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_
     return CUDA_SUCCESS;
 }
 
+// Handles are not kept: any the fake could have made is released.
+FAKECUDA_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    return handle == 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
 FAKECUDA_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
     return allocate_host(pp, bytesize);
 }

@@ -139,3 +139,8 @@ void remember_launch_params(std::vector<unsigned char> bytes);
 #undef cuGetProcAddress
 extern "C" CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion,
                                              cuuint64_t flags);
+// The same for the memory queries, whose first versions report in 32 bits.
+#undef cuMemGetInfo
+#undef cuDeviceTotalMem
+extern "C" CUresult CUDAAPI cuMemGetInfo(unsigned int* free, unsigned int* total);
+extern "C" CUresult CUDAAPI cuDeviceTotalMem(unsigned int* bytes, CUdevice device);

@@ -38,6 +38,7 @@ CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream stream);
 
 /* The fake device: this much memory, minus live device and managed allocations, is free. */
 #define FAKECUDA_DEVICE_TOTAL_BYTES (16ull << 30)
+/* cuDriverGetVersion's answer, unless FAKECUDA_DRIVER_VERSION is set in the environment. */
 #define FAKECUDA_DRIVER_VERSION 13000
 
 /* Counts since the fake was loaded. Launch counts are kept per entry point. */
