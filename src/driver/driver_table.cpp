@@ -12,6 +12,11 @@ namespace {
 
 std::atomic<const DriverTable*> g_table{nullptr};
 thread_local bool t_resolving = false;
+std::atomic<void (*)()> g_when_loaded{nullptr};
+
+void run_when_loaded() {
+    if (auto callback = g_when_loaded.exchange(nullptr, std::memory_order_acq_rel)) callback();
+}
 
 // The managed-memory calls the library makes (cuMemPrefetchAsync_v2 and the
 // batch forms with their locations, kernel parameter queries) need a recent driver.
@@ -66,10 +71,16 @@ const DriverTable* driver_table() {
         delete fresh;
         return expected;
     }
+    run_when_loaded();
     return fresh;
 }
 
 const DriverTable* driver_table_if_ready() { return g_table.load(std::memory_order_acquire); }
+
+void call_when_loaded(void (*callback)()) {
+    g_when_loaded.store(callback, std::memory_order_release);
+    if (driver_table_if_ready()) run_when_loaded();
+}
 
 const char* error_name(CUresult result) {
     const char* name = nullptr;

@@ -32,6 +32,12 @@ const DriverTable* driver_table();
 // The table if it is already resolved, else nullptr. Never resolves.
 const DriverTable* driver_table_if_ready();
 
+// Calls `callback` once, right after libcuda is loaded and its table published
+// (at once if it already is). Fork handlers registered then come after any the
+// driver registered while loading, so theirs run after the library's in the
+// parent before a fork: the library's locks are taken while the driver still works.
+void call_when_loaded(void (*callback)());
+
 // For each hooked name: its address in the real libcuda. The callback gets
 // (name, pointer to the table slot).
 template <typename F>

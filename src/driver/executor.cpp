@@ -50,8 +50,8 @@ void Executor::stop() {
 }
 
 void Executor::forget_after_fork() {
-    // The mutex may have been held by a parent thread at fork time: rebuild it.
-    new (&mutex_) std::mutex;
+    // The parent's worker may have been waiting on it: a condition variable with
+    // waiters that no longer exist can hold up the next notify.
     new (&wake_) std::condition_variable;
     tasks_.clear();
     streams_.clear();

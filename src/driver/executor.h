@@ -33,8 +33,12 @@ public:
     // at process exit the driver may already be going away.
     void stop();
 
-    // In a forked child: the worker thread does not exist there and the parent's
-    // queued tasks refer to the parent's contexts. Start afresh.
+    // Around fork(): the queue's lock, held while the process is copied.
+    void lock_for_fork() { mutex_.lock(); }
+    void unlock_after_fork() { mutex_.unlock(); }
+    // In a forked child, after unlock_after_fork: the worker thread does not exist
+    // there and the parent's queued tasks refer to the parent's contexts. Start
+    // afresh; the worker starts again with the child's first task.
     void forget_after_fork();
 
 private:

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <new>
 
 namespace uvmp::driver {
 namespace {
@@ -59,11 +58,15 @@ Interceptor::Interceptor(Config config, bool active)
     : config_(std::move(config)), active_(active),
       kernels_([this](const void* handle, KernelInfo& info) { describe_kernel(handle, info); }),
       pools_(config_, stats_), start_ns_(monotonic_ns()) {
-    if (active_ && config_.policy != ResidencyPolicy::None)
-        planner_ = std::make_unique<Planner>(config_.policy, config_.chunk_size, config_.trace_in, stats_, registry_,
-                                             fences_, mover_);
+    planner_ = make_planner();
     if (active_ && !config_.trace_in.empty() && config_.policy != ResidencyPolicy::Learned)
         log::warn("UVMP_TRACE_IN is used only with UVMP_POLICY=learned; ignored");
+}
+
+std::unique_ptr<Planner> Interceptor::make_planner() {
+    if (!active_ || config_.policy == ResidencyPolicy::None) return nullptr;
+    return std::make_unique<Planner>(config_.policy, config_.chunk_size, config_.trace_in, stats_, registry_, fences_,
+                                     mover_);
 }
 
 uint64_t Interceptor::now_ns() const { return monotonic_ns() - start_ns_; }
@@ -276,28 +279,33 @@ CUresult Interceptor::free_async(CUdeviceptr ptr, CUstream stream, StreamFlavor 
     if (!allocation) {
         if (pools_.holds_slab(ptr)) return CUDA_ERROR_INVALID_VALUE;
         auto real = flavor == StreamFlavor::PerThread ? table.cuMemFreeAsync_ptsz : table.cuMemFreeAsync;
-        forget_passthrough(ptr);
-        return real(ptr, stream);
+        const CUresult r = real(ptr, stream);
+        if (r == CUDA_SUCCESS) forget_passthrough(ptr);
+        return r;
     }
     // Stream-ordered free: the block is reusable at once in this stream, and in
     // others once the work queued before this point has run, which an event
-    // recorded here tells. The caller never blocks.
-    CUevent event = nullptr;
-    if (table.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-        // No event to be had: wait for the stream here, then the block is free for all.
+    // recorded here tells. The caller never blocks, but where there is no event
+    // (none to be had, or it cannot be recorded): the stream is waited for here,
+    // and the block is free for all. Only that wait failing (the application's
+    // stream failing) reaches the caller, and the allocation stays live then.
+    auto free_after_waiting = [&] {
         const CUstream waited = !stream && flavor == StreamFlavor::PerThread ? CU_STREAM_PER_THREAD : stream;
         if (const CUresult r = table.cuStreamSynchronize(waited); r != CUDA_SUCCESS) return r;
         return give_back(*allocation, pool::kNoStream, 0);
-    }
+    };
+    CUevent event = nullptr;
+    if (table.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return free_after_waiting();
     auto record = flavor == StreamFlavor::PerThread ? table.cuEventRecord_ptsz : table.cuEventRecord;
     // The pool takes a stream's frees in the order of their events: two threads
     // freeing on one stream must not record in one order and give back in the other.
     const pool::StreamKey key = stream_key(flavor, stream);
     // Handles are aligned pointers: their top bits after a multiplicative hash pick the lock.
-    std::lock_guard in_order(free_order_[(key * 0x9E3779B97F4A7C15ull) >> 60]);
+    std::unique_lock in_order(free_order_[(key * 0x9E3779B97F4A7C15ull) >> 60]);
     if (record(event, stream) != CUDA_SUCCESS) {
         table.cuEventDestroy_v2(event);
-        return CUDA_ERROR_INVALID_HANDLE;
+        in_order.unlock();
+        return free_after_waiting();
     }
     return give_back(*allocation, key, reinterpret_cast<pool::FenceKey>(event));
 }
@@ -606,30 +614,6 @@ void Interceptor::finish() {
         if (out) out << stats_.to_json(active_, getpid()) << "\n";
         else log::raw_stderr_line("uvmprefetch: cannot write the stats file '" + path + "'");
     }
-}
-
-void Interceptor::forget_after_fork() {
-    // The child has no CUDA context of the parent's: nothing it inherited
-    // describes memory it can use, and the worker thread did not survive.
-    executor_.forget_after_fork();
-    mover_.forget_after_fork();
-    // The parent's trace writer thread did not survive either; its file is the parent's.
-    (void)trace_.release();
-    registry_.clear();
-    kernels_.clear();
-    new (&passthrough_mutex_) std::mutex;
-    new (&budgets_mutex_) std::mutex;
-    for (std::mutex& m : free_order_) new (&m) std::mutex;
-    passthrough_.clear();
-    vmm_handles_.clear();
-    // The parent's slabs and the guard's count of them are the parent's.
-    pools_.forget_after_fork();
-    for (DeviceBudget& budget : budgets_) {
-        budget.~DeviceBudget();
-        new (&budget) DeviceBudget;
-    }
-    devices_over_budget_.store(0, std::memory_order_relaxed);
-    stats_.reset();
 }
 
 } // namespace uvmp::driver

@@ -22,6 +22,7 @@
 #include <optional>
 #include <span>
 #include <unordered_map>
+#include <vector>
 
 namespace uvmp::driver {
 
@@ -110,7 +111,15 @@ public:
 
     // Exit: summary, stats file, trace close. Idempotent.
     void finish();
-    void forget_after_fork();
+
+    // Around fork() (pthread_atfork; interceptor_fork.cpp): before_fork takes the
+    // library's locks in one fixed order, so that no thread is inside them while
+    // the process is copied; both processes release them after. The child then
+    // drops everything that describes the parent's CUDA state and starts as a
+    // process that has not touched CUDA yet.
+    void before_fork();
+    void after_fork_in_parent();
+    void after_fork_in_child();
 
 private:
     // Launches whose hook and call are timed: one in this many, so that the
@@ -160,6 +169,9 @@ private:
     // With a policy on: hands the launch and the allocations it touches to the planner.
     void post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t kernel_id, std::span<const AccessHit> hits);
     uint64_t now_ns() const;
+    // The planner of the configured policy, or nullptr for none (or inactive).
+    std::unique_ptr<Planner> make_planner();
+    void unlock_after_fork(bool in_child);
 
     Config config_;
     bool active_;
@@ -186,6 +198,11 @@ private:
     FencePool fences_;
     std::once_flag trace_once_;
     std::unique_ptr<trace::TraceWriter> trace_;
+    // In a forked child, the parents' planners and trace writers: their threads
+    // are gone and they may have been caught mid-change, so they are never used
+    // or destroyed there, only kept reachable.
+    std::vector<std::unique_ptr<Planner>> parent_planners_;
+    std::vector<std::unique_ptr<trace::TraceWriter>> parent_traces_;
     std::atomic<uint64_t> launch_seq_{0};
     uint64_t start_ns_;
     std::atomic<bool> finished_{false};

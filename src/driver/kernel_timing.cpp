@@ -156,4 +156,6 @@ void KernelTiming::flush() {
     if (running()) g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
+void KernelTiming::forget_after_fork() { g_running.store(false, std::memory_order_release); }
+
 } // namespace uvmp::driver

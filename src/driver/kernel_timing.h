@@ -25,6 +25,10 @@ public:
 
     // Delivers every record CUPTI still holds. At exit, before the trace closes.
     static void flush();
+
+    // In a forked child: CUPTI's threads and the parent's trace stay with the
+    // parent; nothing is timed in the child.
+    static void forget_after_fork();
 };
 
 } // namespace uvmp::driver

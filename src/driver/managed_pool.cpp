@@ -73,6 +73,9 @@ public:
         return slabs_.count(base) != 0;
     }
 
+    void lock_for_fork() { mutex_.lock(); }
+    void unlock_after_fork() { mutex_.unlock(); }
+
     void release(uint64_t base, uint64_t bytes) override {
         Slab slab{round_up(bytes, kSlabGranularity), nullptr};
         {
@@ -180,6 +183,7 @@ struct ManagedPools::Device {
     SlabMaker slabs;
     EventFences fences;
     pool::PoolBook book; // last: it gives its slabs back and its fences up first
+    Device* next_parent = nullptr; // ManagedPools::parents_
 };
 
 ManagedPools::ManagedPools(const Config& config, Stats& stats)
@@ -343,14 +347,38 @@ void ManagedPools::trim_all(const std::function<void(int, std::span<const pool::
     }
 }
 
+// In the order the code takes them: the pool is made under make_mutex_ before any
+// of its locks is taken, and a book's lock is never held while a slab is made.
+void ManagedPools::lock_for_fork() {
+    make_mutex_.lock();
+    for (auto& slot : devices_)
+        if (Device* d = slot.load(std::memory_order_acquire)) {
+            d->book.lock_for_fork();
+            d->slabs.lock_for_fork();
+        }
+    tags_mutex_.lock();
+}
+
+void ManagedPools::unlock_after_fork() {
+    tags_mutex_.unlock();
+    for (auto& slot : devices_)
+        if (Device* d = slot.load(std::memory_order_acquire)) {
+            d->slabs.unlock_after_fork();
+            d->book.unlock_after_fork();
+        }
+    make_mutex_.unlock();
+}
+
 void ManagedPools::forget_after_fork() {
     // Not deleted: a book gives its slabs back when destroyed, and they are the parent's.
-    for (auto& slot : devices_) slot.store(nullptr, std::memory_order_relaxed);
+    for (auto& slot : devices_)
+        if (Device* d = slot.exchange(nullptr, std::memory_order_relaxed)) {
+            d->next_parent = parents_;
+            parents_ = d;
+        }
     for (auto& p : default_pool_) p.store(0, std::memory_order_relaxed);
     for (auto& p : current_pool_) p.store(0, std::memory_order_relaxed);
     for (auto& p : last_tag_) p.store(0, std::memory_order_relaxed);
-    new (&make_mutex_) std::mutex;
-    new (&tags_mutex_) std::mutex;
     converted_tags_.clear();
 }
 

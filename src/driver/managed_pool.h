@@ -93,8 +93,11 @@ public:
     // driver are expected by then (it may be going away) and not warned about.
     void trim_all(const std::function<void(int, std::span<const pool::SlabEvent>)>& report);
 
-    // In a forked child: the slabs are the parent's; forget them without giving
-    // them back.
+    // Around fork(): every lock of the pools, held while the process is copied.
+    void lock_for_fork();
+    void unlock_after_fork();
+    // In a forked child, after unlock_after_fork: the slabs are the parent's;
+    // forget them without giving them back.
     void forget_after_fork();
 
 private:
@@ -109,6 +112,9 @@ private:
     std::atomic<bool> finishing_{false};
     std::array<std::atomic<Device*>, kMaxDevices> devices_{};
     std::mutex make_mutex_;
+    // The parents' pools in a forked child: never used or destroyed there, kept
+    // reachable all the same.
+    Device* parents_ = nullptr;
 
     std::array<std::atomic<uint64_t>, kMaxDevices> default_pool_{};
     std::array<std::atomic<uint64_t>, kMaxDevices> current_pool_{};

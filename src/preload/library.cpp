@@ -22,9 +22,20 @@ void print_options(const uvmp::Config& config) {
     }
 }
 
-void after_fork_in_child() {
-    if (auto* icpt = uvmp::driver::interceptor()) icpt->forget_after_fork();
+void before_fork() {
+    if (auto* icpt = uvmp::driver::interceptor()) icpt->before_fork();
 }
+
+void after_fork_in_parent() {
+    if (auto* icpt = uvmp::driver::interceptor()) icpt->after_fork_in_parent();
+}
+
+void after_fork_in_child() {
+    if (auto* icpt = uvmp::driver::interceptor()) icpt->after_fork_in_child();
+}
+
+// Until the driver is loaded the library holds nothing a child could inherit.
+void register_fork_handlers() { pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child); }
 
 __attribute__((constructor)) void uvmp_library_start() {
     uvmp::Config config;
@@ -45,7 +56,7 @@ __attribute__((constructor)) void uvmp_library_start() {
     // Never freed: hooks may still run in other threads while the process exits.
     auto* icpt = new Interceptor(std::move(config), active);
     uvmp::driver::set_interceptor(icpt);
-    pthread_atfork(nullptr, nullptr, &after_fork_in_child);
+    uvmp::driver::call_when_loaded(&register_fork_handlers);
 }
 
 __attribute__((destructor)) void uvmp_library_stop() {

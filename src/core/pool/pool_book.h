@@ -136,6 +136,10 @@ public:
     void reset_reserved_high();
     const PoolConfig& config() const { return config_; }
 
+    // Around fork(): the book's lock, held while the process is copied.
+    void lock_for_fork() const { mutex_.lock(); }
+    void unlock_after_fork() const { mutex_.unlock(); }
+
 private:
     // Implementation's choice; declared by the implementation.
     struct State;

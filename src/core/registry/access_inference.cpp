@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <new>
 
 namespace uvmp {
 namespace {
@@ -65,6 +66,11 @@ const KernelInfo& KernelTable::lookup(const void* handle, bool* first_sight) {
 size_t KernelTable::size() const {
     std::shared_lock lock(mutex_);
     return by_handle_.size();
+}
+
+void KernelTable::unlock_after_fork(bool in_child) {
+    if (in_child) new (&mutex_) std::shared_mutex;
+    else mutex_.unlock();
 }
 
 void KernelTable::clear() {

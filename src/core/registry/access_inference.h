@@ -41,6 +41,10 @@ public:
     size_t size() const;
     void clear();
 
+    // Around fork(), as Registry's.
+    void lock_for_fork() { mutex_.lock(); }
+    void unlock_after_fork(bool in_child);
+
 private:
     Describe describe_;
     mutable std::shared_mutex mutex_;

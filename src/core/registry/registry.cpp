@@ -1,6 +1,7 @@
 #include "core/registry/registry.h"
 
 #include <mutex>
+#include <new>
 
 namespace uvmp {
 
@@ -69,6 +70,11 @@ std::vector<Allocation> Registry::snapshot() const {
     out.reserve(by_base_.size());
     for (const auto& [base, a] : by_base_) out.push_back(a);
     return out;
+}
+
+void Registry::unlock_after_fork(bool in_child) {
+    if (in_child) new (&mutex_) std::shared_mutex;
+    else mutex_.unlock();
 }
 
 void Registry::clear() {

@@ -51,6 +51,13 @@ public:
     std::vector<Allocation> snapshot() const;
     void clear();
 
+    // Around fork(): held while the process is copied, so that the child's copy
+    // is never caught half changed. After it the parent releases the lock; the
+    // child makes it anew, since a reader-writer lock knows its writer by thread
+    // id, and the child's thread has another.
+    void lock_for_fork() { mutex_.lock(); }
+    void unlock_after_fork(bool in_child);
+
 private:
     std::optional<AccessHit> find_locked(uint64_t address) const;
 

@@ -11,6 +11,13 @@ namespace {
 std::atomic<spdlog::logger*> g_logger{nullptr};
 std::shared_ptr<spdlog::logger> g_owner;
 
+// Both sinks take spdlog's console mutex, so that one lock covers all output
+// and a fork can hold it.
+struct SharedOutputLock {
+    void lock() { spdlog::details::console_mutex::mutex().lock(); }
+    void unlock() { spdlog::details::console_mutex::mutex().unlock(); }
+};
+
 spdlog::level::level_enum to_spdlog(LogLevel level) {
     switch (level) {
     case LogLevel::Trace: return spdlog::level::trace;
@@ -31,7 +38,7 @@ bool setup(LogLevel level, const std::string& file) {
     if (!file.empty()) {
         try {
             logger = std::make_shared<spdlog::logger>(
-                "uvmprefetch", std::make_shared<spdlog::sinks::basic_file_sink_mt>(file));
+                "uvmprefetch", std::make_shared<spdlog::sinks::basic_file_sink<SharedOutputLock>>(file));
         } catch (const spdlog::spdlog_ex& e) {
             raw_stderr_line("uvmprefetch: cannot open the log file '" + file + "' (UVMP_LOG_FILE): " +
                             e.what() + "; logging to stderr");
@@ -56,6 +63,9 @@ void shutdown() {
 }
 
 spdlog::logger* get() { return g_logger.load(std::memory_order_acquire); }
+
+void lock_for_fork() { SharedOutputLock{}.lock(); }
+void unlock_after_fork() { SharedOutputLock{}.unlock(); }
 
 void raw_stderr_line(const std::string& line) {
     std::string text = line + "\n";

@@ -39,6 +39,11 @@ void error(spdlog::format_string_t<Args...> fmt, Args&&... args) {
 // Writes one line to stderr without the logger (for errors found before it exists).
 void raw_stderr_line(const std::string& line);
 
+// Around fork(): the one lock the logger's output takes, held while the process
+// is copied so that a child never inherits it taken by a thread it does not have.
+void lock_for_fork();
+void unlock_after_fork();
+
 } // namespace uvmp::log
 
 // Logs a warning the first time this line is reached, never again.

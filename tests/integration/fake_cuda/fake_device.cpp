@@ -1,6 +1,7 @@
 // Initialisation, the one fake device, its primary context, streams and events.
 // Nothing here runs asynchronously: work is done when queued, and only events a
 // test holds (fakecuda_hold_events) stay incomplete until waited for.
+#include "fake_faults.h"
 #include "fake_state.h"
 
 #include <cstdlib>
@@ -166,6 +167,7 @@ FAKECUDA_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
 }
 
 FAKECUDA_EXPORT CUresult cuCtxSynchronize(void) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuCtxSynchronize");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     ++counters().ctx_synchronize;
     complete_all_events();
@@ -173,6 +175,7 @@ FAKECUDA_EXPORT CUresult cuCtxSynchronize(void) {
 }
 
 FAKECUDA_EXPORT CUresult cuStreamCreate(CUstream* stream, unsigned int flags) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuStreamCreate");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (stream == nullptr || (flags & ~static_cast<unsigned int>(CU_STREAM_NON_BLOCKING)) != 0)
         return CUDA_ERROR_INVALID_VALUE;
@@ -186,6 +189,7 @@ FAKECUDA_EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
 }
 
 FAKECUDA_EXPORT CUresult cuStreamSynchronize(CUstream stream) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuStreamSynchronize");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     return valid_stream(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
@@ -210,12 +214,14 @@ FAKECUDA_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream stream,
 }
 
 FAKECUDA_EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuStreamWaitEvent");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (!valid_stream(stream) || find_event(event) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
     return CUDA_SUCCESS;
 }
 
 FAKECUDA_EXPORT CUresult cuEventCreate(CUevent* event, unsigned int flags) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuEventCreate");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (event == nullptr) return CUDA_ERROR_INVALID_VALUE;
     *event = make_event();
@@ -224,6 +230,7 @@ FAKECUDA_EXPORT CUresult cuEventCreate(CUevent* event, unsigned int flags) {
 }
 
 FAKECUDA_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuEventRecord");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     Event* e = find_event(event);
     if (e == nullptr || !valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
@@ -237,6 +244,7 @@ FAKECUDA_EXPORT CUresult cuEventRecord_ptsz(CUevent event, CUstream stream) {
 
 // Waiting for an event is the GPU catching up with it.
 FAKECUDA_EXPORT CUresult cuEventSynchronize(CUevent event) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuEventSynchronize");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     ++counters().event_waits;
     Event* e = find_event(event);
@@ -246,6 +254,7 @@ FAKECUDA_EXPORT CUresult cuEventSynchronize(CUevent event) {
 }
 
 FAKECUDA_EXPORT CUresult cuEventQuery(CUevent event) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuEventQuery");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     ++counters().event_queries;
     const Event* e = find_event(event);
@@ -254,6 +263,7 @@ FAKECUDA_EXPORT CUresult cuEventQuery(CUevent event) {
 }
 
 FAKECUDA_EXPORT CUresult cuEventDestroy_v2(CUevent event) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuEventDestroy_v2");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (!destroy_event(event)) return CUDA_ERROR_INVALID_HANDLE;
     ++counters().events_destroyed;

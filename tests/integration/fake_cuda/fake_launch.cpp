@@ -1,5 +1,6 @@
 // Kernel queries and launches. A launch runs nothing: it checks its arguments,
 // copies the parameter bytes out (which proves they were readable) and counts.
+#include "fake_faults.h"
 #include "fake_state.h"
 
 #include <cstring>
@@ -130,6 +131,7 @@ FAKECUDA_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned 
                                         unsigned int gz, unsigned int bx, unsigned int by,
                                         unsigned int bz, unsigned int shared_bytes,
                                         CUstream stream, void** params, void** extra) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuLaunchKernel");
     return launch(counters().launch_kernel, f, {{gx, gy, gz}, {bx, by, bz}}, stream, params,
                   extra);
 }
@@ -138,17 +140,20 @@ FAKECUDA_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsi
                                              unsigned int gz, unsigned int bx, unsigned int by,
                                              unsigned int bz, unsigned int shared_bytes,
                                              CUstream stream, void** params, void** extra) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuLaunchKernel_ptsz");
     return launch(counters().launch_kernel_ptsz, f, {{gx, gy, gz}, {bx, by, bz}}, stream,
                   params, extra);
 }
 
 FAKECUDA_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f,
                                           void** params, void** extra) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuLaunchKernelEx");
     return launch_ex(counters().launch_kernel_ex, config, f, params, extra);
 }
 
 FAKECUDA_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f,
                                                void** params, void** extra) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuLaunchKernelEx_ptsz");
     return launch_ex(counters().launch_kernel_ex_ptsz, config, f, params, extra);
 }
 
@@ -157,6 +162,7 @@ FAKECUDA_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gx
                                                    unsigned int bx, unsigned int by,
                                                    unsigned int bz, unsigned int shared_bytes,
                                                    CUstream stream, void** params) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuLaunchCooperativeKernel");
     return launch(counters().launch_cooperative, f, {{gx, gy, gz}, {bx, by, bz}}, stream, params,
                   nullptr);
 }
@@ -167,6 +173,7 @@ FAKECUDA_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned i
                                                         unsigned int bz,
                                                         unsigned int shared_bytes,
                                                         CUstream stream, void** params) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuLaunchCooperativeKernel_ptsz");
     return launch(counters().launch_cooperative_ptsz, f, {{gx, gy, gz}, {bx, by, bz}}, stream,
                   params, nullptr);
 }

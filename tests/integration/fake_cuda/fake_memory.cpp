@@ -1,4 +1,5 @@
 // Allocation, free, memory information, pointer attributes, prefetch and advice.
+#include "fake_faults.h"
 #include "fake_state.h"
 
 #include <cstring>
@@ -168,11 +169,13 @@ CUresult fill_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr p
 }  // namespace
 
 FAKECUDA_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemAlloc_v2");
     return allocate_counted(MemoryKind::device, dptr, bytesize, counters().mem_alloc);
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width,
                                             size_t height, unsigned int element_size) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemAllocPitch_v2");
     if (pitch == nullptr || width == 0 || height == 0) return CUDA_ERROR_INVALID_VALUE;
     if (element_size != 4 && element_size != 8 && element_size != 16)
         return CUDA_ERROR_INVALID_VALUE;
@@ -185,28 +188,33 @@ FAKECUDA_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, si
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemAllocAsync");
     return allocate_stream_ordered(dptr, bytesize, stream, counters().mem_alloc_async);
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize,
                                               CUstream stream) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemAllocAsync_ptsz");
     return allocate_stream_ordered(dptr, bytesize, stream, counters().mem_alloc_async);
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize,
                                                  CUmemoryPool pool, CUstream stream) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemAllocFromPoolAsync");
     if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
     return allocate_stream_ordered(dptr, bytesize, stream, counters().mem_alloc_from_pool, pool);
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize,
                                                       CUmemoryPool pool, CUstream stream) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemAllocFromPoolAsync_ptsz");
     if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
     return allocate_stream_ordered(dptr, bytesize, stream, counters().mem_alloc_from_pool, pool);
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize,
                                            unsigned int flags) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemAllocManaged");
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
         return CUDA_ERROR_INVALID_VALUE;
     // Capture in the global mode forbids managed allocation, as on a real device.
@@ -215,6 +223,7 @@ FAKECUDA_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize,
 }
 
 FAKECUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemFree_v2");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     const CUresult result =
         release(static_cast<std::uintptr_t>(dptr), std::nullopt,
@@ -224,10 +233,12 @@ FAKECUDA_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
 }
 
 FAKECUDA_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemFreeAsync");
     return free_stream_ordered(dptr, stream);
 }
 
 FAKECUDA_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemFreeAsync_ptsz");
     return free_stream_ordered(dptr, stream);
 }
 
@@ -259,14 +270,17 @@ FAKECUDA_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
 }
 
 FAKECUDA_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemAllocHost_v2");
     return allocate_host(pp, bytesize);
 }
 
 FAKECUDA_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int flags) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemHostAlloc");
     return allocate_host(pp, bytesize);
 }
 
 FAKECUDA_EXPORT CUresult cuMemFreeHost(void* p) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemFreeHost");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     const CUresult result =
         release(reinterpret_cast<std::uintptr_t>(p), MemoryKind::host, {});
@@ -309,6 +323,7 @@ FAKECUDA_EXPORT CUresult cuPointerGetAttributes(unsigned int count,
 FAKECUDA_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr ptr, size_t bytes,
                                                CUmemLocation location, unsigned int flags,
                                                CUstream stream) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemPrefetchAsync_v2");
     std::size_t size = bytes;
     std::size_t first_index = 0;
     return prefetch_batch(&ptr, &size, 1, &location, &first_index, 1, stream);
@@ -318,6 +333,7 @@ FAKECUDA_EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr* ptrs, size_t* size
                                                  CUmemLocation* locations,
                                                  size_t* location_indices, size_t location_count,
                                                  unsigned long long flags, CUstream stream) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemPrefetchBatchAsync");
     return prefetch_batch(ptrs, sizes, count, locations, location_indices, location_count,
                           stream);
 }
@@ -325,12 +341,14 @@ FAKECUDA_EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr* ptrs, size_t* size
 FAKECUDA_EXPORT CUresult cuMemDiscardAndPrefetchBatchAsync(
     CUdeviceptr* ptrs, size_t* sizes, size_t count, CUmemLocation* locations,
     size_t* location_indices, size_t location_count, unsigned long long flags, CUstream stream) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemDiscardAndPrefetchBatchAsync");
     return prefetch_batch(ptrs, sizes, count, locations, location_indices, location_count,
                           stream);
 }
 
 FAKECUDA_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr ptr, size_t bytes, CUmem_advise advice,
                                         CUmemLocation location) {
+    FAKECUDA_INJECTED_FAILURE_POINT("cuMemAdvise_v2");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (!is_managed_range(ptr, bytes) || !valid_location(location))
         return CUDA_ERROR_INVALID_VALUE;

@@ -1,5 +1,7 @@
 #include "fake_state.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +40,13 @@ std::atomic<bool> g_events_held{false};
 Registry& registry() {
     static Registry* instance = new Registry;
     return *instance;
+}
+
+// A program may fork while its other threads call the driver: the child gets
+// the state whole, never with its lock held by a thread the child does not have.
+__attribute__((constructor)) void hold_state_across_fork() {
+    pthread_atfork([] { registry().mutex.lock(); }, [] { registry().mutex.unlock(); },
+                   [] { registry().mutex.unlock(); });
 }
 
 bool counts_as_device(MemoryKind kind) {

@@ -111,6 +111,14 @@ int fakecuda_set_stream_capturing(CUstream stream, int capturing);
  * completes every event. Returns 0. */
 int fakecuda_hold_events(int hold);
 
+/* Fault injection (fake_faults.h; FAKECUDA_FAIL sets rules from the environment):
+ * makes call number `which` of the entry point `name` fail with `result`, counting
+ * from now (1 the next call; 0 every call from now on). CUDA_SUCCESS switches the
+ * rule for `name` off. Returns 0, or -1 for a NULL or long name or a full table. */
+int fakecuda_fail_calls(const char* name, uint64_t which, CUresult result);
+/* How many calls of `name` an injected fault has made fail since the fake was loaded. */
+uint64_t fakecuda_calls_failed(const char* name);
+
 /* With FAKECUDA_EXIT_REPORT set in the environment, the fake prints one line as it
  * is unloaded: "fakecuda at exit: N live allocations (M managed bytes), E live events". */
 

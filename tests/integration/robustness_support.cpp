@@ -1,0 +1,45 @@
+#include "robustness_support.h"
+
+#include "fakecuda.h"
+
+#include <fstream>
+
+namespace uvmp_integration {
+
+CUfunction make_pointer_kernel(const char* name, unsigned pointers) {
+    std::vector<size_t> offsets(pointers), sizes(pointers, sizeof(CUdeviceptr));
+    for (unsigned i = 0; i < pointers; ++i) offsets[i] = i * sizeof(CUdeviceptr);
+    return fakecuda_make_function(name, pointers, offsets.data(), sizes.data());
+}
+
+CUresult launch_over(CUfunction kernel, unsigned pointers, const std::vector<CUdeviceptr>& memory,
+                     CUstream stream) {
+    if (memory.empty()) return CUDA_ERROR_INVALID_VALUE;
+    std::vector<CUdeviceptr> words(pointers);
+    std::vector<void*> params(pointers);
+    for (unsigned i = 0; i < pointers; ++i) {
+        words[i] = memory[i % memory.size()];
+        params[i] = &words[i];
+    }
+    return cuLaunchKernel(kernel, 1, 1, 1, 32, 1, 1, 0, stream, params.data(), nullptr);
+}
+
+uvmp_stats library_stats(const LibraryApi& api) {
+    uvmp_stats none{};
+    return api.stats().value_or(none);
+}
+
+void expect_result(CheckList& checks, const std::string& what, CUresult got, CUresult want) {
+    checks.expect_eq(what + " returns the driver's result", static_cast<std::uint64_t>(got),
+                     static_cast<std::uint64_t>(want));
+}
+
+int thread_count() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+    return -1;
+}
+
+}  // namespace uvmp_integration

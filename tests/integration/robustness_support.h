@@ -1,0 +1,33 @@
+// What the process, stress and fault scenarios share: a kernel that takes
+// pointers, launching it over a set of allocations, and the library's counters.
+#pragma once
+
+#include "check_list.h"
+#include "library_api.h"
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace uvmp_integration {
+
+// A fake kernel of `pointers` pointer parameters.
+CUfunction make_pointer_kernel(const char* name, unsigned pointers);
+
+// Launches `kernel` (of `pointers` parameters) with the first of `memory`
+// (repeated when there are fewer), through cuLaunchKernel.
+CUresult launch_over(CUfunction kernel, unsigned pointers, const std::vector<CUdeviceptr>& memory,
+                     CUstream stream = nullptr);
+
+// The library's counters; zeroes (and active 0) without the library.
+uvmp_stats library_stats(const LibraryApi& api);
+
+// Where the application's own call failed, it sees the driver's code.
+void expect_result(CheckList& checks, const std::string& what, CUresult got, CUresult want);
+
+// Threads of this process, from /proc.
+int thread_count();
+
+}  // namespace uvmp_integration
