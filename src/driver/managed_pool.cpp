@@ -1,6 +1,7 @@
 #include "driver/managed_pool.h"
 
 #include "core/util/log.h"
+#include "core/util/round_up.h"
 #include "core/util/size_parse.h"
 #include "driver/current_context.h"
 
@@ -13,8 +14,6 @@ namespace {
 // What refused the slab the calling thread's allocation asked for. The pool asks
 // for slabs on the allocating thread, inside PoolBook::allocate.
 thread_local SlabRefusal t_refusal;
-
-uint64_t round_up(uint64_t bytes, uint64_t granularity) { return (bytes + granularity - 1) / granularity * granularity; }
 
 CUevent as_event(pool::FenceKey fence) { return reinterpret_cast<CUevent>(static_cast<uintptr_t>(fence)); }
 

@@ -168,15 +168,8 @@ void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model) {
     const uint32_t alloc_id = residency.alloc_id_of(span.first);
     auto it = allocations_.find(alloc_id);
     if (it == allocations_.end()) return;
-    const PlannedAllocation& allocation = it->second;
-    const MoveOrder order{alloc_id,
-                          allocation.base,
-                          residency.chunk_offset(span.first),
-                          residency.bytes_of({span.first, span.first + span.count - 1}),
-                          allocation.device,
-                          allocation.context,
-                          kind,
-                          launches_};
+    const MoveOrder order{it->second, residency.chunk_offset(span.first),
+                          residency.bytes_of({span.first, span.first + span.count - 1}), kind, launches_};
     mover_.post([this, order](Executor& mover) { issue(order, mover); });
 }
 
@@ -185,18 +178,18 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
     const uint64_t bytes = order.bytes;
     const DriverTable* table = driver_table_if_ready();
     if (!table || !table->cuMemPrefetchAsync_v2) return;
-    CUstream stream = mover.stream_for(*table, order.context);
+    CUstream stream = mover.stream_for(*table, order.allocation.context);
     if (!stream) return;
     CUmemLocation location{};
     if (to_gpu) {
         location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        location.id = order.device;
+        location.id = order.allocation.device;
     } else {
         location.type = CU_MEM_LOCATION_TYPE_HOST;
         location.id = 0;
     }
     const auto call_start = std::chrono::steady_clock::now();
-    const CUresult r = table->cuMemPrefetchAsync_v2(order.base + order.offset, bytes, location, 0, stream);
+    const CUresult r = table->cuMemPrefetchAsync_v2(order.allocation.base + order.offset, bytes, location, 0, stream);
     stats_.add(stats_.move_calls);
     stats_.add(stats_.move_call_ns, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                               std::chrono::steady_clock::now() - call_start)
@@ -204,7 +197,7 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
     if (r != CUDA_SUCCESS) {
         // Memory freed since the move was planned may be gone: only a failure
         // on a live block says anything.
-        if (const auto live = registry_.find_base(order.base); live && live->id == order.alloc_id)
+        if (const auto live = registry_.find_base(order.allocation.base); live && live->id == order.allocation.id)
             UVMP_WARN_ONCE("a {} of {} failed ({}); the driver will fault the data in instead",
                            to_gpu ? "prefetch" : "eviction", format_size(bytes), error_name(r));
         return;
@@ -220,7 +213,7 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
     if (trace::TraceWriter* trace = trace_.load(std::memory_order_acquire)) {
         trace::Move record;
         record.kind = order.kind;
-        record.alloc_id = order.alloc_id;
+        record.alloc_id = order.allocation.id;
         record.offset = order.offset;
         record.length = bytes;
         record.launches_before = order.launches_before;

@@ -116,12 +116,9 @@ private:
     void move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model);
     // On the mover.
     struct MoveOrder {
-        uint32_t alloc_id;
-        CUdeviceptr base;
+        PlannedAllocation allocation;
         uint64_t offset;
         uint64_t bytes;
-        CUdevice device;
-        CUcontext context;
         trace::MoveKind kind;
         uint64_t launches_before;
     };

@@ -65,7 +65,7 @@ protected:
     bool swaps_to_fetch_ahead() const override { return !allocates_in_loop_; }
     // Fresh chunks counted over windows of launches: a program that caches its
     // memory still allocates now and then, far less than its budget a window.
-    void forget_chunks_of_new_allocation(ChunkRange chunks) {
+    void note_fresh_chunks(ChunkRange chunks) {
         if (!blocks_reuse_in_place_ || allocates_in_loop_ || !predictor_.trusted()) return;
         if (current_step_ >= window_start_ + kAllocationWindow) {
             window_start_ = current_step_;
@@ -116,7 +116,7 @@ protected:
     }
 
     void forget_chunks(ChunkRange chunks) override {
-        forget_chunks_of_new_allocation(chunks);
+        note_fresh_chunks(chunks);
         grow_to(chunks.last + 1);
         // The runs around them keep their lists; theirs are the old memory's.
         cut_around(chunks);

@@ -1,5 +1,7 @@
 #include "core/pool/pool_book.h"
 
+#include "core/util/round_up.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -30,8 +32,6 @@ constexpr int kMaxWaits = 64;
 // The sweep of every stream's fences runs at most this often (of now_ns).
 constexpr uint64_t kSweepNs = 1'000'000;
 
-uint64_t round_up(uint64_t value, uint64_t to) { return (value + to - 1) & ~(to - 1); } // `to`: a power of two
-bool power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 uint64_t saturating_add(uint64_t a, uint64_t b) { return a > kNever - b ? kNever : a + b; }
 
 struct Slab;
@@ -984,10 +984,10 @@ void PoolBook::Lock::unlock() {
 
 PoolBook::PoolBook(PoolConfig config, SlabSource& slabs, FenceOracle& fences)
     : config_(config), slabs_(slabs), fences_(fences) {
-    if (!power_of_two(config_.chunk_bytes))
+    if (!std::has_single_bit(config_.chunk_bytes))
         throw std::invalid_argument("pool: chunk_bytes (" + std::to_string(config_.chunk_bytes) +
                                     ") must be a power of two");
-    if (!power_of_two(config_.alignment) || config_.alignment > config_.chunk_bytes)
+    if (!std::has_single_bit(config_.alignment) || config_.alignment > config_.chunk_bytes)
         throw std::invalid_argument("pool: alignment (" + std::to_string(config_.alignment) +
                                     ") must be a power of two no larger than chunk_bytes (" +
                                     std::to_string(config_.chunk_bytes) + ")");

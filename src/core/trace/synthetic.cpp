@@ -1,5 +1,7 @@
 #include "core/trace/synthetic.h"
 
+#include "core/util/round_up.h"
+
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -147,8 +149,6 @@ private:
         uint64_t offset;
         uint64_t bytes;
     };
-
-    static uint64_t round_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) / alignment * alignment; }
 
     Slab& add_slab(uint64_t bytes) {
         const uint32_t id = static_cast<uint32_t>(slabs_.size()) + 1;
