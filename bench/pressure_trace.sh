@@ -6,13 +6,13 @@
 # the simulator needs. Traces are compressed with zstd when it is there.
 # Usage: OUT=dir bench/pressure_trace.sh BUILD [WORKLOAD] [BUDGET] [POLICIES]
 #   WORKLOAD: gpt2-small (default) or resnet50; BUDGET: default 16G;
-#   POLICIES: comma-separated, default learned
+#   POLICIES: comma-separated, default learned; an empty one records the unpressured run only
 set -u -o pipefail
 REPO_ROOT=${REPO_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 BUILD=$(cd "${1:?usage: bench/pressure_trace.sh BUILD [WORKLOAD] [BUDGET] [POLICIES]}" && pwd) || exit 2
 WORKLOAD=${2:-gpt2-small}
 BUDGET=${3:-16G}
-POLICIES=${4:-learned}
+POLICIES=${4-learned}
 OUT=${OUT:?set OUT to the folder for traces and logs}
 PYTHON=${PYTHON:-python3}
 STEPS=${STEPS:-5}
