@@ -69,7 +69,9 @@ typedef struct uvmp_stats {
                                        (finding accesses, planning, recording), not the driver's */
     uint64_t pool_slabs_created;    /* managed slabs the pool asked of the driver */
     uint64_t pool_slabs_released;   /* slabs given back (idle, trimmed, or at exit) */
-    uint64_t pool_reserved_bytes;   /* bytes of slabs held now, over every device */
+    uint64_t pool_reserved_bytes;   /* bytes of slabs held now, over every device (their address
+                                       space; the pool's reserved figure for cuMemPoolGetAttribute
+                                       counts only the chunks that blocks have covered) */
     uint64_t pool_reserved_peak;    /* high-water mark of pool_reserved_bytes */
 } uvmp_stats;
 

@@ -171,7 +171,7 @@ TEST_CASE("the pool's options: defaults, values and the slab size rule") {
     g_env.clear();
     uvmp::Config c;
     REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
-    CHECK(c.pool_slab_size == 512ull << 20);
+    CHECK(c.pool_slab_size == 1ull << 30);
     CHECK(c.pool_retain == 0u);
     CHECK(c.pool_release_after == 10'000'000'000ull);
 
@@ -245,11 +245,11 @@ TEST_CASE("the chunk size is a power of two of at least 2M, and the slab size a 
                                   "': the chunk size must be a power of two of at least 2M, such as 2M, 4M or 64M");
     }
 
-    // The default 512M slab holds whole chunks of up to 512M; a 6M slab no 4M chunks.
-    g_env = {{"UVMP_CHUNK_SIZE", "1G"}};
+    // The default 1G slab holds whole chunks of up to 1G; a 6M slab no 4M chunks.
+    g_env = {{"UVMP_CHUNK_SIZE", "2G"}};
     auto err = uvmp::load_config(c, &fake_getenv);
     REQUIRE(err);
-    CHECK(err->message.find("UVMP_POOL_SLAB_SIZE='512M' with UVMP_CHUNK_SIZE='1G'") != std::string::npos);
+    CHECK(err->message.find("UVMP_POOL_SLAB_SIZE='1G' with UVMP_CHUNK_SIZE='2G'") != std::string::npos);
     CHECK(err->message.find("multiple of the chunk size") != std::string::npos);
     g_env = {{"UVMP_CHUNK_SIZE", "4M"}, {"UVMP_POOL_SLAB_SIZE", "6M"}};
     err = uvmp::load_config(c, &fake_getenv);

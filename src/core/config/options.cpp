@@ -38,7 +38,7 @@ constexpr std::array kOptions = {
     OptionSpec{"chunk_size", "UVMP_CHUNK_SIZE", OptionType::Size, "2M", "",
                "Granularity of the residency model: a power of two of at least 2M (the driver's large "
                "pages), such as 2M, 4M or 64M; the pool's slab size must be a multiple of it."},
-    OptionSpec{"pool_slab_size", "UVMP_POOL_SLAB_SIZE", OptionType::Size, "512M", "",
+    OptionSpec{"pool_slab_size", "UVMP_POOL_SLAB_SIZE", OptionType::Size, "1G", "",
                "Size of the managed slabs the pool carves device allocations from (a multiple of 2M and of "
                "the chunk size); "
                "a larger request gets a slab of its own."},

@@ -93,6 +93,10 @@ struct Slab {
     Seg* first = nullptr;
     // The piece holding each chunk's first byte, for find().
     std::vector<Seg*> chunk_piece;
+    // Chunks some block has covered: a managed slab holds memory only where its
+    // pages were populated, and a block's pages stay when it is freed.
+    std::vector<bool> backed;
+    uint64_t backed_bytes = 0;
 };
 
 // Free pieces by size: bins exact below 128 units of the alignment, then 64
@@ -349,7 +353,8 @@ struct PoolBook::State {
     Tag* last_tag_figures = nullptr;
     uint32_t next_slab_id = 1;
     uint64_t next_seq = 1;
-    uint64_t reserved = 0, reserved_high = 0;
+    uint64_t reserved = 0, reserved_high = 0; // backed bytes of the slabs
+    uint64_t slab_bytes = 0;
     uint64_t used = 0, used_high = 0, blocks = 0;
     // release_idle runs from allocate/free only once now_ns reaches this.
     uint64_t next_idle_check = kNever;
@@ -689,6 +694,7 @@ struct PoolBook::State {
             }
         }
         block->kind = Kind::Live;
+        note_backed(*slab, block->addr, size);
         Tag* t = tag == last_tag && last_tag_figures ? last_tag_figures : &tags[tag];
         last_tag = tag;
         last_tag_figures = t;
@@ -702,6 +708,17 @@ struct PoolBook::State {
         used_high = std::max(used_high, used);
         ++blocks;
         return Block{block->addr, size, slab->id, slab->base};
+    }
+
+    void note_backed(Slab& slab, uint64_t addr, uint64_t size) {
+        const uint64_t first = (addr - slab.base) >> chunk_shift, last = (addr + size - 1 - slab.base) >> chunk_shift;
+        for (uint64_t c = first; c <= last; ++c) {
+            if (slab.backed[c]) continue;
+            slab.backed[c] = true;
+            slab.backed_bytes += cfg.chunk_bytes; // slabs hold whole chunks
+            reserved += cfg.chunk_bytes;
+        }
+        reserved_high = std::max(reserved_high, reserved);
     }
 
     std::optional<Block> take(uint64_t size, StreamKey stream, PoolTag tag) {
@@ -725,10 +742,10 @@ struct PoolBook::State {
         s->kind = Kind::Ready;
         slab->first = s;
         slab->chunk_piece.assign(bytes >> chunk_shift, s);
+        slab->backed.assign(bytes >> chunk_shift, false);
         ready.insert(s);
         slab_at[base] = slab.get();
-        reserved += bytes;
-        reserved_high = std::max(reserved_high, reserved);
+        slab_bytes += bytes;
         return slab.get();
     }
 
@@ -743,7 +760,8 @@ struct PoolBook::State {
         Seg* s = slab->first;
         s->index->erase(s);
         seg_nodes.recycle(s);
-        reserved -= slab->bytes;
+        reserved -= slab->backed_bytes;
+        slab_bytes -= slab->bytes;
         gone.push_back({slab->id, slab->base, slab->bytes});
         slab_at.erase(slab->base);
         auto it = std::find_if(slabs.begin(), slabs.end(), [&](const auto& p) { return p.get() == slab; });
@@ -1131,6 +1149,7 @@ PoolFigures PoolBook::figures(PoolTag tag) const {
     }
     f.reserved = st.reserved;
     f.reserved_high = st.reserved_high;
+    f.slab_bytes = st.slab_bytes;
     f.slabs = st.slabs.size();
     return f;
 }
@@ -1144,6 +1163,7 @@ PoolFigures PoolBook::figures() const {
     f.blocks = st.blocks;
     f.reserved = st.reserved;
     f.reserved_high = st.reserved_high;
+    f.slab_bytes = st.slab_bytes;
     f.slabs = st.slabs.size();
     return f;
 }

@@ -67,7 +67,7 @@ public:
 };
 
 struct PoolConfig {
-    uint64_t slab_bytes = 512ull << 20;    // a request larger than this gets a slab of its own
+    uint64_t slab_bytes = 1ull << 30;      // a request larger than this gets a slab of its own
     uint64_t chunk_bytes = 2ull << 20;     // power of two
     uint64_t alignment = 512;              // power of two, at most chunk_bytes
     uint64_t retain_bytes = 0;             // wholly free slabs kept however long unused
@@ -84,8 +84,12 @@ struct Block {
 struct PoolFigures {
     uint64_t used = 0;      // bytes of live blocks (of the tag)
     uint64_t used_high = 0;
-    uint64_t reserved = 0;  // bytes of slabs (of the whole pool)
+    // Memory the pool holds (of the whole pool): the chunks of its slabs that
+    // some block has covered. A managed slab has pages only where they were
+    // populated; the rest is address space. What a framework reads as reserved.
+    uint64_t reserved = 0;
     uint64_t reserved_high = 0;
+    uint64_t slab_bytes = 0; // the slabs' whole size
     uint64_t slabs = 0;
     uint64_t blocks = 0;    // live blocks (of the tag)
 };
@@ -122,7 +126,7 @@ public:
     std::optional<Block> find(uint64_t address) const;
 
     // Gives back wholly free slabs (their pending frees waited for) until at
-    // most `keep_bytes` of slabs remain or none is wholly free: cuMemPoolTrimTo.
+    // most `keep_bytes` are reserved (see PoolFigures) or none is wholly free: cuMemPoolTrimTo.
     void trim(uint64_t keep_bytes, std::vector<SlabEvent>* events = nullptr);
     // Gives back slabs wholly free for release_after_ns or longer at now_ns (a
     // slab's time is that of the free of its last live block), but for the
