@@ -15,6 +15,8 @@ constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
 // Forgetting the future raises many chunks there at once, and a launch's chunks
 // go to its far end: the eviction queue keeps them in a sorted run.
 constexpr uint64_t kUnpredicted = uint64_t{1} << 62;
+// Allocations smaller than this are evicted last among chunks with no predicted use.
+constexpr uint64_t kSmallChunkBytes = uint64_t{1} << 20;
 
 class LearnedPolicy final : public LookaheadPolicy {
 public:
@@ -180,8 +182,20 @@ private:
         return step > current_step_ ? step : unpredicted_key(chunk, residency);
     }
 
-    // A use at or before the current launch did not happen: ranked by recency.
+    // An allocation of one chunk, shorter than kSmallChunkBytes (not the short
+    // last chunk of a larger one, which goes with the rest).
+    static bool is_small_allocation(ChunkId chunk, const Residency& residency) {
+        return residency.allocation_last_chunk(chunk) == chunk && residency.chunk_offset(chunk) == 0 &&
+               residency.chunk_size(chunk) < kSmallChunkBytes;
+    }
+
+    // A use at or before the current launch did not happen: ranked by recency,
+    // but for small chunks, which rank as if just used. A move costs the driver
+    // some 40 us whatever its size, in which the link carries 0.7-2 MB: moving a
+    // small tensor (a bias, its optimizer state) out and back frees almost
+    // nothing of the budget for two calls' time.
     static uint64_t unpredicted_key(ChunkId chunk, const Residency& residency) {
+        if (is_small_allocation(chunk, residency)) return kUnpredicted;
         return kUnpredicted + (kUnpredicted - 1 - std::min(residency.last_use(chunk), kUnpredicted - 1));
     }
 
