@@ -29,6 +29,10 @@
 #              resnet50 traces; bench/replay.py): with no budget against the recorded step time
 #              (within 10%), and at footprint / 1.5 under demand-lru and learned: $OUT/replay.json;
 #              under 2 minutes, each replay within half the GPU's free memory (--scale otherwise)
+#   ONLY=compat  run only bench/compat.py: torch.compile with CUDA graphs, DataLoader workers,
+#              backend:cudaMallocAsync, two jobs with budgets at once, JAX (10 runs), CuPy and
+#              the launch hook's cost, each against the program without the library:
+#              $OUT/compat.json, $OUT/compat.md, the runs' logs in $OUT/compat-runs
 #   ONLY=tests  run the GPU tests and no overhead benchmark (with OVERSUB=1, then the
 #              oversubscription benchmark)
 #   OVERHEAD_ROUNDS  alternating rounds of the overhead benchmark (default 2)
@@ -57,8 +61,8 @@ POOL=${POOL:-0}
 POOL_ROUNDS=${POOL_ROUNDS:-3}
 POOL_BUDGET=${POOL_BUDGET:-16G}
 REPLAY_TRACES=${REPLAY_TRACES:-$REPO_ROOT/examples/traces/gpt2-small-b16.uvmt $REPO_ROOT/examples/traces/resnet50-b256.uvmt}
-if [[ -n $ONLY && $ONLY != oversub && $ONLY != tests && $ONLY != pool && $ONLY != replay ]]; then
-    echo "device_run.sh: ONLY=$ONLY is not known; the choices are ONLY=oversub, ONLY=pool, ONLY=replay and ONLY=tests" >&2
+if [[ -n $ONLY && $ONLY != oversub && $ONLY != tests && $ONLY != pool && $ONLY != replay && $ONLY != compat ]]; then
+    echo "device_run.sh: ONLY=$ONLY is not known; the choices are ONLY=oversub, ONLY=pool, ONLY=replay, ONLY=compat and ONLY=tests" >&2
     exit 2
 fi
 for rounds in "OVERHEAD_ROUNDS=$OVERHEAD_ROUNDS" "POOL_ROUNDS=$POOL_ROUNDS"; do
@@ -394,6 +398,21 @@ replay_section() {
     done < <("$PYTHON" "$REPO_ROOT/bench/replay.py" --rows "$report")
 }
 
+# Programs of several kinds under uvmrun against the same programs without it.
+compat_section() {
+    local report=$OUT/compat.json markdown=$OUT/compat.md left own_deadline
+    read -r left own_deadline < <(deadline_left)
+    rm -f "$report" "$markdown"
+    run_step "bench: compatibility scenarios" "$left" \
+        "$PYTHON" "$REPO_ROOT/bench/compat.py" --uvmrun "$UVMRUN" --lib "$LIBRARY" --empty-launch "$EMPTY_LAUNCH" \
+        --deadline-s "$own_deadline" --workdir "$OUT/compat-runs" --json-out "$report" --markdown-out "$markdown"
+    add_row "compat scenarios ran, results equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+    local what value goal verdict
+    while IFS=$'\t' read -r what value goal verdict; do
+        add_row "$what" "$value" "$goal" "$verdict"
+    done < <("$PYTHON" "$REPO_ROOT/bench/compat.py" --rows "$report")
+}
+
 # oversub_rows REPORT: the oversubscription report as rows of the final table, one per
 # line: what<TAB>value<TAB>goal<TAB>verdict.
 oversub_rows() {
@@ -458,6 +477,8 @@ main() {
         pool_section
     elif [[ $ONLY == replay ]]; then
         replay_section
+    elif [[ $ONLY == compat ]]; then
+        compat_section
     else
         if [[ $PROBE == 1 ]]; then probe_section; fi
         gpu_tests
