@@ -58,6 +58,13 @@ uvmp_replay_access_test(pooled_job_copies ${CMAKE_CURRENT_BINARY_DIR}/replay-poo
   SYNTH --pooled --marks --carry-loss --teardown --steps 4 OPTIONS --steps 1 COPIES 1
   CHECKS "OUTPUT_MATCHES_2=5 steps of 49 launches, the last 1 copies of the last recorded one"
          "OUTPUT_MATCHES_3=\\* a copy of the last recorded step")
+# The bundled resnet50 trace recorded under the pool, at footprint / 1.5 under learned with
+# a copy of its last step, as bench/replay.py's budget rows run it. (The GPT-2 one's peak
+# is more than the fake device has.)
+uvmp_replay_access_test(recorded_pooled_copy resnet50-b256-pooled.uvmt
+  OPTIONS --steps 1 --budget 66.7% --policy learned COPIES 1
+  CHECKS "OUTPUT_MATCHES_2=2 steps of 1635 launches, the last 1 copies of the last recorded one"
+         "OUTPUT_MATCHES_3=uvmprefetch: .*evicted [1-9]")
 # A budget and a policy reach the library; the budget is a share of the footprint.
 uvmp_replay_access_test(budget synthetic-pooled.uvmt OPTIONS --budget 50% --policy demand-lru
   CHECKS "OUTPUT_MATCHES_2=budget 319.0 MiB, policy demand-lru" "OUTPUT_MATCHES_3=uvmprefetch: .*evicted [1-9]")
@@ -72,6 +79,10 @@ uvmp_integration_checked_test(integration.replay.dry_run
 uvmp_integration_checked_test(integration.replay.steps_on_recorded_trace
   CHECKS "OUTPUT_MATCHES_1=\\(2603 before the first step, 5 steps of 1635 launches, the last 1 copies"
   COMMAND ${UVMP_UVMTRACE} replay --dry-run --steps 1 ${PROJECT_SOURCE_DIR}/tests/data/resnet50-b256-nocache.uvmt)
+uvmp_integration_checked_test(integration.replay.steps_on_bundled_pooled_trace
+  CHECKS "OUTPUT_MATCHES_1=\\(2816 before the first step, 2 steps of 2074 launches, the last 1 copies"
+         "OUTPUT_MATCHES_2=peak live 23.7 GiB"
+  COMMAND ${UVMP_UVMTRACE} replay --dry-run --steps 1 ${UVMP_REPLAY_TRACES}/gpt2-small-b16-pooled.uvmt)
 uvmp_integration_checked_test(integration.replay.bad_scale
   CHECKS "EXIT_CODE=2" "STDERR_LINES_MATCHING=^uvmtrace replay: --scale must be" "STDERR_LINE_COUNT=1"
   COMMAND ${UVMP_UVMTRACE} replay --scale 0 ${UVMP_REPLAY_TRACES}/synthetic-pooled.uvmt)

@@ -1,10 +1,12 @@
 #include "core/replay/replay_plan.h"
 #include "core/sim/simulator.h"
+#include "core/trace/reader.h"
 #include "trace_fixtures.h"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 using namespace uvmp;
@@ -309,4 +311,26 @@ TEST_CASE("replay plan: a pooled job's last step that frees its model cannot be 
     CHECK_THROWS_WITH(replay::make_plan(t, bounds, {1.0, 1}),
                       Catch::Matchers::StartsWith("the last step frees allocation 1 (") &&
                           Catch::Matchers::EndsWith("its copies would free memory that no longer exists"));
+}
+
+TEST_CASE("replay plan: the bundled pooled traces copy their last step as it was recorded", "[replay][bundled]") {
+    for (const char* name : {"gpt2-small-b16-pooled", "resnet50-b256-pooled"}) {
+        const std::string path = std::string(UVMP_SOURCE_DIR) + "/examples/traces/" + name + ".uvmt";
+        INFO(path);
+        const trace::Trace t = trace::read_trace_file(path);
+        const std::vector<uint64_t> bounds = iteration_bounds(t);
+        REQUIRE(bounds.size() == 2); // the warm-up before the first mark, one marked step
+        const replay::Plan recorded = replay::make_plan(t, bounds, {});
+        const replay::Plan plan = replay::make_plan(t, bounds, {1.0, 1});
+        REQUIRE(plan.steps.size() == 2);
+        CHECK(plan.steps[1].copy);
+        CHECK(plan.steps[1].launches == plan.steps[0].launches);
+        CHECK(plan.peak_live_bytes == recorded.peak_live_bytes);
+        const std::vector<Segment> parts = segments(plan); // prologue, the step, its copy, the teardown
+        REQUIRE(parts.size() == 4);
+        CHECK(parts[2].made.size() == parts[1].made.size());
+        CHECK(parts[2].freed.size() == parts[1].freed.size());
+        CHECK(plan.allocs.size() == t.allocs.size() + parts[1].made.size());
+        CHECK(plan.frees.size() == t.frees.size() + parts[1].freed.size());
+    }
 }
