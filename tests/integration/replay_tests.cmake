@@ -94,6 +94,27 @@ uvmp_integration_checked_test(integration.replay.bad_policy
   CHECKS "EXIT_CODE=2" "STDERR_LINES_MATCHING=^uvmtrace replay: .*UVMP_POLICY" "STDERR_LINE_COUNT=1"
   COMMAND ${UVMP_REPLAY_ENV} ${UVMP_UVMTRACE} replay --policy belady ${UVMP_REPLAY_TRACES}/synthetic-pooled.uvmt)
 
+# Its default traces, the bundled pooled ones, plan every run without a GPU (--dry-run): the
+# budget rows with a copy of the last step, and beside them the real job's step under the
+# same policy from a bench/pool_frees.py report.
+uvmp_integration_checked_test(integration.replay.bench_script_plans
+  CHECKS "OUTPUT_MATCHES_1=gpt2-small-b16-pooled.uvmt F/1.5 learned: planned 6964 launches in 2 steps, budget 15.74 GiB. real job: 825.0 ms a step at 16G"
+         "OUTPUT_MATCHES_2=resnet50-b256-pooled.uvmt F/1.5 demand-lru: planned 5873 launches in 2 steps, budget 7.34 GiB. real job: n/a"
+  COMMAND python3 ${PROJECT_SOURCE_DIR}/bench/replay.py --uvmtrace ${UVMP_UVMTRACE} --dry-run
+          --real-job ${PROJECT_SOURCE_DIR}/bench/results/pool-run-3.json)
+# A replay's budget rows against the real job's step, in the table and in the rows for
+# bench/device_run.sh.
+set(UVMP_REAL_JOB ${CMAKE_CURRENT_BINARY_DIR}/replay-real-job.json)
+file(WRITE ${UVMP_REAL_JOB} [=[{"rows": [{"workload": "synthetic", "mode": "learned", "budget": "16G", "status": "ok", "median_ms": 4.0}]}
+]=])
+uvmp_integration_checked_test(integration.replay.bench_script_real_job
+  CHECKS "OUTPUT_MATCHES_1=synthetic-pooled.uvmt +F/1.5 learned .* 4.0 at 16G +[0-9.]+ +ok"
+         "OUTPUT_MATCHES_2=replay synthetic-pooled.uvmt F/1.5 learned	[0-9.]+ms, [0-9.]+x no budget, [0-9.]+x real 4.0ms	-	info"
+  COMMAND sh -c "python3 ${PROJECT_SOURCE_DIR}/bench/replay.py --uvmtrace ${UVMP_UVMTRACE} \
+          --lib $<TARGET_FILE:uvmprefetch> --tolerance 10 --real-job ${UVMP_REAL_JOB} \
+          --json-out ${CMAKE_CURRENT_BINARY_DIR}/replay-bench-real.json ${UVMP_REPLAY_TRACES}/synthetic-pooled.uvmt && \
+          python3 ${PROJECT_SOURCE_DIR}/bench/replay.py --rows ${CMAKE_CURRENT_BINARY_DIR}/replay-bench-real.json")
+
 # The kernel's PTX is written by hand: where the toolkit's assembler is at hand, it
 # must accept the module for the GPUs the library serves (no GPU needed).
 find_program(UVMP_PTXAS ptxas HINTS ${CUDAToolkit_BIN_DIR} /usr/local/cuda/bin)
