@@ -25,10 +25,12 @@
 #   ONLY=oversub  run only the oversubscription benchmark: no GPU tests, no overhead
 #              benchmark (the GPU and build checks still come first)
 #   ONLY=pool  run only the managed-pool benchmark (the GPU and build checks still come first)
-#   ONLY=replay  run only `uvmtrace replay` of REPLAY_TRACES (default: the bundled GPT-2 small and
-#              resnet50 traces; bench/replay.py): with no budget against the recorded step time
-#              (within 10%), and at footprint / 1.5 under demand-lru and learned: $OUT/replay.json;
-#              under 2 minutes, each replay within half the GPU's free memory (--scale otherwise)
+#   ONLY=replay  run only `uvmtrace replay` of REPLAY_TRACES (default: the bundled pooled GPT-2
+#              small and resnet50 traces; bench/replay.py): with no budget against the recorded
+#              step time (within 10%), and at footprint / 1.5 under demand-lru and learned with a
+#              copy of the last step: $OUT/replay.json; under 2 minutes, each replay within half
+#              the GPU's free memory (--scale otherwise). REPLAY_REAL_JOB=FILE, a pool.json of
+#              POOL=1 or ONLY=pool on the same GPU: each budget row beside the real job's step
 #   ONLY=compat  run only bench/compat.py: torch.compile with CUDA graphs, DataLoader workers,
 #              backend:cudaMallocAsync, two jobs with budgets at once, JAX (10 runs), CuPy and
 #              the launch hook's cost, each against the program without the library:
@@ -60,7 +62,8 @@ OVERHEAD_CPUS=${OVERHEAD_CPUS:-}
 POOL=${POOL:-0}
 POOL_ROUNDS=${POOL_ROUNDS:-3}
 POOL_BUDGET=${POOL_BUDGET:-16G}
-REPLAY_TRACES=${REPLAY_TRACES:-$REPO_ROOT/examples/traces/gpt2-small-b16.uvmt $REPO_ROOT/examples/traces/resnet50-b256.uvmt}
+REPLAY_TRACES=${REPLAY_TRACES:-$REPO_ROOT/examples/traces/gpt2-small-b16-pooled.uvmt $REPO_ROOT/examples/traces/resnet50-b256-pooled.uvmt}
+REPLAY_REAL_JOB=${REPLAY_REAL_JOB:-}
 if [[ -n $ONLY && $ONLY != oversub && $ONLY != tests && $ONLY != pool && $ONLY != replay && $ONLY != compat ]]; then
     echo "device_run.sh: ONLY=$ONLY is not known; the choices are ONLY=oversub, ONLY=pool, ONLY=replay, ONLY=compat and ONLY=tests" >&2
     exit 2
@@ -389,7 +392,8 @@ replay_section() {
     # shellcheck disable=SC2086
     run_step "bench: uvmtrace replay (no budget, footprint / 1.5)" $((own_deadline + 15)) \
         "$PYTHON" "$REPO_ROOT/bench/replay.py" --uvmtrace "$UVMTRACE" --lib "$LIBRARY" \
-        --deadline-s "$own_deadline" --json-out "$report" $REPLAY_TRACES
+        --deadline-s "$own_deadline" --json-out "$report" ${REPLAY_REAL_JOB:+--real-job "$REPLAY_REAL_JOB"} \
+        $REPLAY_TRACES
     add_row "replay runs succeeded, no-budget steps within 10%" "exit $STEP_STATUS" "exit 0" \
         "$(verdict_of_status "$STEP_STATUS")"
     local what value goal verdict

@@ -1,9 +1,12 @@
 #include "core/replay/replay_plan.h"
 #include "core/sim/simulator.h"
+#include "core/trace/reader.h"
 #include "trace_fixtures.h"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 using namespace uvmp;
@@ -11,6 +14,7 @@ using replay::AllocCall;
 using replay::OpKind;
 using trace::fixtures::add_launch;
 using trace::fixtures::loop_trace;
+using trace::fixtures::pooled_job;
 
 namespace {
 
@@ -215,4 +219,118 @@ TEST_CASE("replay plan: streams are ordered where their launches share memory", 
     CHECK(plan.allocs[1].stream == 1);
     CHECK(plan.frees[0].stream == 1);
     CHECK(plan.frees[1].stream == 0);
+}
+
+namespace {
+
+// The plan cut at its step boundaries: the prologue, each step, the epilogue.
+struct Segment {
+    std::vector<uint32_t> made;  // slots allocated
+    std::vector<uint32_t> freed; // slots freed
+};
+std::vector<Segment> segments(const replay::Plan& plan) {
+    std::vector<Segment> out(1);
+    for (const replay::Op& op : plan.ops) {
+        if (op.kind == OpKind::StepBoundary) out.emplace_back();
+        if (op.kind == OpKind::Alloc) out.back().made.push_back(plan.allocs[op.index].slot);
+        if (op.kind == OpKind::Free) out.back().freed.push_back(plan.frees[op.index].slot);
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("replay plan: copies of a pooled job's last step make and free what the step did", "[replay]") {
+    const trace::Trace t = pooled_job(4);
+    const std::vector<uint64_t> bounds = iteration_bounds(t);
+    REQUIRE(bounds.size() == 5); // a mark at each step's start and one after the last
+    const replay::Plan recorded = replay::make_plan(t, bounds, {});
+    const replay::Plan plan = replay::make_plan(t, bounds, {1.0, 2});
+    REQUIRE(plan.steps.size() == 6);
+    CHECK(plan.steps[4].copy);
+    CHECK(plan.steps[5].copy);
+    CHECK(plan.launches.size() == recorded.launches.size() + 2 * recorded.steps.back().launches);
+    // The pattern repeats: as many bytes live at the peak.
+    CHECK(plan.peak_live_bytes == recorded.peak_live_bytes);
+
+    const std::vector<Segment> parts = segments(plan); // prologue, 4 steps, 2 copies, epilogue
+    REQUIRE(parts.size() == 8);
+    const Segment& last = parts[4];
+    REQUIRE_FALSE(last.made.empty());
+    // The teardown (the model and the last loss) comes after the copies, not in the step.
+    CHECK(parts[7].freed.size() == 3 * 4 + 1);
+    CHECK(parts[7].made.empty());
+    for (size_t c = 5; c <= 6; ++c) {
+        const Segment& copy = parts[c];
+        CHECK(copy.made.size() == last.made.size());
+        CHECK(copy.freed.size() == last.freed.size());
+        // Its own allocations, fresh slots; of the memory made before it, it frees
+        // only the loss of the step before.
+        const uint32_t first_slot = copy.made.front();
+        for (uint32_t slot : copy.made) CHECK(slot >= first_slot);
+        std::vector<uint32_t> carried;
+        for (uint32_t slot : copy.freed)
+            if (slot < first_slot) carried.push_back(slot);
+        REQUIRE(carried.size() == 1);
+        const Segment& before = parts[c - 1];
+        CHECK(std::find(before.made.begin(), before.made.end(), carried[0]) != before.made.end());
+    }
+    // Launch for launch, a copy touches the step's memory from before it (the
+    // model) where the step did, and its own allocations where the step touched its.
+    const replay::Step& step = plan.steps[3];
+    const uint32_t step_first_slot = parts[4].made.front();
+    for (size_t c = 4; c <= 5; ++c) {
+        const uint32_t copy_first_slot = parts[c + 1].made.front();
+        for (uint64_t p = 0; p < step.launches; ++p) {
+            const auto recorded_slots = touched_slots(plan, plan.launches[step.first_launch + p]);
+            const auto copy_slots = touched_slots(plan, plan.launches[plan.steps[c].first_launch + p]);
+            REQUIRE(copy_slots.size() == recorded_slots.size());
+            for (size_t s = 0; s < copy_slots.size(); ++s) {
+                if (recorded_slots[s] < step_first_slot) CHECK(copy_slots[s] == recorded_slots[s]);
+                else CHECK(copy_slots[s] >= copy_first_slot);
+            }
+        }
+    }
+    // Every allocation of the replay is freed once.
+    std::vector<uint32_t> freed;
+    for (const replay::FreeOp& f : plan.frees) freed.push_back(f.slot);
+    std::sort(freed.begin(), freed.end());
+    std::vector<uint32_t> all(plan.slots);
+    for (uint32_t s = 0; s < plan.slots; ++s) all[s] = s;
+    CHECK(freed == all);
+}
+
+TEST_CASE("replay plan: a pooled job's last step that frees its model cannot be copied", "[replay]") {
+    trace::Trace t = pooled_job(4);
+    const std::vector<uint64_t> bounds = iteration_bounds(t);
+    // The last step frees the first weight, made before the steps, halfway through.
+    const uint64_t halfway = (bounds[3] + bounds[4]) / 2;
+    t.frees.push_back({1, t.launches[halfway].time_ns, halfway});
+    t.frees.erase(std::find_if(t.frees.begin(), t.frees.end() - 1, [](const trace::Free& f) { return f.id == 1; }));
+    CHECK_NOTHROW(replay::make_plan(t, bounds, {1.0, 0}));
+    CHECK_THROWS_WITH(replay::make_plan(t, bounds, {1.0, 1}),
+                      Catch::Matchers::StartsWith("the last step frees allocation 1 (") &&
+                          Catch::Matchers::EndsWith("its copies would free memory that no longer exists"));
+}
+
+TEST_CASE("replay plan: the bundled pooled traces copy their last step as it was recorded", "[replay][bundled]") {
+    for (const char* name : {"gpt2-small-b16-pooled", "resnet50-b256-pooled"}) {
+        const std::string path = std::string(UVMP_SOURCE_DIR) + "/examples/traces/" + name + ".uvmt";
+        INFO(path);
+        const trace::Trace t = trace::read_trace_file(path);
+        const std::vector<uint64_t> bounds = iteration_bounds(t);
+        REQUIRE(bounds.size() == 2); // the warm-up before the first mark, one marked step
+        const replay::Plan recorded = replay::make_plan(t, bounds, {});
+        const replay::Plan plan = replay::make_plan(t, bounds, {1.0, 1});
+        REQUIRE(plan.steps.size() == 2);
+        CHECK(plan.steps[1].copy);
+        CHECK(plan.steps[1].launches == plan.steps[0].launches);
+        CHECK(plan.peak_live_bytes == recorded.peak_live_bytes);
+        const std::vector<Segment> parts = segments(plan); // prologue, the step, its copy, the teardown
+        REQUIRE(parts.size() == 4);
+        CHECK(parts[2].made.size() == parts[1].made.size());
+        CHECK(parts[2].freed.size() == parts[1].freed.size());
+        CHECK(plan.allocs.size() == t.allocs.size() + parts[1].made.size());
+        CHECK(plan.frees.size() == t.frees.size() + parts[1].freed.size());
+    }
 }

@@ -363,3 +363,14 @@ TEST_CASE("simulator: a steady step of a pooled training loop moves what exceeds
         CHECK(c.step_in_bytes > 2 * r.step_in_bytes);
     }
 }
+
+TEST_CASE("iteration bounds: a shorter last step is whole when a mark follows the last launch", "[sim]") {
+    trace::Trace t;
+    t.allocs.push_back({1, 0x100000, 8 * kMiB});
+    const trace::Access read{1, 0, 0};
+    for (uint32_t k = 0; k < 7; ++k) add_launch(t, k % 4, {&read, 1});
+    t.iterations = {{0, 0, 0}, {1, 4, 0}}; // steps of 4 launches and then 3
+    CHECK(iteration_bounds(t) == std::vector<uint64_t>{0, 4}); // the recording may have cut the last one off
+    t.iterations.push_back({2, 7, 0});
+    CHECK(iteration_bounds(t) == std::vector<uint64_t>{0, 4, 7}); // a mark after it says it ended
+}

@@ -48,4 +48,15 @@ Trace loop_trace(uint32_t allocations, uint64_t alloc_mib, uint32_t iterations, 
     return t;
 }
 
+Trace pooled_job(uint64_t steps, bool marks) {
+    TrainingLoopShape shape;
+    shape.layers = 4;
+    shape.steps = steps;
+    shape.pooled = true;
+    shape.mark_iterations = marks;
+    shape.carry_loss = true;
+    shape.teardown = true;
+    return make_training_loop(shape);
+}
+
 } // namespace uvmp::trace::fixtures

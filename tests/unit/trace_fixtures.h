@@ -25,4 +25,9 @@ void add_launch(Trace& t, uint32_t kernel_id, std::span<const Access> accesses, 
 // iteration reads buffer k with kernel k, lasting `kernel_us`; a mark starts each iteration.
 Trace loop_trace(uint32_t allocations, uint64_t alloc_mib, uint32_t iterations, uint64_t kernel_us = 0);
 
+// A pooled job as PyTorch's are recorded (make_training_loop, pooled): four
+// layers, `steps` steps, a loss each step frees the last step's, and the model
+// freed after the last step (after a closing mark, with marks).
+Trace pooled_job(uint64_t steps, bool marks = true);
+
 } // namespace uvmp::trace::fixtures

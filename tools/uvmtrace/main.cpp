@@ -15,12 +15,13 @@ constexpr int kExitBadUsage = 2;
 } // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app("uvmtrace: inspect, simulate, replay and export uvmprefetch access traces", "uvmtrace");
+    CLI::App app("uvmtrace: inspect, simulate, replay, export and trim uvmprefetch access traces", "uvmtrace");
     app.require_subcommand(1);
     uvmp::tools::register_info(app);
     uvmp::tools::register_dump(app);
     uvmp::tools::register_export(app);
     uvmp::tools::register_simulate(app);
+    uvmp::tools::register_trim(app);
     uvmp::tools::register_replay(app);
     uvmp::tools::register_synth(app);
 

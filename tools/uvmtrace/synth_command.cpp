@@ -36,6 +36,11 @@ void register_synth(CLI::App& app) {
     command->add_flag("--pooled", arguments->shape.pooled,
                       "every device allocation a block of the managed pool: activations allocated in the forward "
                       "pass and freed in the backward pass, at the same addresses every step");
+    command->add_flag("--carry-loss", arguments->shape.carry_loss,
+                      "with --pooled: each step makes a small block that the next step frees");
+    command->add_flag("--teardown", arguments->shape.teardown,
+                      "with --pooled: after the last step a closing mark (with --marks) and the frees of every block "
+                      "left");
     command->callback([arguments] {
         trace::Trace trace = trace::make_training_loop(arguments->shape);
         uint64_t dropped = trace::write_trace_file(trace, arguments->output);

@@ -16,12 +16,34 @@ struct Event {
     size_t index;
 };
 
+bool at_bound(std::span<const uint64_t> bounds, uint64_t launches_before) {
+    return std::binary_search(bounds.begin(), bounds.end(), launches_before);
+}
+
+// By trace.frees index: whether the free was made at a step bound after the
+// iteration mark there. The mark ends the step before it, so such a free begins
+// the next step, or, after the last mark, is the program's teardown and not
+// part of the last step (which its copies would repeat).
+std::vector<bool> frees_after_marks(const Trace& trace, std::span<const uint64_t> bounds) {
+    std::unordered_map<uint64_t, uint64_t> mark_ns; // bound -> the time of its first mark
+    for (const Iteration& mark : trace.iterations)
+        if (at_bound(bounds, mark.launches_before)) mark_ns.try_emplace(mark.launches_before, mark.time_ns);
+    std::vector<bool> after(trace.frees.size(), false);
+    for (size_t i = 0; i < trace.frees.size(); ++i) {
+        const auto it = mark_ns.find(trace.frees[i].launches_before);
+        after[i] = it != mark_ns.end() && trace.frees[i].time_ns > it->second;
+    }
+    return after;
+}
+
 // Allocations, frees and marks go before the launch whose launches_before they
 // carry, in time order; between equal times a free goes first (its memory may be
 // what the allocation takes), then a mark. Right before the first launch of a
 // step, frees and marks end the step before it and allocations begin the step:
-// they go in that order, so that a step's copies make what the step uses.
-std::vector<Event> events_in_order(const Trace& trace, std::span<const uint64_t> bounds) {
+// they go in that order, so that a step's copies make what the step uses. Frees
+// after the step's iteration mark begin the step too (`after_mark`).
+std::vector<Event> events_in_order(const Trace& trace, std::span<const uint64_t> bounds,
+                                   const std::vector<bool>& after_mark) {
     struct Keyed {
         uint64_t launches_before;
         bool begins_step;
@@ -29,19 +51,17 @@ std::vector<Event> events_in_order(const Trace& trace, std::span<const uint64_t>
         int rank;
         Event event;
     };
-    auto at_bound = [&](uint64_t launches_before) {
-        return std::binary_search(bounds.begin(), bounds.end(), launches_before);
-    };
     std::vector<Keyed> keyed;
     keyed.reserve(trace.allocs.size() + trace.frees.size() + trace.iterations.size());
     for (size_t i = 0; i < trace.frees.size(); ++i)
-        keyed.push_back({trace.frees[i].launches_before, false, trace.frees[i].time_ns, 0, {OpKind::Free, i}});
+        keyed.push_back(
+            {trace.frees[i].launches_before, after_mark[i], trace.frees[i].time_ns, 0, {OpKind::Free, i}});
     for (size_t i = 0; i < trace.iterations.size(); ++i)
         keyed.push_back(
             {trace.iterations[i].launches_before, false, trace.iterations[i].time_ns, 1, {OpKind::Mark, i}});
     for (size_t i = 0; i < trace.allocs.size(); ++i) {
         const uint64_t before = trace.allocs[i].launches_before;
-        keyed.push_back({before, at_bound(before), trace.allocs[i].time_ns, 2, {OpKind::Alloc, i}});
+        keyed.push_back({before, at_bound(bounds, before), trace.allocs[i].time_ns, 2, {OpKind::Alloc, i}});
     }
     std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
         if (a.launches_before != b.launches_before) return a.launches_before < b.launches_before;
@@ -61,14 +81,18 @@ std::vector<Event> events_in_order(const Trace& trace, std::span<const uint64_t>
 }
 
 // Where each step begins among the events: after everything recorded before
-// its first launch but the allocations that begin it. `bounds` ascend.
+// its first launch but the allocations (and frees after its mark) that begin
+// it. `bounds` ascend.
 std::vector<size_t> positions_of_bounds(const Trace& trace, const std::vector<Event>& events,
-                                        std::span<const uint64_t> bounds) {
+                                        std::span<const uint64_t> bounds, const std::vector<bool>& after_mark) {
     auto begins_at_or_after = [&](const Event& e, uint64_t bound) {
         switch (e.kind) {
         case OpKind::Launch: return e.index >= bound;
         case OpKind::Alloc: return trace.allocs[e.index].launches_before >= bound;
-        case OpKind::Free: return trace.frees[e.index].launches_before > bound;
+        case OpKind::Free: {
+            const uint64_t before = trace.frees[e.index].launches_before;
+            return before > bound || (before == bound && after_mark[e.index]);
+        }
         case OpKind::Mark: return trace.iterations[e.index].launches_before > bound;
         case OpKind::StepBoundary: break;
         }
@@ -273,9 +297,10 @@ private:
 
 // The recorded allocations that the step [begin, end) of `events` frees though
 // they were made before it, each with an allocation of the step of the same
-// size that outlives it and takes its place in the next copy.
+// size that outlives it and takes its place in the next copy. `closing_mark`:
+// whether an iteration mark ends the step (for the refusal's wording).
 std::vector<std::pair<uint32_t, uint32_t>> carried_allocations(const Trace& trace, const std::vector<Event>& events,
-                                                               size_t begin, size_t end) {
+                                                               size_t begin, size_t end, bool closing_mark) {
     std::vector<size_t> made;     // trace.allocs indices, in order
     std::vector<uint32_t> freed;  // recorded ids, in order
     for (size_t at = begin; at < end; ++at) {
@@ -307,7 +332,11 @@ std::vector<std::pair<uint32_t, uint32_t>> carried_allocations(const Trace& trac
             throw PlanError("the last step frees allocation " + std::to_string(id) + " (" +
                             std::to_string(size_of[id]) +
                             " bytes), made before it, and makes no allocation of that size that outlives it: "
-                            "its copies would free memory that no longer exists");
+                            "its copies would free memory that no longer exists" +
+                            (closing_mark ? std::string()
+                                          : std::string(" (with no iteration mark at its end, the step is cut from the "
+                                                        "kernel sequence and may not begin or end where the "
+                                                        "program's does)")));
         taken[partner] = true;
         pairs.emplace_back(id, trace.allocs[made[partner]].id);
     }
@@ -320,7 +349,8 @@ Plan make_plan(const Trace& trace, std::span<const uint64_t> bounds, const PlanO
     if (!(options.scale > 0.0 && options.scale <= 1.0)) throw PlanError("the scale must be more than 0 and at most 1");
     const bool has_steps = bounds.size() >= 2;
     if (options.extra_steps > 0 && !has_steps) throw PlanError("the trace has no whole step to repeat");
-    const std::vector<Event> events = events_in_order(trace, bounds);
+    const std::vector<bool> after_mark = frees_after_marks(trace, bounds);
+    const std::vector<Event> events = events_in_order(trace, bounds, after_mark);
     PlanBuilder builder(trace, options);
     auto emit_range = [&](size_t begin, size_t end, std::optional<uint64_t> step_start_ns) {
         for (size_t at = begin; at < end; ++at) builder.emit(events[at], step_start_ns);
@@ -338,10 +368,14 @@ Plan make_plan(const Trace& trace, std::span<const uint64_t> bounds, const PlanO
         plan.prologue_launches = plan.launches.size();
         return plan;
     }
-    const std::vector<size_t> at = positions_of_bounds(trace, events, bounds);
+    const std::vector<size_t> at = positions_of_bounds(trace, events, bounds, after_mark);
     const size_t last = bounds.size() - 2;
     std::vector<std::pair<uint32_t, uint32_t>> carried;
-    if (options.extra_steps > 0) carried = carried_allocations(trace, events, at[last], at[last + 1]);
+    if (options.extra_steps > 0) {
+        const bool closing_mark = std::any_of(trace.iterations.begin(), trace.iterations.end(),
+                                              [&](const Iteration& m) { return m.launches_before == bounds[last + 1]; });
+        carried = carried_allocations(trace, events, at[last], at[last + 1], closing_mark);
+    }
 
     emit_range(0, at[0], std::nullopt);
     const uint64_t prologue_launches = bounds[0];

@@ -111,7 +111,9 @@ public:
 };
 
 // `trace` with its access lengths inferred (infer_access_extents), `bounds` its
-// iteration bounds (iteration_bounds()).
+// iteration bounds (iteration_bounds()). A step ends at its iteration mark where
+// it has one: frees after the last mark (the program's teardown) are not the
+// last step's, and come after its copies.
 Plan make_plan(const trace::Trace& trace, std::span<const uint64_t> bounds, const PlanOptions& options);
 
 } // namespace uvmp::replay

@@ -82,14 +82,15 @@ bool overlaps(std::span<const ChunkRange> ranges, const ChunkSpan& span) {
 }
 
 // Keeps only full iterations: a last one shorter than the one before was cut
-// off by the end of the recording.
+// off by the end of the recording, unless a mark after the last launch ends it.
 std::vector<uint64_t> close_bounds(std::vector<uint64_t> starts, uint64_t launches) {
     std::sort(starts.begin(), starts.end());
     starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+    const bool closed = !starts.empty() && starts.back() >= launches;
     while (!starts.empty() && starts.back() >= launches) starts.pop_back();
     if (starts.empty()) return {};
     const uint64_t tail = launches - starts.back();
-    if (starts.size() == 1 || tail >= starts.back() - starts[starts.size() - 2]) starts.push_back(launches);
+    if (closed || starts.size() == 1 || tail >= starts.back() - starts[starts.size() - 2]) starts.push_back(launches);
     if (starts.size() < 2) return {};
     return starts;
 }

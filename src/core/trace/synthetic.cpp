@@ -258,6 +258,7 @@ Trace make_pooled_loop(const TrainingLoopShape& shape) {
     for (uint32_t l = 0; l <= shape.layers; ++l) activation_bytes.push_back(out.pick(16, 64) * kMiB);
     out.draw_kernel_durations();
 
+    std::optional<uint32_t> loss; // the last step's, with carry_loss
     for (uint64_t step = 0; step < shape.steps; ++step) {
         if (shape.mark_iterations) out.mark(step);
         // Forward: each layer's output is allocated as the layer runs.
@@ -274,7 +275,14 @@ Trace make_pooled_loop(const TrainingLoopShape& shape) {
         // over it.
         std::vector<uint32_t> gradients(shape.layers + 1);
         gradients[shape.layers] = pool.allocate(activation_bytes[shape.layers]);
-        out.launch(Loss, kComputeStream, {activations[shape.layers], gradients[shape.layers]});
+        if (shape.carry_loss) {
+            const uint32_t new_loss = pool.allocate(4);
+            out.launch(Loss, kComputeStream, {activations[shape.layers], gradients[shape.layers], new_loss});
+            if (loss) pool.free(*loss);
+            loss = new_loss;
+        } else {
+            out.launch(Loss, kComputeStream, {activations[shape.layers], gradients[shape.layers]});
+        }
         for (uint32_t l = shape.layers; l-- > 0;) {
             out.launch(ActivationGrad, kComputeStream, {activations[l + 1], gradients[l + 1]});
             pool.free(activations[l + 1]);
@@ -286,6 +294,16 @@ Trace make_pooled_loop(const TrainingLoopShape& shape) {
         pool.free(activations[0]);
         pool.free(gradients[0]);
         for (uint32_t l = 0; l < shape.layers; ++l) out.launch(AdamStep, kOptimizerStream, {weights[l], grads[l], states[l]});
+    }
+    if (shape.teardown) {
+        if (shape.mark_iterations) out.mark(shape.steps);
+        out.advance(1'000'000);
+        if (loss) pool.free(*loss);
+        for (uint32_t l = 0; l < shape.layers; ++l) {
+            pool.free(weights[l]);
+            pool.free(grads[l]);
+            pool.free(states[l]);
+        }
     }
     return std::move(out.trace());
 }

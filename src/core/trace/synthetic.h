@@ -18,6 +18,13 @@ struct TrainingLoopShape {
     bool library_moves = true;       // record prefetches and evictions from step 1 on (not pooled)
     uint32_t seed = 1;
     bool pooled = false;             // every device allocation a block of the managed pool (below)
+    // Pooled: what a recorded job does around its steps. `carry_loss`: each step
+    // makes a 4-byte block (the loss) that the next step frees, as a loop holds
+    // its last loss until the next one replaces it. `teardown`: after the last
+    // step a closing mark (with mark_iterations) and the frees of every block left,
+    // as a program frees its model when it ends.
+    bool carry_loss = false;
+    bool teardown = false;
 };
 
 // Each step: allocate the activations, forward (2 kernels a layer), loss,
