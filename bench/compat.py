@@ -259,6 +259,16 @@ RUNNERS = {"graphs": scenario_graphs, "dataloader": scenario_dataloader, "async"
            "two-jobs": scenario_two_jobs, "jax": scenario_jax, "cupy": scenario_cupy, "launch": scenario_launch}
 
 
+def as_written(report):
+    """The report with each run's output cut to its last lines (the logs keep it whole)."""
+    written = {"scenarios": {}}
+    for name, entry in report["scenarios"].items():
+        runs = [{**{k: v for k, v in run.items() if k != "output"},
+                 "output_tail": "\n".join(run.get("output", "").splitlines()[-30:])} for run in entry["runs"]]
+        written["scenarios"][name] = {**entry, "runs": runs}
+    return written
+
+
 def rows_of(report):
     rows = []
     for name, entry in report["scenarios"].items():
@@ -315,11 +325,8 @@ def main():
             continue
         print(f"=== {name}", flush=True)
         entry = RUNNERS[name](runner)
-        for run in entry["runs"]:
-            run["output_tail"] = "\n".join(run.pop("output", "").splitlines()[-30:])
         report["scenarios"][name] = entry
-        if args.json_out:
-            write_atomically(args.json_out, json.dumps(report, indent=1))
+        write_atomically(args.json_out, json.dumps(as_written(report), indent=1))
     cells = [["scenario", "what ran", "result", "same as native"]]
     cells += [[name, e["ran"], e["result"], {None: "-", True: "yes", False: "NO"}[e["matched"]]]
               for name, e in report["scenarios"].items()]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""A small MLP trained with torch.compile(mode="reduce-overhead"): Inductor's kernels run
-as CUDA graphs, captured once and replayed every step (cuGraphLaunch). Prints every
-step's loss and a digest of the final weights as one RESULT line."""
+"""A small MLP run with torch.compile(mode="reduce-overhead"): Inductor's kernels run as CUDA
+graphs, captured once and replayed every step (cuGraphLaunch), here for inference (no_grad),
+the pattern CUDA graphs serve best. Prints a digest of every step's output as one RESULT line."""
 
 import hashlib
 import json
@@ -10,24 +10,15 @@ import torch
 
 STEPS = 30
 torch.manual_seed(20261202)
-model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)).cuda()
-optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)).cuda().eval()
 inputs = torch.randn(STEPS, 512, 1024, device="cuda")
-targets = torch.randn(STEPS, 512, 1024, device="cuda")
+compiled = torch.compile(model, mode="reduce-overhead")
 
-
-@torch.compile(mode="reduce-overhead")
-def loss_of(x, y):
-    return torch.nn.functional.mse_loss(model(x), y)
-
-
-losses = []
-for step in range(STEPS):
-    torch.compiler.cudagraph_mark_step_begin()
-    loss = loss_of(inputs[step], targets[step])
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=False)
-    losses.append(loss.item())
-digest = hashlib.sha256(b"".join(p.detach().cpu().numpy().tobytes() for p in model.parameters())).hexdigest()
-print("RESULT " + json.dumps({"losses": [repr(v) for v in losses], "weights": digest}), flush=True)
+digests = []
+with torch.no_grad():
+    for step in range(STEPS):
+        torch.compiler.cudagraph_mark_step_begin()
+        # The graph's output lives in its own pool, overwritten by the next replay: copy it out.
+        out = compiled(inputs[step]).clone()
+        digests.append(hashlib.sha256(out.cpu().numpy().tobytes()).hexdigest()[:16])
+print("RESULT " + json.dumps({"outputs": digests}), flush=True)

@@ -89,6 +89,15 @@ class ResultTests(unittest.TestCase):
         self.assertEqual(verdicts["compat cupy: CuPy"], "SKIP")
         self.assertEqual(verdicts["compat launch: the library's own ns a launch"], "FAIL")
 
+    def test_the_written_report_cuts_outputs_and_leaves_the_runs_whole(self):
+        # A later scenario compares with an earlier one's run (two-jobs with async's native).
+        run = {"status": "ok", "output": "\n".join(f"line {i}" for i in range(100))}
+        report = {"scenarios": {"async": {"ran": "r", "result": "same", "matched": True, "runs": [run]}}}
+        written = compat.as_written(report)
+        self.assertNotIn("output", written["scenarios"]["async"]["runs"][0])
+        self.assertEqual(written["scenarios"]["async"]["runs"][0]["output_tail"].splitlines()[0], "line 70")
+        self.assertIn("line 0", run["output"])
+
     def test_busiest_stats_is_the_process_that_launched_most(self):
         with tempfile.TemporaryDirectory() as directory:
             for pid, launches in ((11, 5), (12, 900), (13, 0)):

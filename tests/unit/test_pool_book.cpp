@@ -198,8 +198,48 @@ TEST_CASE("pool: a block freed on a stream is reused on that stream at once", "[
     REQUIRE(b);
     CHECK(b->address == a->address);
     CHECK(fences.queries == 0);
-    CHECK(fences.destroyed(f) == 1); // no block waits on it any more
+    // The rest of the slab, taken in by the freed block, waits on the fence
+    // until the pool learns that it completed.
+    CHECK(fences.destroyed(f) == 0);
     CHECK(slabs.creates == 1);
+    // A request that fits nowhere makes the pool ask, and the fence goes.
+    fences.complete(f);
+    auto big = book.allocate(8 * MiB, kS2, 0, 3);
+    REQUIRE(big);
+    CHECK(fences.destroyed(f) == 1);
+}
+
+TEST_CASE("pool: a block freed on a stream takes in the ready memory beside it", "[pool]") {
+    FakeSlabs slabs;
+    FakeFences fences;
+    PoolBook book(small_config(16 * MiB), slabs, fences);
+    // a [0, 4M) and b [4M, 8M), the rest of the slab ready; b freed for every
+    // stream, then a on S1: a's block and the 12 MiB after it are one piece.
+    auto a = book.allocate(4 * MiB, kS1, 0, 0);
+    auto b = book.allocate(4 * MiB, kS1, 0, 0);
+    REQUIRE(a);
+    REQUIRE(b);
+    book.free(b->address, kNoStream, 0, 1);
+    const FenceKey f = fences.issue(kS1);
+    book.free(a->address, kS1, f, 2);
+    // S1 gets 10 MiB from a's address on, in the memory a's pages already hold,
+    // where neither a's block nor the ready rest alone held it.
+    auto c = book.allocate(10 * MiB, kS1, 0, 3);
+    REQUIRE(c);
+    CHECK(c->address == a->address);
+    CHECK(slabs.creates == 1);
+    CHECK(book.figures().reserved == 10 * MiB);
+    // Another stream waits for the fence for what is left: a new slab while
+    // it has not completed, the rest once it has.
+    auto d = book.allocate(16 * MiB, kS2, 0, 4);
+    REQUIRE(d);
+    CHECK(d->slab == 2);
+    fences.complete(f);
+    auto e = book.allocate(6 * MiB, kS2, 0, 5);
+    REQUIRE(e);
+    CHECK(e->slab == 1);
+    CHECK(e->address == c->address + 10 * MiB);
+    CHECK(slabs.creates == 2);
 }
 
 TEST_CASE("pool: another stream gets a pending block only once its fence completes", "[pool]") {

@@ -615,6 +615,38 @@ struct PoolBook::State {
                 settle(b);
             }
         }
+        return join(keep, gone);
+    }
+
+    // A block just freed on a stream (pending, in no index) takes in the ready
+    // pieces beside it. The stream may use both at once either way, and one
+    // piece holds what two halves cannot: with the GPU a step behind, most
+    // frees are pending when their memory is asked for again, and blocks kept
+    // apart from their ready neighbours went to fresh memory instead (resnet50
+    // covered all of its 12 GiB of slabs for 11.1 GiB live). Other streams wait
+    // for the fence for the whole, which costs a program of one stream nothing.
+    Seg* take_in_ready(Seg* s) {
+        if (s->prev && s->prev->kind == Kind::Ready) s = absorb_ready(s, s->prev);
+        if (s->next && s->next->kind == Kind::Ready) s = absorb_ready(s, s->next);
+        return s;
+    }
+
+    Seg* absorb_ready(Seg* s, Seg* nb) {
+        nb->index->erase(nb);
+        Seg* keep = nb->size > s->size ? nb : s;
+        Seg* gone = keep == s ? nb : s;
+        if (keep == nb) {
+            // The ready node stays: it waits on the block's fence from now on.
+            Fence* f = s->fence;
+            detach(s);
+            attach(nb, f);
+            nb->kind = Kind::Pending;
+        }
+        return join(keep, gone);
+    }
+
+    // `keep` takes over the adjacent `gone`'s range; `gone`'s node is recycled.
+    Seg* join(Seg* keep, Seg* gone) {
         if (gone->addr < keep->addr) keep->addr = gone->addr;
         keep->size += gone->size;
         if (gone->prev) gone->prev->next = gone->next;
@@ -911,7 +943,7 @@ struct PoolBook::State {
             s->kind = Kind::Pending;
             attach(s, f);
             ++slab->pending;
-            s = coalesce(s);
+            s = take_in_ready(coalesce(s));
             // The merged block waits on the later of the fences: f's, unless f
             // was handed before (then f may be gone).
             s->fence->owner->pending.insert(s);
