@@ -67,6 +67,26 @@ TEST_CASE("simulator: under a budget the library's evictions leave the kernels t
     CHECK(r.step_seconds == Approx(3e-3 + fault).epsilon(0.01));
 }
 
+TEST_CASE("simulator: chunks a launch misses are fetched by learned and belady, faulted by demand-lru", "[simulator]") {
+    // One kernel of 1 ms over 64 MiB that is not on the GPU yet.
+    const auto t = loop_trace(1, 64, 1, 1000);
+    const double kernel = 1e-3;
+    const SimResult lru = run(t, PolicyKind::DemandLru, 1024 * kMiB);
+    CHECK(lru.demand_bytes == 64 * kMiB);
+    CHECK(lru.demand_fetched_bytes == 0);
+    CHECK(lru.total_seconds == Approx(kernel + 64.0 * kMiB / 9e9).epsilon(0.01));
+    for (PolicyKind kind : {PolicyKind::Learned, PolicyKind::Belady}) {
+        const SimResult r = run(t, kind, 1024 * kMiB);
+        INFO(r.policy);
+        // The library's worker prefetches them beside the kernel, at the speed
+        // of a 64 MiB piece, and the kernel waits for them.
+        CHECK(r.demand_bytes == 0);
+        CHECK(r.demand_fetched_bytes == 64 * kMiB);
+        CHECK(r.prefetched_bytes == 64 * kMiB);
+        CHECK(r.total_seconds == Approx(kernel + 64.0 * kMiB / 48e9).epsilon(0.01));
+    }
+}
+
 TEST_CASE("simulator: belady never does worse than demand-lru below the footprint", "[simulator]") {
     const auto t = loop_trace(5, 32, 8, 2000);
     const uint64_t footprint = 5 * 32 * kMiB;

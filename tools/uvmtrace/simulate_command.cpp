@@ -83,6 +83,7 @@ nlohmann::json to_json(const SimResult& r) {
         {"prefetched_bytes", r.prefetched_bytes},
         {"evicted_bytes", r.evicted_bytes},
         {"demand_bytes", r.demand_bytes},
+        {"demand_fetched_bytes", r.demand_fetched_bytes},
         {"prefetch_calls", r.prefetch_calls},
         {"evict_calls", r.evict_calls},
         {"transfer_calls", r.transfer_calls()},
@@ -114,7 +115,11 @@ void print_result(const SimResult& r) {
                                r.footprint_bytes ? 100.0 * static_cast<double>(r.budget_bytes) / static_cast<double>(r.footprint_bytes) : 0.0,
                                format_size(r.footprint_bytes), format_size(r.chunk_bytes)));
     line("launches", std::to_string(r.launches));
-    line("prefetched", fmt::format("{} in {} calls", format_size(r.prefetched_bytes), r.prefetch_calls));
+    line("prefetched", r.demand_fetched_bytes
+                           ? fmt::format("{} in {} calls ({} of it missed by the launch that needed it)",
+                                         format_size(r.prefetched_bytes), r.prefetch_calls,
+                                         format_size(r.demand_fetched_bytes))
+                           : fmt::format("{} in {} calls", format_size(r.prefetched_bytes), r.prefetch_calls));
     line("evicted", fmt::format("{} in {} calls", format_size(r.evicted_bytes), r.evict_calls));
     line("demand-faulted", format_size(r.demand_bytes));
     // Only blocks of the pool are reused in place: traces without them print as before.

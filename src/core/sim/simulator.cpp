@@ -149,6 +149,11 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     residency.reserve_chunk_slots(schedule.chunk_slots());
     const auto policy = make_policy(config, schedule, trace);
     residency.keep_recency_order(policy->reads_recency_order());
+    // Policies that fetch what a launch misses (the library's mover prefetches it
+    // beside the kernel that faults on it, which costs what a prefetch that the
+    // kernel waits for costs: bench/wait_or_fault_probe) rather than leaving it
+    // to faults.
+    const bool fetch_demand = policy->fetches_demand();
     const uint64_t launches = trace.launches.size();
 
     SimResult result;
@@ -257,6 +262,12 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             evict_bytes += bytes;
             evict_seconds += seconds_for(bytes, evict_gbps(bytes));
             if (overlaps(previous_ranges, span)) copy_start = std::max(copy_start, previous_kernel_end);
+        }
+        // Fetched in the planner's order: what the launch misses, then what comes later.
+        if (fetch_demand && !plan.demand.empty()) {
+            plan.prefetch.insert(plan.prefetch.begin(), plan.demand.begin(), plan.demand.end());
+            for (const ChunkSpan& span : plan.demand) result.demand_fetched_bytes += Plan::bytes({&span, 1}, residency);
+            plan.demand.clear();
         }
         span_bytes.clear();
         for (const ChunkSpan& span : plan.prefetch) {

@@ -49,7 +49,10 @@ struct SimResult {
 
     uint64_t prefetched_bytes = 0;
     uint64_t evicted_bytes = 0;
-    uint64_t demand_bytes = 0;
+    uint64_t demand_bytes = 0; // faulted in by the kernels that missed them
+    // Of prefetched_bytes: chunks a launch missed, fetched beside it (policies
+    // that fetch demand, as the library's learned and belady do).
+    uint64_t demand_fetched_bytes = 0;
     uint64_t prefetch_calls = 0; // one per contiguous piece
     uint64_t evict_calls = 0;
     uint64_t transfer_calls() const { return prefetch_calls + evict_calls; }
