@@ -210,9 +210,9 @@ def main():
     parser.add_argument("--timeout-s", type=float, default=45)
     parser.add_argument("--deadline-s", type=float, default=110)
     parser.add_argument("--json-out")
-    parser.add_argument("--real-job", metavar="REPORT",
+    parser.add_argument("--real-job", metavar="REPORT", action="append",
                         help="a bench/pool_frees.py --json-out report: each budget row shows the real job's step "
-                             "under the same policy and the ratio replay / real")
+                             "under the same policy and the ratio replay / real (repeatable: one report a workload)")
     parser.add_argument("--dry-run", action="store_true",
                         help="plan every run (uvmtrace replay --dry-run, no GPU needed), replay nothing")
     parser.add_argument("--rows", metavar="REPORT", help="print REPORT's rows for device_run.sh and stop")
@@ -222,11 +222,11 @@ def main():
         return 0
 
     real_job = None
-    if args.real_job:
+    for path in args.real_job or []:
         try:
-            real_job = load_real_job(args.real_job)
+            real_job = {**(real_job or {}), **load_real_job(path)}
         except (OSError, ValueError, KeyError, TypeError) as error:
-            print(f"--real-job {args.real_job}: not a bench/pool_frees.py report ({error})", file=sys.stderr)
+            print(f"--real-job {path}: not a bench/pool_frees.py report ({error})", file=sys.stderr)
             return 2
     clock = Clock(args.deadline_s)
     free = free_gpu_bytes()

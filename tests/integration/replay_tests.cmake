@@ -102,6 +102,12 @@ uvmp_integration_checked_test(integration.replay.bench_script_plans
          "OUTPUT_MATCHES_2=resnet50-b256-pooled.uvmt F/1.5 demand-lru: planned 5873 launches in 2 steps, budget 7.34 GiB. real job: n/a"
   COMMAND python3 ${PROJECT_SOURCE_DIR}/bench/replay.py --uvmtrace ${UVMP_UVMTRACE} --dry-run
           --real-job ${PROJECT_SOURCE_DIR}/bench/results/pool-run-3.json)
+# Reports given one after another: a later one's runs stand for the same workload and policy.
+uvmp_integration_checked_test(integration.replay.bench_script_plans_two_reports
+  CHECKS "OUTPUT_MATCHES_1=gpt2-small-b16-pooled.uvmt F/1.5 learned: planned 6964 launches in 2 steps, budget 15.74 GiB. real job: 1057.2 ms a step at 16G"
+  COMMAND python3 ${PROJECT_SOURCE_DIR}/bench/replay.py --uvmtrace ${UVMP_UVMTRACE} --dry-run
+          --real-job ${PROJECT_SOURCE_DIR}/bench/results/pool-run-3.json
+          --real-job ${PROJECT_SOURCE_DIR}/bench/results/pool-run-4.json)
 # A replay's budget rows against the real job's step, in the table and in the rows for
 # bench/device_run.sh.
 set(UVMP_REAL_JOB ${CMAKE_CURRENT_BINARY_DIR}/replay-real-job.json)
