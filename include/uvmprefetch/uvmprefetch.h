@@ -71,6 +71,10 @@ typedef struct uvmp_stats {
     uint64_t pool_slabs_released;   /* slabs given back (idle, trimmed, or at exit) */
     uint64_t pool_reserved_bytes;   /* bytes of slabs held now, over every device */
     uint64_t pool_reserved_peak;    /* high-water mark of pool_reserved_bytes */
+    uint64_t graph_launches;        /* cuGraphLaunch calls (captured ones included) */
+    uint64_t graph_launches_unknown; /* graph launches of graphs the library could not walk: not planned */
+    uint64_t graph_steps_replayed;  /* kernel, copy and set nodes the graph launches ran, each planned
+                                       as a launch of its own */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL
