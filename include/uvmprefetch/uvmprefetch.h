@@ -73,6 +73,10 @@ typedef struct uvmp_stats {
                                        space; the pool's reserved figure for cuMemPoolGetAttribute
                                        counts only the chunks that blocks have covered) */
     uint64_t pool_reserved_peak;    /* high-water mark of pool_reserved_bytes */
+    uint64_t graph_launches;        /* cuGraphLaunch calls (captured ones included) */
+    uint64_t graph_launches_unknown; /* graph launches of graphs the library could not walk: not planned */
+    uint64_t graph_steps_replayed;  /* kernel, copy and set nodes the graph launches ran, each planned
+                                       as a launch of its own */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

@@ -10,6 +10,10 @@
 // versions (32-bit sizes) under the plain names, and those are hooked too.
 #undef cuMemGetInfo
 #undef cuDeviceTotalMem
+// The same for graph entry points whose first versions the driver still
+// exports for the runtimes of CUDA 11.
+#undef cuGraphExecUpdate
+#undef cuGraphExecKernelNodeSetParams
 
 // Entry points the library hooks. Each stream-taking one comes in the legacy
 // and the per-thread-default-stream (_ptsz) variant; both are listed.
@@ -70,7 +74,41 @@
                                                  unsigned int gz, unsigned int bx,                \
                                                  unsigned int by, unsigned int bz,                \
                                                  unsigned int shared_bytes, CUstream stream,      \
-                                                 void** params))
+                                                 void** params))                                  \
+    UVMP_HOOKED_GRAPH_FUNCTIONS(X)
+
+// The graph entry points hooked (preload/graph_hooks.cpp): making, changing and
+// destroying executable graphs, and launching them. The first versions of
+// instantiate, update and kernel-node parameters serve runtimes of CUDA 11.
+#define UVMP_HOOKED_GRAPH_FUNCTIONS(X)                                                              \
+    X(cuGraphInstantiateWithFlags, CUresult, (CUgraphExec * exec, CUgraph graph,                    \
+                                              unsigned long long flags))                            \
+    X(cuGraphInstantiateWithParams, CUresult, (CUgraphExec * exec, CUgraph graph,                   \
+                                               CUDA_GRAPH_INSTANTIATE_PARAMS * params))             \
+    X(cuGraphInstantiateWithParams_ptsz, CUresult, (CUgraphExec * exec, CUgraph graph,              \
+                                                    CUDA_GRAPH_INSTANTIATE_PARAMS * params))        \
+    X(cuGraphInstantiate_v2, CUresult, (CUgraphExec * exec, CUgraph graph, CUgraphNode * error_node, \
+                                        char* log, size_t log_bytes))                               \
+    X(cuGraphLaunch, CUresult, (CUgraphExec exec, CUstream stream))                                 \
+    X(cuGraphLaunch_ptsz, CUresult, (CUgraphExec exec, CUstream stream))                            \
+    X(cuGraphExecDestroy, CUresult, (CUgraphExec exec))                                             \
+    X(cuGraphExecUpdate_v2, CUresult, (CUgraphExec exec, CUgraph graph,                             \
+                                       CUgraphExecUpdateResultInfo * result))                       \
+    X(cuGraphExecUpdate, CUresult, (CUgraphExec exec, CUgraph graph, CUgraphNode * error_node,      \
+                                    CUgraphExecUpdateResult * result))                              \
+    X(cuGraphExecKernelNodeSetParams_v2, CUresult, (CUgraphExec exec, CUgraphNode node,             \
+                                                    const CUDA_KERNEL_NODE_PARAMS_v2* params))      \
+    X(cuGraphExecKernelNodeSetParams, CUresult, (CUgraphExec exec, CUgraphNode node,                \
+                                                 const CUDA_KERNEL_NODE_PARAMS_v1* params))         \
+    X(cuGraphExecMemcpyNodeSetParams, CUresult, (CUgraphExec exec, CUgraphNode node,                \
+                                                 const CUDA_MEMCPY3D* params, CUcontext context))   \
+    X(cuGraphExecMemsetNodeSetParams, CUresult, (CUgraphExec exec, CUgraphNode node,                \
+                                                 const CUDA_MEMSET_NODE_PARAMS* params,             \
+                                                 CUcontext context))                                \
+    X(cuGraphExecChildGraphNodeSetParams, CUresult, (CUgraphExec exec, CUgraphNode node,            \
+                                                     CUgraph child))                                \
+    X(cuGraphExecNodeSetParams, CUresult, (CUgraphExec exec, CUgraphNode node,                      \
+                                           CUgraphNodeParams * params))
 
 // Entry points the library only calls. Optional ones (newer drivers) may be absent.
 #define UVMP_CALLED_DRIVER_FUNCTIONS(X)                                                             \
@@ -87,6 +125,23 @@
     X(cuStreamSynchronize, CUresult, (CUstream stream))                                            \
     X(cuStreamIsCapturing, CUresult, (CUstream stream, CUstreamCaptureStatus * status))           \
     X(cuStreamIsCapturing_ptsz, CUresult, (CUstream stream, CUstreamCaptureStatus * status))      \
+    X(cuStreamGetCaptureInfo_v3, CUresult, (CUstream stream, CUstreamCaptureStatus * status,       \
+                                            cuuint64_t * id, CUgraph * graph,                     \
+                                            const CUgraphNode** dependencies,                     \
+                                            const CUgraphEdgeData** edge_data, size_t* count))     \
+    X(cuStreamGetCaptureInfo_v3_ptsz, CUresult, (CUstream stream, CUstreamCaptureStatus * status,  \
+                                                 cuuint64_t * id, CUgraph * graph,                \
+                                                 const CUgraphNode** dependencies,                \
+                                                 const CUgraphEdgeData** edge_data,               \
+                                                 size_t* count))                                  \
+    X(cuThreadExchangeStreamCaptureMode, CUresult, (CUstreamCaptureMode * mode))                   \
+    X(cuGraphGetNodes, CUresult, (CUgraph graph, CUgraphNode * nodes, size_t * count))              \
+    X(cuGraphNodeGetType, CUresult, (CUgraphNode node, CUgraphNodeType * type))                     \
+    X(cuGraphKernelNodeGetParams_v2, CUresult, (CUgraphNode node,                                   \
+                                                CUDA_KERNEL_NODE_PARAMS_v2 * params))               \
+    X(cuGraphMemcpyNodeGetParams, CUresult, (CUgraphNode node, CUDA_MEMCPY3D * params))             \
+    X(cuGraphMemsetNodeGetParams, CUresult, (CUgraphNode node, CUDA_MEMSET_NODE_PARAMS * params))   \
+    X(cuGraphChildGraphNodeGetGraph, CUresult, (CUgraphNode node, CUgraph * child))                 \
     X(cuStreamWaitEvent, CUresult, (CUstream stream, CUevent event, unsigned int flags))          \
     X(cuEventCreate, CUresult, (CUevent * event, unsigned int flags))                              \
     X(cuEventRecord, CUresult, (CUevent event, CUstream stream))                                   \

@@ -1,6 +1,7 @@
 #include "driver/executor.h"
 
 #include "core/util/log.h"
+#include "driver/stream_capture.h"
 
 #include <cstdint>
 #include <exception>
@@ -61,6 +62,7 @@ void Executor::forget_after_fork() {
 }
 
 void Executor::run() {
+    if (const DriverTable* table = driver_table_if_ready()) relax_capture_mode_of_this_thread(*table);
     for (;;) {
         Task task;
         {

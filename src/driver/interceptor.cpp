@@ -418,12 +418,11 @@ void Interceptor::describe_kernel(const void* handle, KernelInfo& info) const {
 }
 
 uint64_t Interceptor::observe_launch(const LaunchSite& site) {
-    const uint64_t seq = launch_seq_.fetch_add(1, std::memory_order_relaxed);
-    stats_.add(stats_.launches_seen);
+    const uint64_t seen = stats_.launches_seen.fetch_add(1, std::memory_order_relaxed);
     // What the hook costs, in the program itself.
-    const bool timed = seq % kSampleEvery == 0;
+    const bool timed = seen % kSampleEvery == 0;
     const uint64_t hook_start = timed ? monotonic_ns() : 0;
-    observe_launch_untimed(site, seq);
+    const uint64_t seq = observe_launch_untimed(site);
     if (timed) {
         stats_.add(stats_.hooks_timed);
         stats_.add(stats_.hook_ns, monotonic_ns() - hook_start);
@@ -431,89 +430,122 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
     return seq;
 }
 
-void Interceptor::observe_launch_untimed(const LaunchSite& site, uint64_t seq) {
+const KernelInfo& Interceptor::kernel_info(const void* handle) {
     bool first_sight = false;
-    const KernelInfo& info = kernels_.lookup(site.function, &first_sight);
+    const KernelInfo& info = kernels_.lookup(handle, &first_sight);
+    if (first_sight && trace_) trace_->kernel(info.id, info.name);
+    return info;
+}
+
+namespace {
+
+// This thread's launch hits as trace accesses (extent unknown).
+std::span<const trace::Access> hits_as_accesses() {
+    thread_local std::vector<trace::Access> accesses;
+    accesses.clear();
+    for (const AccessHit& h : t_hits) accesses.push_back({h.alloc_id, h.offset, 0});
+    return accesses;
+}
+
+} // namespace
+
+uint64_t Interceptor::observe_launch_untimed(const LaunchSite& site) {
+    const KernelInfo& info = kernel_info(site.function);
     t_hits.clear();
     if (site.params) {
         scan_kernel_params(info, site.params, registry_, t_hits);
     } else if (site.extra) {
-        const void* buffer = nullptr;
-        size_t buffer_bytes = 0;
-        for (void** e = site.extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
-            if (e[0] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = e[1];
-            else if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE && e[1])
-                buffer_bytes = *static_cast<size_t*>(e[1]);
-        }
-        scan_param_buffer(buffer, buffer_bytes, registry_, t_hits);
+        const ParamBuffer buffer = param_buffer(site.extra);
+        scan_param_buffer(buffer.data, buffer.bytes, registry_, t_hits);
     }
     if (!t_hits.empty()) {
         stats_.add(stats_.launches_with_access);
         stats_.add(stats_.access_entries, t_hits.size());
-        if (planner_) post_to_planner(site, seq, info.id, t_hits);
     }
-    if (trace_) {
-        if (first_sight) trace_->kernel(info.id, info.name);
-        trace::Launch record;
-        record.seq = seq;
-        record.kernel_id = info.id;
-        for (int i = 0; i < 3; ++i) {
-            record.grid[i] = site.grid[i];
-            record.block[i] = site.block[i];
+    if (const CaptureState capture = capture_of(site.flavor, site.stream, !t_hits.empty()); capture.capturing) {
+        // It runs only when a graph made of the capture is launched, where it is
+        // planned and recorded; an event recorded into the capture would also
+        // change the application's graph. It takes no sequence number: it is no
+        // launch of the ones that ran.
+        stats_.add(stats_.launches_captured);
+        if (trace_) {
+            trace::CapturedLaunch record;
+            record.capture_id = capture.id;
+            record.kernel_id = info.id;
+            for (int i = 0; i < 3; ++i) {
+                record.grid[i] = site.grid[i];
+                record.block[i] = site.block[i];
+            }
+            record.stream = reinterpret_cast<uint64_t>(site.stream);
+            record.time_ns = now_ns();
+            record.launches_before = launch_seq_.load(std::memory_order_relaxed);
+            trace_->captured_launch(record, hits_as_accesses());
         }
-        record.stream = reinterpret_cast<uint64_t>(site.stream);
-        record.time_ns = now_ns();
-        thread_local std::vector<trace::Access> accesses;
-        accesses.clear();
-        for (const AccessHit& h : t_hits) accesses.push_back({h.alloc_id, h.offset, 0});
-        trace_->launch(record, accesses);
+        return kNotRun;
     }
+    const uint64_t seq = launch_seq_.fetch_add(1, std::memory_order_relaxed);
+    if (!t_hits.empty() && planner_) post_to_planner(site, seq, info.id, t_hits);
+    if (trace_) record_launch(seq, info.id, site.grid, site.block, site.stream, hits_as_accesses());
+    return seq;
 }
 
-bool stream_is_capturing(const DriverTable& table, StreamFlavor flavor, CUstream stream) {
-    auto is_capturing = flavor == StreamFlavor::PerThread ? table.cuStreamIsCapturing_ptsz : table.cuStreamIsCapturing;
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    return is_capturing && is_capturing(stream, &status) == CUDA_SUCCESS && status != CU_STREAM_CAPTURE_STATUS_NONE;
+void Interceptor::record_launch(uint64_t seq, uint32_t kernel_id, const unsigned (&grid)[3], const unsigned (&block)[3],
+                                CUstream stream, std::span<const trace::Access> accesses) {
+    trace::Launch record;
+    record.seq = seq;
+    record.kernel_id = kernel_id;
+    for (int i = 0; i < 3; ++i) {
+        record.grid[i] = grid[i];
+        record.block[i] = block[i];
+    }
+    record.stream = reinterpret_cast<uint64_t>(stream);
+    record.time_ns = now_ns();
+    trace_->launch(record, accesses);
+}
+
+CaptureState Interceptor::capture_of(StreamFlavor flavor, CUstream stream, bool has_accesses) const {
+    // A driver call: made only where a plan or a record depends on it.
+    if (!trace_ && !(planner_ && has_accesses)) return {};
+    const DriverTable* table = driver_table_if_ready();
+    return table ? capture_state(*table, flavor, stream) : CaptureState{};
 }
 
 void Interceptor::post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t kernel_id,
                                   std::span<const AccessHit> hits) {
-    if (launch_is_captured(site)) {
-        // It runs only when the graph is launched, which is not seen here; an
-        // event recorded into the capture would also change the application's graph.
-        stats_.add(stats_.launches_captured);
-        return;
-    }
     // The fence orders evictions after the kernels before this launch. While all
     // converted memory fits, no plan evicts, and the event record (which contends
     // with the launch itself for the driver) is not worth its cost.
-    PlannedLaunch planned{seq, kernel_id, {}, all_converted_memory_fits() ? nullptr : record_fence(site)};
+    PlannedLaunch planned{seq, kernel_id, {}, all_converted_memory_fits() ? nullptr : record_fence(site.flavor, site.stream)};
     planned.accesses.reserve(hits.size());
     for (const AccessHit& h : hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
-    // The worker only queues moves behind fences, so it keeps up unless the
-    // driver holds it in a call; past this backlog (several training steps of
-    // launches) launches are not planned at all, and the predictor
-    // re-synchronises when the worker catches up.
-    constexpr size_t kMaxBacklog = 1 << 16;
     const CUevent fence = planned.fence;
     const bool queued = executor_.post_unless_backlogged(
-        [this, planned = std::move(planned)](Executor&) { planner_->launch(planned); }, kMaxBacklog);
-    if (!queued) {
-        stats_.add(stats_.launches_unplanned);
-        if (fence) fences_.release(fence);
-    }
+        [this, planned = std::move(planned)](Executor&) { planner_->launch(planned); }, kMaxPlannerBacklog);
+    if (!queued) count_unplanned(fence);
 }
 
-bool Interceptor::launch_is_captured(const LaunchSite& site) const {
-    const DriverTable* table = driver_table_if_ready();
-    return table && stream_is_capturing(*table, site.flavor, site.stream);
+void Interceptor::post_to_planner(std::vector<PlannedLaunch> steps) {
+    if (steps.empty()) return;
+    auto shared = std::make_shared<const std::vector<PlannedLaunch>>(std::move(steps));
+    const bool queued = executor_.post_unless_backlogged(
+        [this, shared](Executor&) {
+            for (const PlannedLaunch& step : *shared) planner_->launch(step);
+        },
+        kMaxPlannerBacklog);
+    if (!queued)
+        for (const PlannedLaunch& step : *shared) count_unplanned(step.fence);
+}
+
+void Interceptor::count_unplanned(CUevent fence) {
+    stats_.add(stats_.launches_unplanned);
+    if (fence) fences_.release(fence);
 }
 
 bool Interceptor::all_converted_memory_fits() const {
     return devices_over_budget_.load(std::memory_order_acquire) == 0;
 }
 
-CUevent Interceptor::record_fence(const LaunchSite& site) {
+CUevent Interceptor::record_fence(StreamFlavor flavor, CUstream stream) {
     // Recorded before the launch is forwarded, so it completes when the work
     // queued before this launch has: the moves planned for the launch wait on it.
     // A fraction of a microsecond per launch.
@@ -521,8 +553,8 @@ CUevent Interceptor::record_fence(const LaunchSite& site) {
     if (!table) return nullptr;
     CUevent event = fences_.acquire(*table);
     if (!event) return nullptr;
-    auto record = site.flavor == StreamFlavor::PerThread ? table->cuEventRecord_ptsz : table->cuEventRecord;
-    if (record(event, site.stream) != CUDA_SUCCESS) {
+    auto record = flavor == StreamFlavor::PerThread ? table->cuEventRecord_ptsz : table->cuEventRecord;
+    if (record(event, stream) != CUDA_SUCCESS) {
         fences_.release(event);
         return nullptr;
     }

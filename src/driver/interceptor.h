@@ -7,13 +7,16 @@
 #include "core/registry/access_inference.h"
 #include "core/accounting/device_budget.h"
 #include "core/config/options.h"
+#include "core/graph/graph_replay.h"
 #include "core/registry/registry.h"
 #include "core/accounting/stats.h"
 #include "core/trace/writer.h"
 #include "driver/driver_table.h"
 #include "driver/executor.h"
+#include "driver/graph_walk.h"
 #include "driver/managed_pool.h"
 #include "driver/planner.h"
+#include "driver/stream_capture.h"
 
 #include <array>
 #include <atomic>
@@ -25,13 +28,6 @@
 #include <vector>
 
 namespace uvmp::driver {
-
-// Which entry point an allocation or free came through: it decides stream
-// semantics (legacy vs per-thread default stream) and the pass-through call.
-enum class StreamFlavor { Legacy, PerThread };
-
-// True while work queued on the stream is captured into a graph, not run.
-bool stream_is_capturing(const DriverTable& table, StreamFlavor flavor, CUstream stream);
 
 // The managed pool's key for the stream of a stream-ordered call: the per-thread
 // default stream (as either flavour may name it) has a key of its own on each
@@ -94,8 +90,26 @@ public:
     void adjust_pointer_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr ptr) const;
     void note_ipc_failure(CUdeviceptr ptr, CUresult result) const;
 
-    // Called before every launch is forwarded; returns the launch's sequence number.
+    // Called before every launch is forwarded; returns the launch's sequence
+    // number, or kNotRun for a launch into a graph being captured.
+    static constexpr uint64_t kNotRun = UINT64_MAX;
     uint64_t observe_launch(const LaunchSite& site);
+
+    // CUDA graphs (interceptor_graphs.cpp). An executable graph's nodes are walked
+    // when it is made and whenever it is changed; each launch of it is then
+    // observed, planned and recorded as the launches of its nodes that touch
+    // device memory (kernels, copies, sets), in the order the driver lists them.
+    void graph_instantiated(CUgraphExec exec, CUgraph graph);
+    void graph_exec_updated(CUgraphExec exec, CUgraph graph) { graph_instantiated(exec, graph); }
+    void graph_exec_destroyed(CUgraphExec exec) { graphs_.forget(exec); }
+    // A node given new parameters in an executable graph: its steps are made anew.
+    void graph_kernel_node_set(CUgraphExec exec, CUgraphNode node, const KernelNode& kernel);
+    void graph_copy_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D& copy);
+    void graph_set_node_set(CUgraphExec exec, CUgraphNode node, const SetNode& set);
+    void graph_child_node_set(CUgraphExec exec, CUgraphNode node, CUgraph child);
+    void graph_node_set(CUgraphExec exec, CUgraphNode node, const CUgraphNodeParams& params);
+    // Called before a graph launch is forwarded.
+    void observe_graph_launch(StreamFlavor flavor, CUgraphExec exec, CUstream stream);
     void mark_iteration();
 
     // With a policy on, the application's launches can be held up by the
@@ -125,8 +139,24 @@ private:
     // Launches whose hook and call are timed: one in this many, so that the
     // clock reads add little to what they measure.
     static constexpr uint64_t kSampleEvery = 64;
+    // The worker only queues moves behind fences, so it keeps up unless the
+    // driver holds it in a call; past this backlog of tasks (several training
+    // steps of launches) launches are not planned at all, and the predictor
+    // re-synchronises when the worker catches up.
+    static constexpr size_t kMaxPlannerBacklog = 1 << 16;
     // observe_launch's work, which it times now and then.
-    void observe_launch_untimed(const LaunchSite& site, uint64_t seq);
+    uint64_t observe_launch_untimed(const LaunchSite& site);
+    // The kernel table's entry, its name recorded in the trace on first sight.
+    const KernelInfo& kernel_info(const void* handle);
+    const KernelInfo& step_kernel(const GraphStep& step);
+    // Puts `steps` (nullopt: not known) in place of those of `node`; what `exec`
+    // runs is no longer known where that cannot be done.
+    void replace_graph_node(CUgraphExec exec, CUgraphNode node, std::optional<std::vector<GraphStep>> steps);
+    // What `graph` runs, its steps said to come from `owner` (nullptr: each from its
+    // own node); nullopt, said once in the log, where the walk fails.
+    std::optional<GraphReplay> walk(CUgraph graph, CUgraphNode owner);
+    void record_launch(uint64_t seq, uint32_t kernel_id, const unsigned (&grid)[3], const unsigned (&block)[3],
+                       CUstream stream, std::span<const trace::Access> accesses);
     struct PassthroughAllocation {
         uint64_t bytes;
         int device;
@@ -162,12 +192,16 @@ private:
     void forget_passthrough(CUdeviceptr ptr);
     void open_trace_if_needed(const DriverTable& table);
     void describe_kernel(const void* handle, KernelInfo& info) const;
-    CUevent record_fence(const LaunchSite& site);
+    CUevent record_fence(StreamFlavor flavor, CUstream stream);
     // True while every device's converted memory fits its budget: nothing can need evicting.
     bool all_converted_memory_fits() const;
-    bool launch_is_captured(const LaunchSite& site) const;
+    // Where the launch's stream stands, asked only when a planner or the trace needs it.
+    CaptureState capture_of(StreamFlavor flavor, CUstream stream, bool has_accesses) const;
     // With a policy on: hands the launch and the allocations it touches to the planner.
     void post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t kernel_id, std::span<const AccessHit> hits);
+    // The same for the steps of a graph launch, in one task.
+    void post_to_planner(std::vector<PlannedLaunch> steps);
+    void count_unplanned(CUevent fence);
     uint64_t now_ns() const;
     // The planner of the configured policy, or nullptr for none (or inactive).
     std::unique_ptr<Planner> make_planner();
@@ -178,6 +212,7 @@ private:
     Stats stats_;
     Registry registry_;
     KernelTable kernels_;
+    GraphTable graphs_;
     Executor executor_;
     // Issues the planner's moves, so that planning never waits on a transfer.
     Executor mover_;

@@ -22,8 +22,8 @@ bool names_the_process(const std::string& pattern) {
 
 // Outermost first, as the code nests them: a stream's free order is held while
 // the registry, the pool, the queue and the log are used; the budgets' lock
-// while the log is written; the pools' locks, the kernel table's, the
-// registry's, the pass-through map's and the two queues' (the worker's and the
+// while the log is written; the pools' locks, the kernel table's, the graph
+// table's, the registry's, the pass-through map's and the two queues' (the worker's and the
 // mover's) hold nothing of the others.
 // The fence pool's lock is not among them: it guards one push or pop, and the
 // child replaces the whole pool.
@@ -32,6 +32,7 @@ void Interceptor::before_fork() {
     budgets_mutex_.lock();
     pools_.lock_for_fork();
     kernels_.lock_for_fork();
+    graphs_.lock_for_fork();
     registry_.lock_for_fork();
     passthrough_mutex_.lock();
     executor_.lock_for_fork();
@@ -45,6 +46,7 @@ void Interceptor::unlock_after_fork(bool in_child) {
     executor_.unlock_after_fork();
     passthrough_mutex_.unlock();
     registry_.unlock_after_fork(in_child);
+    graphs_.unlock_after_fork(in_child);
     kernels_.unlock_after_fork(in_child);
     pools_.unlock_after_fork();
     budgets_mutex_.unlock();
@@ -69,6 +71,7 @@ void Interceptor::after_fork_in_child() {
     new (&trace_once_) std::once_flag;
     registry_.clear();
     kernels_.clear();
+    graphs_.clear(); // a child cannot launch its parent's graphs
     passthrough_.clear();
     vmm_handles_.clear();
     // The parent's slabs and the guard's count of them are the parent's.

@@ -25,6 +25,8 @@ public:
         if (!icpt || !icpt->active()) return;
         const uint64_t seq =
             icpt->observe_launch(LaunchSite{flavor, f, params, extra, stream, {gx, gy, gz}, {bx, by, bz}});
+        // A launch into a capture runs nothing now: there is no kernel to time.
+        if (seq == uvmp::driver::Interceptor::kNotRun) return;
         timed_ = KernelTiming::running();
         if (timed_) KernelTiming::before_launch(seq);
         if (icpt->times_launch_call(seq)) {

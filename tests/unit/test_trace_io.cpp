@@ -435,7 +435,7 @@ TEST_CASE("blocks of the pool and slab records read back field by field", "[trac
     const std::string path = fixtures::scratch_path("pooled_round_trip.uvmt");
     REQUIRE(write_trace_file(original, path) == 0);
     const Trace read = read_trace_file(path);
-    CHECK(read.header.format_minor == 1);
+    CHECK(read.header.format_minor == kFormatMinor);
     REQUIRE(read.allocs.size() == original.allocs.size());
     size_t pooled = 0;
     for (size_t i = 0; i < read.allocs.size(); ++i) {

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@ namespace {
 
 using namespace uvmp::trace;
 
-enum class EventType : uint8_t { Iteration, Slab, Alloc, Move, Free, Launch };
+enum class EventType : uint8_t { Iteration, Slab, Alloc, Move, Free, CapturedLaunch, GraphLaunch, Launch };
 
 // A record placed among the launches: everything recorded before launch k
 // comes before it, and records between the same two launches go by time.
@@ -34,7 +35,8 @@ struct Event {
 std::vector<Event> events_in_order(const Trace& trace) {
     std::vector<Event> events;
     events.reserve(trace.launches.size() + trace.allocs.size() + trace.frees.size() + trace.moves.size() +
-                   trace.iterations.size() + trace.slabs.size());
+                   trace.iterations.size() + trace.slabs.size() + trace.captured_launches.size() +
+                   trace.graph_launches.size());
     for (size_t i = 0; i < trace.iterations.size(); ++i) {
         events.push_back({trace.iterations[i].launches_before, trace.iterations[i].time_ns, EventType::Iteration, i});
     }
@@ -49,6 +51,14 @@ std::vector<Event> events_in_order(const Trace& trace) {
     }
     for (size_t i = 0; i < trace.frees.size(); ++i) {
         events.push_back({trace.frees[i].launches_before, trace.frees[i].time_ns, EventType::Free, i});
+    }
+    for (size_t i = 0; i < trace.captured_launches.size(); ++i) {
+        const CapturedLaunch& captured = trace.captured_launches[i];
+        events.push_back({captured.launches_before, captured.time_ns, EventType::CapturedLaunch, i});
+    }
+    for (size_t i = 0; i < trace.graph_launches.size(); ++i) {
+        const GraphLaunch& graph = trace.graph_launches[i];
+        events.push_back({graph.launches_before, graph.time_ns, EventType::GraphLaunch, i});
     }
     auto before_launch = [](const Event& a, const Event& b) {
         if (a.launches_before != b.launches_before) return a.launches_before < b.launches_before;
@@ -73,7 +83,30 @@ std::string kernel_name(const Trace& trace, uint32_t id) {
     return fmt::format("kernel#{}", id);
 }
 
-std::string text_line(const Trace& trace, const Event& event) {
+std::string accesses_text(std::span<const Access> accesses) {
+    std::string text;
+    for (const Access& access : accesses) {
+        text += fmt::format("{}{}", text.empty() ? "" : " ", access.alloc_id);
+        if (access.offset != 0 || access.length != 0) text += fmt::format("+{}:{}", access.offset, access.length);
+    }
+    return text;
+}
+
+nlohmann::ordered_json accesses_json(std::span<const Access> accesses) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const Access& access : accesses)
+        list.push_back({{"id", access.alloc_id}, {"offset", access.offset}, {"length", access.length}});
+    return list;
+}
+
+std::string graph_flags_text(uint8_t flags) {
+    std::string text;
+    if (flags & kGraphLaunchCaptured) text += " captured";
+    if (flags & kGraphLaunchUnknown) text += " unknown";
+    return text;
+}
+
+std::string text_line(const Trace& trace, const ReplayIndex& replays, const Event& event) {
     switch (event.type) {
     case EventType::Iteration: {
         const Iteration& mark = trace.iterations[event.index];
@@ -101,24 +134,36 @@ std::string text_line(const Trace& trace, const Event& event) {
                            move.alloc_id, move.offset, move.length, move.time_ns, move.duration_ns,
                            move.launches_before);
     }
+    case EventType::CapturedLaunch: {
+        const CapturedLaunch& captured = trace.captured_launches[event.index];
+        return fmt::format("captured capture={} kernel={} grid={},{},{} block={},{},{} stream={:#x} t={} before={} "
+                           "accesses=[{}]",
+                           captured.capture_id, kernel_name(trace, captured.kernel_id), captured.grid[0],
+                           captured.grid[1], captured.grid[2], captured.block[0], captured.block[1],
+                           captured.block[2], captured.stream, captured.time_ns, captured.launches_before,
+                           accesses_text(trace.accesses_of(captured)));
+    }
+    case EventType::GraphLaunch: {
+        const GraphLaunch& graph = trace.graph_launches[event.index];
+        return fmt::format("graph-launch graph={} stream={:#x} t={} before={} replayed={} skipped={}{}", graph.graph_id,
+                           graph.stream, graph.time_ns, graph.launches_before, graph.replayed, graph.nodes_skipped,
+                           graph_flags_text(graph.flags));
+    }
     case EventType::Launch: {
         const Launch& launch = trace.launches[event.index];
-        std::string accesses;
-        for (const Access& access : trace.accesses_of(launch)) {
-            accesses += fmt::format("{}{}", accesses.empty() ? "" : " ", access.alloc_id);
-            if (access.offset != 0 || access.length != 0) accesses += fmt::format("+{}:{}", access.offset, access.length);
-        }
+        const GraphLaunch* graph = replays.graph_launch_of(launch.seq);
         return fmt::format("launch seq={} kernel={} grid={},{},{} block={},{},{} stream={:#x} t={} duration={} "
-                           "accesses=[{}]",
+                           "accesses=[{}]{}",
                            launch.seq, kernel_name(trace, launch.kernel_id), launch.grid[0], launch.grid[1],
                            launch.grid[2], launch.block[0], launch.block[1], launch.block[2], launch.stream,
-                           launch.time_ns, launch.duration_ns, accesses);
+                           launch.time_ns, launch.duration_ns, accesses_text(trace.accesses_of(launch)),
+                           graph ? fmt::format(" replay-of-graph={}", graph->graph_id) : std::string());
     }
     }
     return {};
 }
 
-nlohmann::ordered_json json_line(const Trace& trace, const Event& event) {
+nlohmann::ordered_json json_line(const Trace& trace, const ReplayIndex& replays, const Event& event) {
     switch (event.type) {
     case EventType::Iteration: {
         const Iteration& mark = trace.iterations[event.index];
@@ -150,17 +195,38 @@ nlohmann::ordered_json json_line(const Trace& trace, const Event& event) {
                 {"offset", move.offset}, {"length", move.length}, {"time_ns", move.time_ns},
                 {"duration_ns", move.duration_ns}, {"launches_before", move.launches_before}};
     }
+    case EventType::CapturedLaunch: {
+        const CapturedLaunch& captured = trace.captured_launches[event.index];
+        return {{"type", "captured_launch"}, {"capture_id", captured.capture_id},
+                {"kernel_id", captured.kernel_id}, {"kernel", kernel_name(trace, captured.kernel_id)},
+                {"grid", {captured.grid[0], captured.grid[1], captured.grid[2]}},
+                {"block", {captured.block[0], captured.block[1], captured.block[2]}}, {"stream", captured.stream},
+                {"time_ns", captured.time_ns}, {"launches_before", captured.launches_before},
+                {"accesses", accesses_json(trace.accesses_of(captured))}};
+    }
+    case EventType::GraphLaunch: {
+        const GraphLaunch& graph = trace.graph_launches[event.index];
+        return {{"type", "graph_launch"},
+                {"graph_id", graph.graph_id},
+                {"stream", graph.stream},
+                {"time_ns", graph.time_ns},
+                {"launches_before", graph.launches_before},
+                {"replayed", graph.replayed},
+                {"nodes_skipped", graph.nodes_skipped},
+                {"captured", (graph.flags & kGraphLaunchCaptured) != 0},
+                {"unknown", (graph.flags & kGraphLaunchUnknown) != 0}};
+    }
     case EventType::Launch: {
         const Launch& launch = trace.launches[event.index];
-        nlohmann::ordered_json accesses = nlohmann::ordered_json::array();
-        for (const Access& access : trace.accesses_of(launch)) {
-            accesses.push_back({{"id", access.alloc_id}, {"offset", access.offset}, {"length", access.length}});
-        }
-        return {{"type", "launch"}, {"seq", launch.seq}, {"kernel_id", launch.kernel_id},
-                {"kernel", kernel_name(trace, launch.kernel_id)},
-                {"grid", {launch.grid[0], launch.grid[1], launch.grid[2]}},
-                {"block", {launch.block[0], launch.block[1], launch.block[2]}}, {"stream", launch.stream},
-                {"time_ns", launch.time_ns}, {"duration_ns", launch.duration_ns}, {"accesses", accesses}};
+        nlohmann::ordered_json line = {{"type", "launch"}, {"seq", launch.seq}, {"kernel_id", launch.kernel_id},
+                                       {"kernel", kernel_name(trace, launch.kernel_id)},
+                                       {"grid", {launch.grid[0], launch.grid[1], launch.grid[2]}},
+                                       {"block", {launch.block[0], launch.block[1], launch.block[2]}},
+                                       {"stream", launch.stream}, {"time_ns", launch.time_ns},
+                                       {"duration_ns", launch.duration_ns},
+                                       {"accesses", accesses_json(trace.accesses_of(launch))}};
+        if (const GraphLaunch* graph = replays.graph_launch_of(launch.seq)) line["replay_of_graph"] = graph->graph_id;
+        return line;
     }
     }
     return {};
@@ -202,12 +268,13 @@ void dump(const DumpArguments& arguments) {
         for (size_t id = 0; id < trace.kernel_names.size(); ++id) fmt::print("kernel {} {}\n", id, trace.kernel_names[id]);
     }
     uint64_t printed = 0;
+    const ReplayIndex replays(trace);
     for (const Event& event : events_in_order(trace)) {
         if (printed++ == arguments.limit) break;
         if (arguments.json) {
-            std::cout << json_line(trace, event).dump() << "\n";
+            std::cout << json_line(trace, replays, event).dump() << "\n";
         } else {
-            std::cout << text_line(trace, event) << "\n";
+            std::cout << text_line(trace, replays, event) << "\n";
         }
     }
     std::cout.flush();

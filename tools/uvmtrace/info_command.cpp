@@ -68,6 +68,14 @@ void print_text(const Trace& trace, const TraceSummary& summary) {
     line("peak live", size_and_bytes(summary.peak_live_bytes) + " of device memory");
     line("launches", fmt::format("{}, {} distinct kernels, {} accesses", summary.launches, summary.distinct_kernels,
                                  summary.accesses));
+    // Traces without graphs (all before format 1.2) keep their text as it was.
+    if (const GraphTotals& graphs = summary.graphs; graphs.any()) {
+        line("graph launches", fmt::format("{} of {} graphs, replaying {} of the launches; {} not known, {} captured",
+                                           graphs.graph_launches, graphs.graphs, graphs.replayed_launches,
+                                           graphs.unknown_launches, graphs.captured_graph_launches));
+        line("captured launches", fmt::format("{} (made into a graph being captured: not run)",
+                                              graphs.captured_launches));
+    }
     if (summary.period) {
         const IterationPeriod& period = *summary.period;
         line("iteration", fmt::format("{} launches, from launch {}, {} full repeats ({})", period.period,
@@ -124,6 +132,12 @@ nlohmann::ordered_json to_json(const Trace& trace, const TraceSummary& summary) 
     out["launches"] = summary.launches;
     out["distinct_kernels"] = summary.distinct_kernels;
     out["accesses"] = summary.accesses;
+    out["graphs"] = {{"graphs", summary.graphs.graphs},
+                     {"graph_launches", summary.graphs.graph_launches},
+                     {"replayed_launches", summary.graphs.replayed_launches},
+                     {"unknown_launches", summary.graphs.unknown_launches},
+                     {"captured_graph_launches", summary.graphs.captured_graph_launches},
+                     {"captured_launches", summary.graphs.captured_launches}};
     if (summary.period) {
         out["iteration"] = {{"period", summary.period->period},
                             {"first_launch", summary.period->first_launch},

@@ -113,6 +113,10 @@ std::vector<std::string> Stats::summary_lines() const {
         lines.push_back(std::string("launch hook: ") + text + " of the library's own work per launch (" + n(hooks_timed) +
                         " launches timed)");
     }
+    if (v(graph_launches) || v(launches_captured))
+        lines.push_back("graph launches: " + n(graph_launches) + ", running " + n(graph_steps_replayed) +
+                        " kernel, copy and set nodes; " + n(graph_launches_unknown) +
+                        " of graphs not known (not planned); launches captured into graphs: " + n(launches_captured));
     if (v(pool_slabs_created))
         lines.push_back("managed pool: " + n(pool_slabs_created) + " slabs made, " + n(pool_slabs_released) +
                         " given back; " + sz(pool_reserved_bytes) + " held at exit, peak " + sz(pool_reserved_peak));

@@ -44,18 +44,31 @@ private:
 
 } // namespace
 
+const KernelInfo* KernelTable::find(const void* handle, bool* first_sight) const {
+    std::shared_lock lock(mutex_);
+    auto it = by_handle_.find(handle);
+    if (it == by_handle_.end()) return nullptr;
+    if (first_sight) *first_sight = false;
+    return it->second.get();
+}
+
 const KernelInfo& KernelTable::lookup(const void* handle, bool* first_sight) {
-    {
-        std::shared_lock lock(mutex_);
-        auto it = by_handle_.find(handle);
-        if (it != by_handle_.end()) {
-            if (first_sight) *first_sight = false;
-            return *it->second;
-        }
-    }
+    if (const KernelInfo* known = find(handle, first_sight)) return *known;
     // Describe outside the lock: it calls into the driver.
     auto info = std::make_unique<KernelInfo>();
     describe_(handle, *info);
+    return insert(handle, std::move(info), first_sight);
+}
+
+const KernelInfo& KernelTable::lookup_named(const void* key, std::string_view name, bool* first_sight) {
+    if (const KernelInfo* known = find(key, first_sight)) return *known;
+    auto info = std::make_unique<KernelInfo>();
+    info->name = name;
+    info->layout_known = true;
+    return insert(key, std::move(info), first_sight);
+}
+
+const KernelInfo& KernelTable::insert(const void* handle, std::unique_ptr<KernelInfo> info, bool* first_sight) {
     std::unique_lock lock(mutex_);
     auto [it, inserted] = by_handle_.try_emplace(handle, std::move(info));
     if (inserted) it->second->id = next_id_++;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -38,6 +39,9 @@ public:
     // Returns the info for handle, describing it on first sight. The pointer stays
     // valid for the table's lifetime. first_sight is set when this call created it.
     const KernelInfo& lookup(const void* handle, bool* first_sight = nullptr);
+    // The same for something that runs as a launch but is no kernel (a copy node
+    // of a graph): `key` is any address of the library's own, never described.
+    const KernelInfo& lookup_named(const void* key, std::string_view name, bool* first_sight = nullptr);
     size_t size() const;
     void clear();
 
@@ -46,6 +50,9 @@ public:
     void unlock_after_fork(bool in_child);
 
 private:
+    const KernelInfo* find(const void* handle, bool* first_sight) const;
+    const KernelInfo& insert(const void* handle, std::unique_ptr<KernelInfo> info, bool* first_sight);
+
     Describe describe_;
     mutable std::shared_mutex mutex_;
     std::unordered_map<const void*, std::unique_ptr<KernelInfo>> by_handle_;

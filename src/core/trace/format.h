@@ -35,12 +35,19 @@ enum class RecordType : uint8_t {
     Move = 7,
     Iteration = 8,
     End = 9,
-    PoolSlab = 10, // format 1.1
+    PoolSlab = 10,       // format 1.1
+    CapturedLaunch = 11, // format 1.2
+    GraphLaunch = 12,    // format 1.2
 };
 
 // Launch flag bits.
 inline constexpr uint8_t kLaunchFlat = 0x01;       // grid and block have y == z == 1: only x is stored
 inline constexpr uint8_t kLaunchSameStream = 0x02; // stream equals the previous launch's: not stored
+
+// Whether a launch's shape abbreviates to its x extents (kLaunchFlat).
+inline bool is_flat(const uint32_t (&grid)[3], const uint32_t (&block)[3]) {
+    return grid[1] == 1 && grid[2] == 1 && block[1] == 1 && block[2] == 1;
+}
 
 // Kernel ids index a dense table; a larger id means a corrupt file, and
 // refusing it keeps a bad file from asking for a huge allocation.

@@ -14,7 +14,7 @@
 namespace uvmp::trace {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 1;
+inline constexpr uint16_t kFormatMinor = 2;
 
 enum class AllocKind : uint8_t {
     Converted = 0,     // device allocation turned into managed memory
@@ -91,6 +91,39 @@ struct Launch {
     uint32_t access_count = 0;
 };
 
+// A kernel launch made while its stream was capturing into a graph (format 1.2):
+// nothing ran then. Not a launch: it takes no sequence number, and the kernel
+// runs when a graph made from the capture is launched (GraphLaunch).
+struct CapturedLaunch {
+    uint64_t capture_id = 0; // the driver's id of the capture sequence; 0 when not known
+    uint32_t kernel_id = 0;
+    uint32_t grid[3] = {1, 1, 1};
+    uint32_t block[3] = {1, 1, 1};
+    uint64_t stream = 0;
+    uint64_t time_ns = 0;
+    uint64_t launches_before = 0;
+    uint32_t first_access = 0; // index into Trace::captured_accesses
+    uint32_t access_count = 0;
+};
+
+// GraphLaunch::flags.
+inline constexpr uint8_t kGraphLaunchCaptured = 0x01; // launched into another capture: nothing ran
+inline constexpr uint8_t kGraphLaunchUnknown = 0x02;  // what the graph runs is not known: no replay recorded
+
+// A launch of an executable graph (format 1.2). The nodes it runs that touch
+// device memory follow as ordinary launch records, its replay: the `replayed`
+// launches with sequence numbers from launches_before on. A reader that knows
+// nothing of graphs sees those as the kernels that ran, which they are.
+struct GraphLaunch {
+    uint32_t graph_id = 0; // the library's id of the executable graph (1, 2, ...); 0: one it never saw made
+    uint8_t flags = 0;
+    uint64_t stream = 0;
+    uint64_t time_ns = 0;
+    uint64_t launches_before = 0; // also the seq of the replay's first launch
+    uint32_t replayed = 0;        // launch records of its replay
+    uint32_t nodes_skipped = 0;   // nodes of kinds nothing is planned for (host, event, ...)
+};
+
 struct Move {
     MoveKind kind = MoveKind::Prefetch;
     uint32_t alloc_id = 0;
@@ -133,6 +166,9 @@ struct Trace {
     LargeVector<Move> moves;
     LargeVector<Iteration> iterations;
     LargeVector<Slab> slabs;
+    LargeVector<CapturedLaunch> captured_launches;
+    LargeVector<Access> captured_accesses;
+    LargeVector<GraphLaunch> graph_launches;
     uint64_t dropped_records = 0; // records the recorder could not keep (buffer full)
 
     // Whether the launch's access list lies within the access table (a reader
@@ -143,6 +179,9 @@ struct Trace {
     // The launch's accesses; has_accesses_of(launch) must hold.
     std::span<const Access> accesses_of(const Launch& launch) const {
         return {accesses.data() + launch.first_access, launch.access_count};
+    }
+    std::span<const Access> accesses_of(const CapturedLaunch& launch) const {
+        return {captured_accesses.data() + launch.first_access, launch.access_count};
     }
 };
 

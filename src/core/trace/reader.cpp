@@ -33,6 +33,8 @@ const char* record_name(RecordType type) {
     case RecordType::Iteration: return "iteration";
     case RecordType::End: return "end";
     case RecordType::PoolSlab: return "pool slab";
+    case RecordType::CapturedLaunch: return "captured launch";
+    case RecordType::GraphLaunch: return "graph launch";
     }
     return "unknown";
 }
@@ -202,6 +204,8 @@ public:
             case RecordType::Move: read_move(payload); break;
             case RecordType::Iteration: read_iteration(payload); break;
             case RecordType::PoolSlab: read_slab(payload); break;
+            case RecordType::CapturedLaunch: read_captured_launch(payload); break;
+            case RecordType::GraphLaunch: read_graph_launch(payload); break;
             case RecordType::End:
                 trace_.dropped_records = payload.varint();
                 seen_end = true;
@@ -278,6 +282,8 @@ private:
         trace_.moves.reserve(count(RecordType::Move));
         trace_.iterations.reserve(count(RecordType::Iteration));
         trace_.slabs.reserve(count(RecordType::PoolSlab));
+        trace_.captured_launches.reserve(count(RecordType::CapturedLaunch));
+        trace_.graph_launches.reserve(count(RecordType::GraphLaunch));
         // An access takes at least three bytes of its launch's record: room for
         // that many never copies the vector, and the pages a large vector
         // reserves but does not use are never touched.
@@ -342,38 +348,73 @@ private:
         Launch record;
         record.seq = previous_seq_ + static_cast<uint64_t>(in.svarint());
         record.time_ns = previous_time_ns_ + static_cast<uint64_t>(in.svarint());
-        record.kernel_id = in.u32_varint("kernel id");
-        if (record.kernel_id > format::kMaxKernelId) {
-            in.fail("has kernel id " + std::to_string(record.kernel_id) + ", above the limit");
-        }
-        if (flags & format::kLaunchFlat) {
-            record.grid[0] = in.u32_varint("grid extent");
-            record.block[0] = in.u32_varint("block extent");
-        } else {
-            for (uint32_t& extent : record.grid) extent = in.u32_varint("grid extent");
-            for (uint32_t& extent : record.block) extent = in.u32_varint("block extent");
-        }
+        record.kernel_id = kernel_id(in);
+        read_shape(in, flags, record.grid, record.block);
         if (flags & format::kLaunchSameStream) {
             if (trace_.launches.empty()) in.fail("repeats the stream of a previous launch, but there is none");
             record.stream = previous_stream_;
         } else {
             record.stream = in.varint();
         }
-        uint64_t access_count = in.count("accesses", 3);
-        if (trace_.accesses.size() + access_count > UINT32_MAX) in.fail("brings the access count above 32 bits");
-        record.first_access = static_cast<uint32_t>(trace_.accesses.size());
-        record.access_count = static_cast<uint32_t>(access_count);
-        for (uint64_t i = 0; i < access_count; ++i) {
-            Access& access = trace_.accesses.emplace_back();
-            access.alloc_id = in.u32_varint("allocation id");
-            access.offset = in.varint();
-            access.length = in.varint();
-        }
-        max_kernel_id_ = std::max(max_kernel_id_, record.kernel_id);
+        read_accesses(in, trace_.accesses, record.first_access, record.access_count);
         previous_seq_ = record.seq;
         previous_time_ns_ = record.time_ns;
         previous_stream_ = record.stream;
         trace_.launches.push_back(record);
+    }
+
+    [[gnu::always_inline]] uint32_t kernel_id(Decoder& in) {
+        const uint32_t id = in.u32_varint("kernel id");
+        if (id > format::kMaxKernelId) in.fail("has kernel id " + std::to_string(id) + ", above the limit");
+        max_kernel_id_ = std::max(max_kernel_id_, id);
+        return id;
+    }
+
+    [[gnu::always_inline]] static void read_shape(Decoder& in, uint8_t flags, uint32_t (&grid)[3], uint32_t (&block)[3]) {
+        if (flags & format::kLaunchFlat) {
+            grid[0] = in.u32_varint("grid extent");
+            block[0] = in.u32_varint("block extent");
+        } else {
+            for (uint32_t& extent : grid) extent = in.u32_varint("grid extent");
+            for (uint32_t& extent : block) extent = in.u32_varint("block extent");
+        }
+    }
+
+    [[gnu::always_inline]] static void read_accesses(Decoder& in, LargeVector<Access>& table, uint32_t& first,
+                                                     uint32_t& count) {
+        uint64_t access_count = in.count("accesses", 3);
+        if (table.size() + access_count > UINT32_MAX) in.fail("brings the access count above 32 bits");
+        first = static_cast<uint32_t>(table.size());
+        count = static_cast<uint32_t>(access_count);
+        for (uint64_t i = 0; i < access_count; ++i) {
+            Access& access = table.emplace_back();
+            access.alloc_id = in.u32_varint("allocation id");
+            access.offset = in.varint();
+            access.length = in.varint();
+        }
+    }
+
+    void read_captured_launch(Decoder& in) {
+        CapturedLaunch& record = trace_.captured_launches.emplace_back();
+        const uint8_t flags = in.u8();
+        record.capture_id = in.varint();
+        record.kernel_id = kernel_id(in);
+        read_shape(in, flags, record.grid, record.block);
+        record.stream = in.varint();
+        record.time_ns = in.varint();
+        record.launches_before = in.varint();
+        read_accesses(in, trace_.captured_accesses, record.first_access, record.access_count);
+    }
+
+    void read_graph_launch(Decoder& in) {
+        GraphLaunch& record = trace_.graph_launches.emplace_back();
+        record.graph_id = in.u32_varint("graph id");
+        record.flags = in.u8();
+        record.stream = in.varint();
+        record.time_ns = in.varint();
+        record.launches_before = in.varint();
+        record.replayed = in.u32_varint("replayed launch count");
+        record.nodes_skipped = in.u32_varint("skipped node count");
     }
 
     void read_kernel_duration(Decoder& in) {
@@ -420,7 +461,8 @@ private:
     void finish() {
         // Every kernel a launch names gets a slot, with an empty name when its
         // name record was dropped.
-        if (!trace_.launches.empty() && max_kernel_id_ >= trace_.kernel_names.size()) {
+        if ((!trace_.launches.empty() || !trace_.captured_launches.empty()) &&
+            max_kernel_id_ >= trace_.kernel_names.size()) {
             trace_.kernel_names.resize(static_cast<size_t>(max_kernel_id_) + 1);
         }
         fold_durations();

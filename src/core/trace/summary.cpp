@@ -100,7 +100,42 @@ PoolTotals pool_totals(const Trace& trace) {
     return totals;
 }
 
+GraphTotals graph_totals(const Trace& trace) {
+    GraphTotals totals;
+    std::unordered_set<uint32_t> graphs;
+    for (const GraphLaunch& launch : trace.graph_launches) {
+        if (launch.flags & kGraphLaunchCaptured) {
+            ++totals.captured_graph_launches;
+            continue;
+        }
+        ++totals.graph_launches;
+        graphs.insert(launch.graph_id);
+        totals.replayed_launches += launch.replayed;
+        totals.unknown_launches += (launch.flags & kGraphLaunchUnknown) != 0;
+    }
+    totals.graphs = graphs.size();
+    totals.captured_launches = trace.captured_launches.size();
+    return totals;
+}
+
 } // namespace
+
+ReplayIndex::ReplayIndex(const Trace& trace) {
+    for (const GraphLaunch& launch : trace.graph_launches)
+        if (launch.replayed != 0) by_first_seq_.push_back(&launch);
+    std::stable_sort(by_first_seq_.begin(), by_first_seq_.end(), [](const GraphLaunch* a, const GraphLaunch* b) {
+        return a->launches_before < b->launches_before;
+    });
+}
+
+const GraphLaunch* ReplayIndex::graph_launch_of(uint64_t seq) const {
+    // Replays never overlap: each takes its own run of sequence numbers.
+    auto after = std::upper_bound(by_first_seq_.begin(), by_first_seq_.end(), seq,
+                                  [](uint64_t s, const GraphLaunch* launch) { return s < launch->launches_before; });
+    if (after == by_first_seq_.begin()) return nullptr;
+    const GraphLaunch* launch = *(after - 1);
+    return seq < launch->launches_before + launch->replayed ? launch : nullptr;
+}
 
 AllocTotals TraceSummary::all_allocs() const {
     AllocTotals total;
@@ -123,6 +158,7 @@ TraceSummary summarize(const Trace& trace) {
     for (const Free& free : trace.frees) last_ns = std::max(last_ns, free.time_ns);
     summary.frees = trace.frees.size();
     summary.pool = pool_totals(trace);
+    summary.graphs = graph_totals(trace);
     for (const Slab& slab : trace.slabs) last_ns = std::max(last_ns, slab.time_ns);
 
     std::unordered_set<uint32_t> kernels;
@@ -142,6 +178,8 @@ TraceSummary summarize(const Trace& trace) {
         last_ns = std::max(last_ns, move.time_ns + move.duration_ns);
     }
     for (const Iteration& mark : trace.iterations) last_ns = std::max(last_ns, mark.time_ns);
+    for (const GraphLaunch& launch : trace.graph_launches) last_ns = std::max(last_ns, launch.time_ns);
+    for (const CapturedLaunch& launch : trace.captured_launches) last_ns = std::max(last_ns, launch.time_ns);
     summary.duration_ns = last_ns;
 
     std::vector<LiveChange> changes = device_memory_changes(trace);

@@ -39,11 +39,23 @@ struct PoolTotals {
     bool any() const { return slabs_created != 0 || slabs_released != 0 || pooled_frees != 0; }
 };
 
+// CUDA graphs (format 1.2).
+struct GraphTotals {
+    uint64_t graphs = 0;                  // distinct executable graphs launched
+    uint64_t graph_launches = 0;          // launches of them that ran
+    uint64_t replayed_launches = 0;       // launch records of their replays (counted among the launches)
+    uint64_t unknown_launches = 0;        // graph launches whose replay the library could not learn
+    uint64_t captured_graph_launches = 0; // graph launches into another capture: nothing ran
+    uint64_t captured_launches = 0;       // kernel launches into a capture: nothing ran
+    bool any() const { return graph_launches != 0 || captured_graph_launches != 0 || captured_launches != 0; }
+};
+
 struct TraceSummary {
     uint64_t duration_ns = 0; // from the start of recording to the last recorded event
     std::array<AllocTotals, 5> allocs_by_kind{}; // indexed by AllocKind
     uint64_t frees = 0;
     PoolTotals pool;
+    GraphTotals graphs;
     // Device bytes (converted and passed-through allocations) live at once.
     uint64_t peak_live_bytes = 0;
     uint64_t launches = 0;
@@ -67,6 +79,16 @@ struct SlabStep {
     uint64_t held_bytes = 0;
 };
 std::vector<SlabStep> slab_history(const Trace& trace);
+
+// The graph launch whose replay launch `seq` is part of, or nullptr for a direct launch.
+class ReplayIndex {
+public:
+    explicit ReplayIndex(const Trace& trace);
+    const GraphLaunch* graph_launch_of(uint64_t seq) const;
+
+private:
+    std::vector<const GraphLaunch*> by_first_seq_; // graph launches with a replay, by its first seq
+};
 
 const char* alloc_kind_name(AllocKind kind);
 const char* move_kind_name(MoveKind kind);

@@ -145,8 +145,7 @@ public:
         std::lock_guard lock(append_lock_);
         // Sequence numbers and times are stored as differences from the previous
         // launch kept in the file, which makes most of them one or two bytes.
-        const bool flat = record.grid[1] == 1 && record.grid[2] == 1 && record.block[1] == 1 &&
-                          record.block[2] == 1;
+        const bool flat = format::is_flat(record.grid, record.block);
         const bool same_stream = has_previous_launch_ && record.stream == previous_stream_;
         const uint64_t seq_delta = format::zigzag_encode(static_cast<int64_t>(record.seq - previous_seq_));
         const uint64_t time_delta = format::zigzag_encode(static_cast<int64_t>(record.time_ns - previous_time_ns_));
@@ -179,6 +178,40 @@ public:
         previous_seq_ = record.seq;
         previous_time_ns_ = record.time_ns;
         previous_stream_ = record.stream;
+    }
+
+    void captured_launch(const CapturedLaunch& record, std::span<const Access> accesses) override {
+        // Rare (a capture is made once), and skipped by readers of 1.1: encoded
+        // whole, not as differences from the launches around it.
+        append_record(RecordType::CapturedLaunch, [&](Encoder& out) {
+            const bool flat = format::is_flat(record.grid, record.block);
+            out.u8(flat ? format::kLaunchFlat : 0);
+            out.varint(record.capture_id);
+            out.varint(record.kernel_id);
+            for (int i = 0; i < (flat ? 1 : 3); ++i) out.varint(record.grid[i]);
+            for (int i = 0; i < (flat ? 1 : 3); ++i) out.varint(record.block[i]);
+            out.varint(record.stream);
+            out.varint(record.time_ns);
+            out.varint(record.launches_before);
+            out.varint(accesses.size());
+            for (const Access& access : accesses) {
+                out.varint(access.alloc_id);
+                out.varint(access.offset);
+                out.varint(access.length);
+            }
+        });
+    }
+
+    void graph_launch(const GraphLaunch& record) override {
+        append_record(RecordType::GraphLaunch, [&](Encoder& out) {
+            out.varint(record.graph_id);
+            out.u8(record.flags);
+            out.varint(record.stream);
+            out.varint(record.time_ns);
+            out.varint(record.launches_before);
+            out.varint(record.replayed);
+            out.varint(record.nodes_skipped);
+        });
     }
 
     void kernel_duration(uint64_t launch_seq, uint64_t duration_ns) override {
@@ -420,7 +453,10 @@ uint64_t write_trace_file(const Trace& trace, const std::string& path, uint64_t 
     std::string error;
     auto writer = TraceWriter::open({path, buffer_bytes}, trace.header, error);
     if (!writer) throw std::runtime_error(error);
-    size_t next_alloc = 0, next_free = 0, next_move = 0, next_mark = 0, next_slab = 0;
+    size_t next_alloc = 0, next_free = 0, next_move = 0, next_mark = 0, next_slab = 0, next_captured = 0, next_graph = 0;
+    auto name_kernel = [&](uint32_t id) {
+        if (id < trace.kernel_names.size()) writer->kernel(id, trace.kernel_names[id]);
+    };
     for (size_t i = 0; i <= trace.launches.size(); ++i) {
         // Everything placed before launch i, then launch i itself.
         while (next_mark < trace.iterations.size() && trace.iterations[next_mark].launches_before <= i) {
@@ -438,9 +474,18 @@ uint64_t write_trace_file(const Trace& trace, const std::string& path, uint64_t 
         while (next_free < trace.frees.size() && trace.frees[next_free].launches_before <= i) {
             writer->free(trace.frees[next_free++]);
         }
+        while (next_captured < trace.captured_launches.size() &&
+               trace.captured_launches[next_captured].launches_before <= i) {
+            const CapturedLaunch& captured = trace.captured_launches[next_captured++];
+            name_kernel(captured.kernel_id);
+            writer->captured_launch(captured, trace.accesses_of(captured));
+        }
+        while (next_graph < trace.graph_launches.size() && trace.graph_launches[next_graph].launches_before <= i) {
+            writer->graph_launch(trace.graph_launches[next_graph++]);
+        }
         if (i == trace.launches.size()) break;
         const Launch& launch = trace.launches[i];
-        if (launch.kernel_id < trace.kernel_names.size()) writer->kernel(launch.kernel_id, trace.kernel_names[launch.kernel_id]);
+        name_kernel(launch.kernel_id);
         writer->launch(launch, std::span(trace.accesses).subspan(launch.first_access, launch.access_count));
         if (launch.duration_ns != 0) writer->kernel_duration(launch.seq, launch.duration_ns);
     }

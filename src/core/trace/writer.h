@@ -34,6 +34,10 @@ public:
     virtual void free(const Free& record) = 0;
     // record.first_access and record.access_count are ignored: accesses are given here.
     virtual void launch(const Launch& record, std::span<const Access> accesses) = 0;
+    // A launch into a graph being captured: it did not run (format 1.2).
+    virtual void captured_launch(const CapturedLaunch& record, std::span<const Access> accesses) = 0;
+    // A graph launch; its replay's launches are written with launch() after it.
+    virtual void graph_launch(const GraphLaunch& record) = 0;
     virtual void kernel_duration(uint64_t launch_seq, uint64_t duration_ns) = 0;
     virtual void move(const Move& record) = 0;
     virtual void iteration(const Iteration& record) = 0;

@@ -1,5 +1,6 @@
 // Kernel queries and launches. A launch runs nothing: it checks its arguments,
-// copies the parameter bytes out (which proves they were readable) and counts.
+// copies the parameter bytes out (which proves they were readable) and counts,
+// or, on a stream capturing into a graph, becomes a node of the graph.
 #include "fake_faults.h"
 #include "fake_state.h"
 
@@ -70,6 +71,7 @@ CUresult launch(std::atomic<std::uint64_t>& counter, CUfunction f, const LaunchS
         ++counters().launches_failed;
         return result;
     }
+    if (capture_kernel(stream, f, *kernel, shape.grid, shape.block, bytes)) return CUDA_SUCCESS;
     remember_launch_params(std::move(bytes));
     ++counter;
     return CUDA_SUCCESS;

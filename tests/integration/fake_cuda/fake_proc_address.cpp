@@ -88,6 +88,27 @@ const ProcVersion kProcTable[] = {
     FAKECUDA_PROC("cuEventSynchronize", 2000, cuEventSynchronize),
     FAKECUDA_PROC("cuEventQuery", 2000, cuEventQuery),
     FAKECUDA_PROC("cuEventDestroy", 4000, cuEventDestroy_v2),
+    FAKECUDA_STREAM_PROC("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2),
+    FAKECUDA_STREAM_PROC("cuStreamEndCapture", 10000, cuStreamEndCapture),
+    FAKECUDA_STREAM_PROC("cuStreamGetCaptureInfo", 12030, cuStreamGetCaptureInfo_v3),
+    FAKECUDA_PROC("cuGraphCreate", 10000, cuGraphCreate),
+    FAKECUDA_PROC("cuGraphDestroy", 10000, cuGraphDestroy),
+    FAKECUDA_PROC("cuGraphGetNodes", 10000, cuGraphGetNodes),
+    FAKECUDA_PROC("cuGraphNodeGetType", 10000, cuGraphNodeGetType),
+    FAKECUDA_PROC("cuGraphKernelNodeGetParams", 12000, cuGraphKernelNodeGetParams_v2),
+    FAKECUDA_PROC("cuGraphMemsetNodeGetParams", 10000, cuGraphMemsetNodeGetParams),
+    FAKECUDA_PROC("cuGraphMemcpyNodeGetParams", 10000, cuGraphMemcpyNodeGetParams),
+    FAKECUDA_PROC("cuGraphChildGraphNodeGetGraph", 10000, cuGraphChildGraphNodeGetGraph),
+    FAKECUDA_PROC("cuGraphAddChildGraphNode", 10000, cuGraphAddChildGraphNode),
+    // The runtime of CUDA 12 asks for "cuGraphInstantiate" and is given the version with flags.
+    FAKECUDA_PROC("cuGraphInstantiate", 12000, cuGraphInstantiateWithFlags),
+    FAKECUDA_PROC("cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags),
+    FAKECUDA_STREAM_PROC("cuGraphInstantiateWithParams", 12000, cuGraphInstantiateWithParams),
+    FAKECUDA_STREAM_PROC("cuGraphLaunch", 10000, cuGraphLaunch),
+    FAKECUDA_PROC("cuGraphExecDestroy", 10000, cuGraphExecDestroy),
+    FAKECUDA_PROC("cuGraphExecKernelNodeSetParams", 12000, cuGraphExecKernelNodeSetParams_v2),
+    FAKECUDA_STREAM_PROC("cuMemsetD32Async", 3020, cuMemsetD32Async),
+    FAKECUDA_STREAM_PROC("cuMemcpyDtoDAsync", 3020, cuMemcpyDtoDAsync_v2),
 };
 
 #undef FAKECUDA_PROC

@@ -294,6 +294,11 @@ void remember_launch_params(std::vector<unsigned char> bytes) {
     registry().last_launch_params = std::move(bytes);
 }
 
+void set_capturing(Stream& stream, bool capturing) {
+    std::lock_guard lock(registry().mutex);
+    stream.capturing = capturing;
+}
+
 }  // namespace fakecuda
 
 using namespace fakecuda;
@@ -351,7 +356,6 @@ FAKECUDA_EXPORT int fakecuda_set_stream_capturing(
     CUstream stream, int capturing) {
     Stream* s = find_stream(stream);
     if (s == nullptr) return -1;
-    std::lock_guard lock(registry().mutex);
-    s->capturing = capturing != 0;
+    set_capturing(*s, capturing != 0);
     return 0;
 }

@@ -77,7 +77,8 @@ struct Counters {
     X(launch_cooperative_ptsz) X(launches_failed) X(prefetch_calls) X(prefetch_bytes)              \
     X(prefetch_to_host_bytes) X(prefetch_refused) X(advise_calls) X(mem_get_info_calls)            \
     X(ctx_synchronize) X(events_created) X(events_destroyed) X(event_queries) X(event_waits)       \
-    X(mem_pool_trims) X(mem_pool_attribute_queries)
+    X(mem_pool_trims) X(mem_pool_attribute_queries) X(captured_launches) X(graph_launches)             \
+    X(graph_kernel_runs) X(graph_memsets) X(graph_memcpys)
 #define FAKECUDA_DECLARE_COUNTER(field) std::atomic<std::uint64_t> field{0};
     FAKECUDA_COUNTER_FIELDS(FAKECUDA_DECLARE_COUNTER)
 #undef FAKECUDA_DECLARE_COUNTER
@@ -132,6 +133,13 @@ CUmemoryPool current_pool();
 void set_current_pool(CUmemoryPool pool);
 
 void remember_launch_params(std::vector<unsigned char> bytes);
+void set_capturing(Stream& stream, bool capturing);
+
+// Graphs (fake_graph.cpp). A launch on a stream that captures into a graph
+// (cuStreamBeginCapture) becomes a kernel node of the graph instead of running:
+// true when it did.
+bool capture_kernel(CUstream stream, const void* handle, const Kernel& kernel, const unsigned (&grid)[3],
+                    const unsigned (&block)[3], const std::vector<unsigned char>& params);
 
 }  // namespace fakecuda
 

@@ -1,6 +1,7 @@
 /* Test-only helpers exported by the fake libcuda.so.1 (tests/integration/fake_cuda).
  *
- * The fake driver keeps device memory in host memory and runs no kernels; these
+ * The fake driver keeps device memory in host memory and runs no kernels (a
+ * graph's set and copy nodes it does run, on that memory); these
  * helpers let a test program describe kernels to it and read what the driver saw,
  * so that a test can tell a converted allocation from a real one and a per-thread
  * stream launch from a legacy one without a GPU. */
@@ -35,6 +36,16 @@ CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, u
 CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus* status);
 CUresult CUDAAPI cuEventRecord_ptsz(CUevent event, CUstream stream);
 CUresult CUDAAPI cuStreamSynchronize_ptsz(CUstream stream);
+CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream stream, CUstreamCaptureMode mode);
+CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream stream, CUgraph* graph);
+CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id,
+                                                CUgraph* graph, const CUgraphNode** dependencies,
+                                                const CUgraphEdgeData** edge_data, size_t* count);
+CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec* exec, CUgraph graph,
+                                                   CUDA_GRAPH_INSTANTIATE_PARAMS* params);
+CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec exec, CUstream stream);
+CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream);
+CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
 
 /* The fake device: this much memory, minus live device and managed allocations, is free. */
 #define FAKECUDA_DEVICE_TOTAL_BYTES (16ull << 30)
@@ -80,6 +91,12 @@ typedef struct fakecuda_counts {
     uint64_t mem_pool_trims;           /* cuMemPoolTrimTo that succeeded */
     uint64_t mem_pool_attribute_queries; /* cuMemPoolGetAttribute, including refused ones */
     uint64_t live_events;              /* events made and not yet destroyed */
+
+    uint64_t captured_launches;        /* kernel launches that became nodes of a graph being captured */
+    uint64_t graph_launches;           /* cuGraphLaunch and _ptsz that ran their graph */
+    uint64_t graph_kernel_runs;        /* kernel nodes those launches ran */
+    uint64_t graph_memsets;            /* set nodes they ran */
+    uint64_t graph_memcpys;            /* copy nodes they ran */
 } fakecuda_counts;
 
 fakecuda_counts fakecuda_counters(void);
@@ -99,11 +116,17 @@ CUkernel fakecuda_make_kernel(const char* name, unsigned count, const size_t* of
  * the kernel's offsets) into out, up to capacity bytes; returns their full size. */
 size_t fakecuda_last_launch_params(void* out, size_t capacity);
 
-/* Marks a stream as being captured into a graph (1) or not (0), as
- * cuStreamBeginCapture would; cuStreamIsCapturing reports it and
- * cuMemAllocManaged is refused while any stream captures. Returns 0, or -1 for an
- * unknown stream. */
+/* Marks a stream as being captured (1) or not (0) with no graph to capture into:
+ * cuStreamIsCapturing and cuStreamGetCaptureInfo report it, work queued on it
+ * still runs, and cuMemAllocManaged is refused while any stream captures (as
+ * after cuStreamBeginCapture, which captures into a graph). Returns 0, or -1 for
+ * an unknown stream. */
 int fakecuda_set_stream_capturing(CUstream stream, int capturing);
+
+/* Adds a node of `type` (a CUgraphNodeType, or any other number: a kind of node
+ * the library does not know) to a graph; it runs nothing. CUDA_SUCCESS, or
+ * CUDA_ERROR_INVALID_VALUE for an unknown graph or a NULL out. */
+CUresult fakecuda_graph_add_opaque_node(CUgraphNode* node, CUgraph graph, int type);
 
 /* Holds events (1): an event recorded from then on stays incomplete, and
  * cuEventQuery answers CUDA_ERROR_NOT_READY for it, until the GPU is waited for:
