@@ -92,6 +92,8 @@
     X(cuGraphLaunch, CUresult, (CUgraphExec exec, CUstream stream))                                 \
     X(cuGraphLaunch_ptsz, CUresult, (CUgraphExec exec, CUstream stream))                            \
     X(cuGraphExecDestroy, CUresult, (CUgraphExec exec))                                             \
+    X(cuModuleUnload, CUresult, (CUmodule module))                                                  \
+    X(cuLibraryUnload, CUresult, (CUlibrary library))                                               \
     X(cuGraphExecUpdate_v2, CUresult, (CUgraphExec exec, CUgraph graph,                             \
                                        CUgraphExecUpdateResultInfo * result))                       \
     X(cuGraphExecUpdate, CUresult, (CUgraphExec exec, CUgraph graph, CUgraphNode * error_node,      \

@@ -102,6 +102,9 @@ public:
     void graph_instantiated(CUgraphExec exec, CUgraph graph);
     void graph_exec_updated(CUgraphExec exec, CUgraph graph) { graph_instantiated(exec, graph); }
     void graph_exec_destroyed(CUgraphExec exec) { graphs_.forget(exec); }
+    // A module or library is being unloaded: its functions' handles may come back
+    // as other kernels' (KernelTable::forget_handles).
+    void code_unloaded() { kernels_.forget_handles(); }
     // A node given new parameters in an executable graph: its steps are made anew.
     void graph_kernel_node_set(CUgraphExec exec, CUgraphNode node, const KernelNode& kernel);
     void graph_copy_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D& copy);

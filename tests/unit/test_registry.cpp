@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include <cstring>
 
 TEST_CASE("registry finds the allocation containing an address") {
@@ -102,6 +104,41 @@ TEST_CASE("kernel table describes each function once") {
     const auto& i2 = t.lookup(&f2);
     CHECK(calls == 2);
     CHECK(i1.id != i2.id);
+}
+
+TEST_CASE("kernel table describes every handle anew once code is unloaded") {
+    // What the driver would say of each handle now: a handle comes back as
+    // another kernel once its module is gone.
+    std::map<const void*, uvmp::KernelInfo> driver;
+    int calls = 0;
+    uvmp::KernelTable t([&](const void* handle, uvmp::KernelInfo& info) {
+        ++calls;
+        info = driver[handle];
+    });
+    int f1 = 0, f2 = 0;
+    driver[&f1] = {0, "three", {{0, 8}, {8, 8}, {16, 8}}, true};
+    driver[&f2] = {0, "kept", {{0, 8}}, true};
+    const auto& three = t.lookup(&f1);
+    const auto& kept = t.lookup(&f2);
+    CHECK(three.params.size() == 3);
+
+    t.forget_handles();
+    driver[&f1] = {0, "one", {{0, 8}}, true};
+    bool first = false;
+    const auto& one = t.lookup(&f1, &first);
+    CHECK(first);
+    CHECK(one.name == "one");
+    CHECK(one.params.size() == 1);
+    CHECK(one.id != three.id);
+    CHECK(one.id != kept.id);
+    // A kernel described again as it was keeps its id and is no first sight.
+    const auto& kept_again = t.lookup(&f2, &first);
+    CHECK_FALSE(first);
+    CHECK(kept_again.id == kept.id);
+    CHECK(calls == 4);
+    // What was handed out before stays readable.
+    CHECK(three.name == "three");
+    CHECK(three.params.size() == 3);
 }
 
 TEST_CASE("the physical guard refuses past free-at-start less the reserve") {

@@ -68,12 +68,38 @@ const KernelInfo& KernelTable::lookup_named(const void* key, std::string_view na
     return insert(key, std::move(info), first_sight);
 }
 
+static bool same_layout(const KernelInfo& a, const KernelInfo& b) {
+    if (a.layout_known != b.layout_known || a.params.size() != b.params.size()) return false;
+    for (size_t i = 0; i < a.params.size(); ++i)
+        if (a.params[i].offset != b.params[i].offset || a.params[i].size != b.params[i].size) return false;
+    return true;
+}
+
 const KernelInfo& KernelTable::insert(const void* handle, std::unique_ptr<KernelInfo> info, bool* first_sight) {
     std::unique_lock lock(mutex_);
     auto [it, inserted] = by_handle_.try_emplace(handle, std::move(info));
-    if (inserted) it->second->id = next_id_++;
-    if (first_sight) *first_sight = inserted;
+    bool first = inserted;
+    if (inserted) {
+        KernelInfo& made = *it->second;
+        const auto before = made.name.empty() ? forgotten_by_name_.end() : forgotten_by_name_.find(made.name);
+        if (before != forgotten_by_name_.end() && same_layout(*before->second, made)) {
+            made.id = before->second->id;
+            first = false;
+        } else {
+            made.id = next_id_++;
+        }
+    }
+    if (first_sight) *first_sight = first;
     return *it->second;
+}
+
+void KernelTable::forget_handles() {
+    std::unique_lock lock(mutex_);
+    for (auto& [handle, info] : by_handle_) {
+        if (!info->name.empty()) forgotten_by_name_[info->name] = info.get();
+        forgotten_.push_back(std::move(info));
+    }
+    by_handle_.clear();
 }
 
 size_t KernelTable::size() const {
@@ -89,6 +115,8 @@ void KernelTable::unlock_after_fork(bool in_child) {
 void KernelTable::clear() {
     std::unique_lock lock(mutex_);
     by_handle_.clear();
+    forgotten_.clear();
+    forgotten_by_name_.clear();
     next_id_ = 0;
 }
 

@@ -44,6 +44,13 @@ public:
     const KernelInfo& lookup_named(const void* key, std::string_view name, bool* first_sight = nullptr);
     size_t size() const;
     void clear();
+    // A module or library unloaded: the driver may hand its functions' handles
+    // out again, for other kernels with other parameters (reading a launch's
+    // parameters by a stale description reads past them). Every handle is
+    // forgotten and described anew at its next launch; one described again
+    // with the same name and parameters keeps its id (and is no first sight).
+    // Descriptions handed out before stay valid.
+    void forget_handles();
 
     // Around fork(), as Registry's.
     void lock_for_fork() { mutex_.lock(); }
@@ -57,6 +64,10 @@ private:
     mutable std::shared_mutex mutex_;
     std::unordered_map<const void*, std::unique_ptr<KernelInfo>> by_handle_;
     uint32_t next_id_ = 0;
+    // Descriptions of forgotten handles, kept for whoever still holds them, and
+    // by name, for the ids of kernels described again.
+    std::vector<std::unique_ptr<KernelInfo>> forgotten_;
+    std::unordered_map<std::string, const KernelInfo*> forgotten_by_name_;
 };
 
 // Appends the hits found in params (the kernelParams array of a launch).

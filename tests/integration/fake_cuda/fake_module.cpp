@@ -89,5 +89,9 @@ FAKECUDA_EXPORT CUresult cuModuleGetFunction(CUfunction* function, CUmodule modu
 
 FAKECUDA_EXPORT CUresult cuModuleUnload(CUmodule module) {
     std::lock_guard lock(modules().mutex);
-    return modules().modules.erase(module) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    auto it = modules().modules.find(module);
+    if (it == modules().modules.end()) return CUDA_ERROR_INVALID_HANDLE;
+    for (const auto& [name, function] : it->second->functions) retire_kernel(function);
+    modules().modules.erase(it);
+    return CUDA_SUCCESS;
 }

@@ -25,6 +25,9 @@ struct Registry {
     std::map<std::uintptr_t, Allocation> allocations;  // by base address
     std::uint64_t next_buffer_id = 1;
     std::unordered_map<const void*, std::unique_ptr<Kernel>> kernels;
+    // Kernels of unloaded modules: the next kernel made takes the latest one's
+    // handle, as a real driver may hand a freed function's address out again.
+    std::vector<std::unique_ptr<Kernel>> retired;
     std::unordered_map<const void*, std::unique_ptr<Stream>> streams;
     std::unordered_map<const void*, std::unique_ptr<Event>> events;
     std::vector<unsigned char> last_launch_params;
@@ -199,17 +202,33 @@ Kernel* find_kernel(const void* handle) {
 Kernel* make_kernel(const char* name, unsigned count, const std::size_t* offsets,
                     const std::size_t* sizes, bool is_cukernel) {
     if (name == nullptr || (count > 0 && (offsets == nullptr || sizes == nullptr))) return nullptr;
-    auto kernel = std::make_unique<Kernel>();
-    kernel->is_cukernel = is_cukernel;
-    kernel->name = name;
+    Kernel made;
+    made.is_cukernel = is_cukernel;
+    made.name = name;
     for (unsigned i = 0; i < count; ++i) {
         if (sizes[i] == 0) return nullptr;
-        kernel->params.push_back(KernelParam{offsets[i], sizes[i]});
+        made.params.push_back(KernelParam{offsets[i], sizes[i]});
+    }
+    std::lock_guard lock(registry().mutex);
+    std::unique_ptr<Kernel> kernel;
+    if (!registry().retired.empty()) {
+        kernel = std::move(registry().retired.back());
+        registry().retired.pop_back();
+        *kernel = std::move(made);
+    } else {
+        kernel = std::make_unique<Kernel>(std::move(made));
     }
     Kernel* raw = kernel.get();
-    std::lock_guard lock(registry().mutex);
     registry().kernels.emplace(raw, std::move(kernel));
     return raw;
+}
+
+void retire_kernel(const void* handle) {
+    std::lock_guard lock(registry().mutex);
+    auto it = registry().kernels.find(handle);
+    if (it == registry().kernels.end()) return;
+    registry().retired.push_back(std::move(it->second));
+    registry().kernels.erase(it);
 }
 
 bool valid_stream(CUstream stream) {

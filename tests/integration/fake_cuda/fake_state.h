@@ -110,6 +110,8 @@ bool any_stream_capturing();
 Kernel* find_kernel(const void* handle);
 Kernel* make_kernel(const char* name, unsigned count, const std::size_t* offsets,
                     const std::size_t* sizes, bool is_cukernel);
+// The kernel is gone (its module unloaded); its handle goes to the next kernel made.
+void retire_kernel(const void* handle);
 // The null handle and the two special stream handles are valid streams.
 bool valid_stream(CUstream stream);
 Stream* find_stream(CUstream stream);
