@@ -57,9 +57,12 @@ void note_stream_ordered_allocation() {
     if (!g_pending.exchange(false, std::memory_order_acq_rel)) return;
     std::span<const std::string_view> libraries = framework_libraries(g_setting);
     if (libraries.empty() || dl_iterate_phdr(&find_loaded, &libraries) == 0) return;
+    // PyTorch's CUDA graph trees do not run on its cudaMallocAsync backend.
+    const bool pytorch = g_setting.starts_with("PYTORCH_");
     log::raw_stderr_line("uvmprefetch: uvmrun set " + g_setting +
                          " so that the library sees every free (uvmrun --framework-settings off keeps "
-                         "the framework's own allocator)");
+                         "the framework's own allocator" +
+                         (pytorch ? std::string(", which torch.compile(mode=\"reduce-overhead\") needs)") : ")"));
 }
 
 } // namespace uvmp::preload
