@@ -32,10 +32,12 @@ uvmp_integration_checked_test(integration.fork.children_own_traces
   CHECKS "${UVMP_ALL_CHECKS_PASSED}"
   COMMAND sh -c "rm -rf ${UVMP_FORK_TRACES} && mkdir -p ${UVMP_FORK_TRACES} && env ${UVMP_ROBUSTNESS_PRELOAD_ENV} \
           UVMP_BUDGET=8M UVMP_TRACE_OUT=${UVMP_FORK_TRACES}/fork-%p.uvmt ${UVMP_ROBUSTNESS_TEST} fork")
+# A folder of its own: the test above empties its folder when it starts, and ctest may run both at once.
+set(UVMP_FORK_PARENT_TRACES ${CMAKE_CURRENT_BINARY_DIR}/fork-traces-parent-name)
 uvmp_integration_checked_test(integration.fork.children_no_trace_of_parent_name
   CHECKS "${UVMP_ALL_CHECKS_PASSED}"
-  COMMAND sh -c "mkdir -p ${UVMP_FORK_TRACES} && env ${UVMP_ROBUSTNESS_PRELOAD_ENV} UVMP_POLICY=none \
-          UVMP_TRACE_OUT=${UVMP_FORK_TRACES}/fork-parent.uvmt ${UVMP_ROBUSTNESS_TEST} fork")
+  COMMAND sh -c "rm -rf ${UVMP_FORK_PARENT_TRACES} && mkdir -p ${UVMP_FORK_PARENT_TRACES} && env ${UVMP_ROBUSTNESS_PRELOAD_ENV} \
+          UVMP_POLICY=none UVMP_TRACE_OUT=${UVMP_FORK_PARENT_TRACES}/fork-parent.uvmt ${UVMP_ROBUSTNESS_TEST} fork")
 uvmp_integration_checked_test(integration.fork.without_library
   CHECKS "${UVMP_ALL_CHECKS_PASSED}"
   COMMAND ${UVMP_ROBUSTNESS_TEST} fork)
