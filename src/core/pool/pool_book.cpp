@@ -743,6 +743,7 @@ struct PoolBook::State {
     }
 
     void note_backed(Slab& slab, uint64_t addr, uint64_t size) {
+        if (slab.backed_bytes == slab.bytes) return; // the common case once a slab has been used throughout
         const uint64_t first = (addr - slab.base) >> chunk_shift, last = (addr + size - 1 - slab.base) >> chunk_shift;
         for (uint64_t c = first; c <= last; ++c) {
             if (slab.backed[c]) continue;

@@ -12,7 +12,8 @@
 // - a block freed with kNoStream (cuMemFree, after whatever synchronisation the
 //   caller owed) is reusable by every stream at once.
 // Events on one stream complete in order, so two adjacent blocks pending on the
-// same stream merge into one pending on the later fence.
+// same stream merge into one pending on the later fence; a block freed on a
+// stream also takes in the ready memory beside it, which then waits on its fence.
 //
 // Frees on one stream must reach free() in the order their fences were recorded
 // (one thread a stream does that by itself), and each free hands its own fence.

@@ -264,14 +264,16 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             if (overlaps(previous_ranges, span)) copy_start = std::max(copy_start, previous_kernel_end);
         }
         // Fetched in the planner's order: what the launch misses, then what comes later.
+        size_t demand_spans = 0; // the first of plan.prefetch
         if (fetch_demand && !plan.demand.empty()) {
             plan.prefetch.insert(plan.prefetch.begin(), plan.demand.begin(), plan.demand.end());
-            for (const ChunkSpan& span : plan.demand) result.demand_fetched_bytes += Plan::bytes({&span, 1}, residency);
+            demand_spans = plan.demand.size();
             plan.demand.clear();
         }
         span_bytes.clear();
         for (const ChunkSpan& span : plan.prefetch) {
             const uint64_t bytes = Plan::bytes({&span, 1}, residency);
+            if (span_bytes.size() < demand_spans) result.demand_fetched_bytes += bytes;
             span_bytes.push_back(bytes);
             fetch_bytes += bytes;
             fetch_seconds += seconds_for(bytes, prefetch_gbps(bytes));
