@@ -41,10 +41,15 @@ HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint
     for (size_t i = 0; i < model.alloc_ids.size(); ++i) home_by_id.emplace(model.alloc_ids[i], out.choice.homes[i]);
 
     std::unordered_set<uint32_t> host_ids;
+    // Made before the learned step and live in it: homed by identity, and no
+    // part of the sequence of the step that made them (the weights made in the
+    // first step would shift every ordinal after them).
+    std::unordered_set<uint32_t> by_identity;
     for (const trace::Alloc& a : trace.allocs) {
         const auto home = home_by_id.find(a.id);
-        if (a.launches_before < out.step_begin && home != home_by_id.end() && home->second == Home::Host)
-            host_ids.insert(a.id);
+        if (a.launches_before >= out.step_begin || home == home_by_id.end()) continue;
+        by_identity.insert(a.id);
+        if (home->second == Home::Host) host_ids.insert(a.id);
     }
     // The learned step's own allocations, by order and size, onto every step.
     std::vector<StepAllocation> sequence;
@@ -58,7 +63,8 @@ HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint
     }
     const StepHomes step_homes(sequence, sequence_homes);
     for (size_t k = 0; k + 1 < bounds.size(); ++k) {
-        const auto made = made_within(trace, bounds[k], bounds[k + 1]);
+        auto made = made_within(trace, bounds[k], bounds[k + 1]);
+        std::erase_if(made, [&](const trace::Alloc* a) { return by_identity.count(a->id) != 0; });
         for (uint32_t ordinal = 0; ordinal < made.size(); ++ordinal)
             if (step_homes.home_of(ordinal, made[ordinal]->size) == Home::Host) host_ids.insert(made[ordinal]->id);
     }
