@@ -1,0 +1,70 @@
+// Routes the allocations of a live run to the homes chosen on a recorded one.
+// Addresses differ from run to run; the order and sizes of a training job's
+// allocations do not. So the sequence follows the recorded run's allocations
+// in order: first those it made before its learned step (set-up, the first
+// step), once, then the learned step's own, over and over. Each new allocation
+// takes the home of the entry at the current position when the sizes agree.
+// Where they do not, the run has strayed from the recording (an extra
+// allocation, one left out, a step of other sizes): the next few entries are
+// searched for the size, then the start of the step; an allocation that
+// matches none of them gets the GPU, the home that never slows a reader, and
+// the position stays for the next one. Each answer costs a bounded search.
+//
+// Not thread-safe: the caller serialises next() (allocation hooks run on any
+// thread, and the order of allocations is what the sequence follows).
+#pragma once
+
+#include "core/placement/home_choice.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace uvmp::placement {
+
+struct HomeEntry {
+    uint64_t bytes = 0;
+    Home home = Home::Gpu;
+};
+
+struct HomeSequenceCounts {
+    uint64_t matched = 0;   // allocations that found their entry
+    uint64_t unmatched = 0; // allocations that found none (given the GPU)
+    uint64_t resyncs = 0;   // matches found past the current position
+    uint64_t host = 0;      // answers of Home::Host
+};
+
+class HomeSequence {
+public:
+    // Entries looked at past the current position before an allocation counts as unmatched.
+    static constexpr size_t kWindow = 8;
+
+    HomeSequence() = default;
+    // `prologue`: the recorded run's allocations before its learned step, in
+    // order; `step`: the learned step's. Either may be empty.
+    HomeSequence(std::vector<HomeEntry> prologue, std::vector<HomeEntry> step);
+
+    // The home of the run's next allocation, of `bytes`.
+    Home next(uint64_t bytes);
+
+    bool in_prologue() const { return in_prologue_; }
+    size_t position() const { return position_; }
+    const HomeSequenceCounts& counts() const { return counts_; }
+
+private:
+    Home take(size_t index);
+    Home next_in_prologue(uint64_t bytes);
+    Home next_in_step(uint64_t bytes);
+    void enter_step();
+
+    std::vector<HomeEntry> prologue_;
+    std::vector<HomeEntry> step_;
+    bool in_prologue_ = true;
+    size_t position_ = 0;
+    // Unmatched allocations in a row while in the prologue: past kWindow of
+    // them the run is taken to have left its set-up behind, and the step begins.
+    size_t prologue_misses_ = 0;
+    HomeSequenceCounts counts_;
+};
+
+} // namespace uvmp::placement

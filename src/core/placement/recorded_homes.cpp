@@ -1,0 +1,48 @@
+#include "core/placement/recorded_homes.h"
+
+#include "core/placement/host_homes.h"
+#include "core/placement/timing_prior.h"
+#include "core/sim/simulator.h"
+
+#include <algorithm>
+
+namespace uvmp::placement {
+
+uint64_t RecordedHomes::host_entries() const {
+    const auto host = [](const HomeEntry& e) { return e.home == Home::Host; };
+    return static_cast<uint64_t>(std::count_if(prologue.begin(), prologue.end(), host) +
+                                 std::count_if(step.begin(), step.end(), host));
+}
+
+std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, std::string* why_not,
+                                            const Rates& rates) {
+    auto refuse = [&](const char* why) {
+        if (why_not) *why_not = why;
+        return std::nullopt;
+    };
+    const std::vector<uint64_t> bounds = iteration_bounds(trace);
+    if (bounds.size() < 2) return refuse("the trace holds no full iteration");
+    const bool timed = std::any_of(trace.launches.begin(), trace.launches.end(),
+                                   [](const trace::Launch& l) { return l.duration_ns != 0; });
+    if (!timed) return refuse("the trace was recorded without kernel timing (UVMP_TRACE_TIMING=1)");
+    const TimingPrior prior = TimingPrior::from_trace(trace);
+    if (prior.kernels_judged() == 0) return refuse("no kernel of the trace ran long enough to be judged");
+
+    const HostHomesOutcome outcome = with_host_homes(trace, bounds, budget_bytes, prior, rates);
+    RecordedHomes out;
+    out.choice = outcome.choice;
+    out.step_begin = outcome.step_begin;
+    out.step_end = outcome.step_end;
+    out.kernels_judged = prior.kernels_judged();
+    // The transform leaves the allocations in their places and marks the
+    // host-homed ones as host memory: its homes are read off its trace.
+    for (size_t i = 0; i < trace.allocs.size(); ++i) {
+        const trace::Alloc& a = trace.allocs[i];
+        if (!trace::is_managed(a.kind) || a.launches_before >= out.step_end) continue;
+        const Home home = outcome.trace.allocs[i].kind == trace::AllocKind::Host ? Home::Host : Home::Gpu;
+        (a.launches_before < out.step_begin ? out.prologue : out.step).push_back({a.size, home});
+    }
+    return out;
+}
+
+} // namespace uvmp::placement

@@ -1,0 +1,36 @@
+// The homes of a live run, learned from an earlier run's trace of the same
+// program recorded with kernel timing: the host-home transform the simulator
+// applies (host_homes.h: the learned step as it picks it, the timing prior as
+// the tolerance judge, the home choice against the budget), read back as the
+// sequence of the recorded run's allocations that HomeSequence routes by.
+#pragma once
+
+#include "core/placement/home_choice.h"
+#include "core/placement/home_sequence.h"
+#include "core/trace/model.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace uvmp::placement {
+
+struct RecordedHomes {
+    // The recorded run's managed allocations made before its learned step, and
+    // those made within it, in order, each with the home the transform gave it.
+    std::vector<HomeEntry> prologue;
+    std::vector<HomeEntry> step;
+    HomeChoice choice;           // for the learned step's live allocations
+    uint64_t step_begin = 0;     // the learned step: launches [step_begin, step_end)
+    uint64_t step_end = 0;
+    uint64_t kernels_judged = 0; // by the timing prior
+    uint64_t host_entries() const;
+};
+
+// nullopt, with the reason in *why_not, for a trace the transform cannot use:
+// no full iteration, or no kernel timing (UVMP_TRACE_TIMING=1) to judge by.
+std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, std::string* why_not,
+                                            const Rates& rates = {});
+
+} // namespace uvmp::placement

@@ -1,0 +1,176 @@
+#include "core/placement/home_sequence.h"
+#include "core/placement/recorded_homes.h"
+#include "trace_fixtures.h"
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace uvmp;
+using namespace uvmp::placement;
+
+namespace {
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kGiB = 1ull << 30;
+constexpr Home G = Home::Gpu;
+constexpr Home H = Home::Host;
+
+// A step of four allocations: 1 and 3 MiB live on the host.
+std::vector<HomeEntry> four() { return {{kMiB, H}, {2 * kMiB, G}, {3 * kMiB, H}, {4 * kMiB, G}}; }
+
+std::vector<Home> route(HomeSequence& sequence, const std::vector<uint64_t>& sizes) {
+    std::vector<Home> homes;
+    for (uint64_t bytes : sizes) homes.push_back(sequence.next(bytes));
+    return homes;
+}
+} // namespace
+
+TEST_CASE("home sequence: a step repeated exactly gets its homes every time", "[placement]") {
+    HomeSequence sequence({}, four());
+    for (int step = 0; step < 5; ++step)
+        CHECK(route(sequence, {kMiB, 2 * kMiB, 3 * kMiB, 4 * kMiB}) == std::vector<Home>{H, G, H, G});
+    CHECK(sequence.counts().matched == 20);
+    CHECK(sequence.counts().unmatched == 0);
+    CHECK(sequence.counts().resyncs == 0);
+    CHECK(sequence.counts().host == 10);
+}
+
+TEST_CASE("home sequence: the prologue comes once, then the step over and over", "[placement]") {
+    HomeSequence sequence({{8 * kMiB, G}, {16 * kMiB, H}}, four());
+    CHECK(sequence.in_prologue());
+    CHECK(route(sequence, {8 * kMiB, 16 * kMiB}) == std::vector<Home>{G, H});
+    CHECK_FALSE(sequence.in_prologue());
+    for (int step = 0; step < 3; ++step)
+        CHECK(route(sequence, {kMiB, 2 * kMiB, 3 * kMiB, 4 * kMiB}) == std::vector<Home>{H, G, H, G});
+    CHECK(sequence.counts().unmatched == 0);
+}
+
+TEST_CASE("home sequence: an extra allocation in the middle gets the GPU and the step goes on", "[placement]") {
+    HomeSequence sequence({}, four());
+    CHECK(route(sequence, {kMiB, 2 * kMiB, 7 * kMiB, 3 * kMiB, 4 * kMiB}) == std::vector<Home>{H, G, G, H, G});
+    CHECK(route(sequence, {kMiB, 2 * kMiB, 3 * kMiB, 4 * kMiB}) == std::vector<Home>{H, G, H, G});
+    CHECK(sequence.counts().unmatched == 1);
+    CHECK(sequence.counts().resyncs == 0);
+}
+
+TEST_CASE("home sequence: an allocation left out is skipped over by the window", "[placement]") {
+    HomeSequence sequence({}, four());
+    // The 2 MiB one is not made this step.
+    CHECK(route(sequence, {kMiB, 3 * kMiB, 4 * kMiB}) == std::vector<Home>{H, H, G});
+    CHECK(sequence.counts().resyncs == 1);
+    CHECK(route(sequence, {kMiB, 2 * kMiB, 3 * kMiB, 4 * kMiB}) == std::vector<Home>{H, G, H, G});
+}
+
+TEST_CASE("home sequence: a step of other sizes gets the GPU, then the next step resynchronises", "[placement]") {
+    HomeSequence sequence({}, four());
+    CHECK(route(sequence, {kMiB, 2 * kMiB}) == std::vector<Home>{H, G});
+    // A different step (evaluation, say): nothing of it matches.
+    CHECK(route(sequence, {5 * kMiB, 6 * kMiB, 9 * kMiB}) == std::vector<Home>{G, G, G});
+    CHECK(sequence.counts().unmatched == 3);
+    // Training resumes with a new step: the first entry is found past the
+    // position the cut-short step left.
+    CHECK(route(sequence, {kMiB, 2 * kMiB, 3 * kMiB, 4 * kMiB}) == std::vector<Home>{H, G, H, G});
+    CHECK(sequence.counts().resyncs == 1);
+    CHECK(route(sequence, {kMiB, 2 * kMiB, 3 * kMiB, 4 * kMiB}) == std::vector<Home>{H, G, H, G});
+}
+
+TEST_CASE("home sequence: the start of the step is found beyond the window", "[placement]") {
+    std::vector<HomeEntry> long_step{{kMiB, H}};
+    for (uint64_t i = 0; i < 2 * HomeSequence::kWindow; ++i) long_step.push_back({(10 + i) * kMiB, G});
+    HomeSequence sequence({}, long_step);
+    CHECK(sequence.next(kMiB) == H);
+    CHECK(sequence.next(10 * kMiB) == G);
+    // Cut short far from the end: the next step's first allocation is out of the window's reach.
+    CHECK(sequence.next(kMiB) == H);
+    CHECK(sequence.position() == 1);
+    CHECK(sequence.counts().resyncs == 1);
+}
+
+TEST_CASE("home sequence: a set-up unlike the recording's gives way to the step", "[placement]") {
+    HomeSequence sequence({{100 * kMiB, H}}, four());
+    for (uint64_t i = 0; i < HomeSequence::kWindow; ++i) CHECK(sequence.next((200 + i) * kMiB) == G);
+    CHECK(sequence.in_prologue());
+    CHECK(sequence.next(kMiB) == H);
+    CHECK_FALSE(sequence.in_prologue());
+    CHECK(route(sequence, {2 * kMiB, 3 * kMiB}) == std::vector<Home>{G, H});
+}
+
+TEST_CASE("home sequence: empty, every allocation gets the GPU", "[placement]") {
+    HomeSequence sequence;
+    CHECK(sequence.next(kMiB) == G);
+    CHECK(sequence.counts().unmatched == 1);
+}
+
+namespace {
+void add_alloc(trace::Trace& t, uint32_t id, uint64_t size, uint64_t launches_before) {
+    t.allocs.push_back({id, 0, size, trace::AllocKind::Pooled, 0, 0, launches_before});
+}
+
+// Weights (id 1) made before a set-up launch and three marked steps; each step
+// makes a 1 GiB activation a streaming kernel writes and reads, and a 1 GiB one
+// a slow kernel re-reads.
+trace::Trace marked_steps(bool timed) {
+    using trace::fixtures::add_launch;
+    using A = trace::Access;
+    trace::Trace t;
+    add_alloc(t, 1, 2 * kGiB, 0);
+    add_launch(t, 4, std::vector<A>{{1, 0, 0}}, timed ? 1'000 : 0); // set-up, too short to judge
+    for (uint32_t step = 0; step < 3; ++step) {
+        const uint64_t base = t.launches.size();
+        t.iterations.push_back({step, base, 0});
+        const uint32_t streamed = 10 + 10 * step, reread = 11 + 10 * step;
+        add_alloc(t, streamed, kGiB, base);
+        add_alloc(t, reread, kGiB, base);
+        add_launch(t, 2, std::vector<A>{{streamed, 0, 0}}, timed ? 500'000 : 0);
+        add_launch(t, 3, std::vector<A>{{1, 0, 0}, {reread, 0, 0}}, timed ? 15'000'000 : 0);
+        add_launch(t, 2, std::vector<A>{{streamed, 0, 0}}, timed ? 500'000 : 0);
+        t.frees.push_back({streamed, 0, base + 3});
+        t.frees.push_back({reread, 0, base + 3});
+    }
+    t.iterations.push_back({3, t.launches.size(), 0});
+    return t;
+}
+} // namespace
+
+TEST_CASE("recorded homes: the transform's homes as the prologue and the step of the recorded run", "[placement]") {
+    const trace::Trace t = marked_steps(true);
+    std::string why;
+    const auto homes = recorded_homes(t, 3 * kGiB, &why);
+    REQUIRE(homes);
+    CHECK(homes->step_begin == 4);
+    CHECK(homes->step_end == 7);
+    CHECK(homes->choice.host_bytes == kGiB);
+    // Before the learned step (the second): the weights and the first step's pair.
+    REQUIRE(homes->prologue.size() == 3);
+    CHECK(homes->prologue[0].home == G);
+    CHECK(homes->prologue[1].home == H);
+    CHECK(homes->prologue[2].home == G);
+    REQUIRE(homes->step.size() == 2);
+    CHECK(homes->step[0].bytes == kGiB);
+    CHECK(homes->step[0].home == H);
+    CHECK(homes->step[1].home == G);
+    CHECK(homes->host_entries() == 2);
+
+    // Routed over a run that allocates as the recorded one did.
+    HomeSequence sequence(homes->prologue, homes->step);
+    std::vector<Home> got;
+    for (const trace::Alloc& a : t.allocs) got.push_back(sequence.next(a.size));
+    CHECK(got == std::vector<Home>{G, H, G, H, G, H, G});
+}
+
+TEST_CASE("recorded homes: refused without timing or without a full iteration; all fits: no host home",
+          "[placement]") {
+    std::string why;
+    CHECK_FALSE(recorded_homes(marked_steps(false), 3 * kGiB, &why));
+    CHECK(why.find("UVMP_TRACE_TIMING") != std::string::npos);
+
+    trace::Trace one = marked_steps(true);
+    one.iterations.clear();
+    one.launches.resize(3);
+    CHECK_FALSE(recorded_homes(one, 3 * kGiB, &why));
+    CHECK(why.find("iteration") != std::string::npos);
+
+    const auto roomy = recorded_homes(marked_steps(true), 16 * kGiB, &why);
+    REQUIRE(roomy);
+    CHECK(roomy->host_entries() == 0);
+}
