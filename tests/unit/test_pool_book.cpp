@@ -179,6 +179,7 @@ TEST_CASE("pool: a bad config throws", "[pool]") {
     CHECK_THROWS_AS(bad([](PoolConfig& c) { c.alignment = 0; })(), std::invalid_argument);
     CHECK_THROWS_AS(bad([](PoolConfig& c) { c.slab_bytes = 0; })(), std::invalid_argument);
     CHECK_THROWS_AS(bad([](PoolConfig& c) { c.slab_bytes = 3 * MiB; })(), std::invalid_argument);
+    CHECK_THROWS_AS(bad([](PoolConfig& c) { c.first_slab_id = 0; })(), std::invalid_argument);
     CHECK_NOTHROW(bad([](PoolConfig&) {})());
     CHECK_NOTHROW(PoolBook(PoolConfig{}, slabs, fences));
     CHECK(slabs.creates == 0);
@@ -207,6 +208,20 @@ TEST_CASE("pool: a block freed on a stream is reused on that stream at once", "[
     auto big = book.allocate(8 * MiB, kS2, 0, 3);
     REQUIRE(big);
     CHECK(fences.destroyed(f) == 1);
+}
+
+TEST_CASE("pool: slab ids count up from first_slab_id", "[pool]") {
+    FakeSlabs slabs;
+    FakeFences fences;
+    PoolConfig c = small_config();
+    c.first_slab_id = 1u << 31;
+    PoolBook book(c, slabs, fences);
+    const auto a = book.allocate(c.slab_bytes, kNoStream, 0, 0);
+    const auto b = book.allocate(c.slab_bytes, kNoStream, 0, 0);
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(a->slab == 1u << 31);
+    CHECK(b->slab == (1u << 31) + 1);
 }
 
 TEST_CASE("pool: a block freed on a stream takes in the ready memory beside it", "[pool]") {

@@ -351,7 +351,7 @@ struct PoolBook::State {
     Nodes<Stream> stream_nodes;
     PoolTag last_tag = 0;
     Tag* last_tag_figures = nullptr;
-    uint32_t next_slab_id = 1;
+    uint32_t next_slab_id = cfg.first_slab_id;
     uint64_t next_seq = 1;
     uint64_t reserved = 0, reserved_high = 0; // backed bytes of the slabs
     uint64_t slab_bytes = 0;
@@ -1046,6 +1046,7 @@ PoolBook::PoolBook(PoolConfig config, SlabSource& slabs, FenceOracle& fences)
         throw std::invalid_argument("pool: slab_bytes (" + std::to_string(config_.slab_bytes) +
                                     ") must be a positive multiple of chunk_bytes (" +
                                     std::to_string(config_.chunk_bytes) + ")");
+    if (config_.first_slab_id == 0) throw std::invalid_argument("pool: first_slab_id must not be 0 (no slab)");
     state_ = std::make_unique<State>(config_, slabs_, fences_);
 }
 

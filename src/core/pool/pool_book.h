@@ -73,12 +73,15 @@ struct PoolConfig {
     uint64_t alignment = 512;              // power of two, at most chunk_bytes
     uint64_t retain_bytes = 0;             // wholly free slabs kept however long unused
     uint64_t release_after_ns = 10'000'000'000ull;
+    // The id of the book's first slab (later ones count up from it): two books
+    // of one device give theirs from apart ranges, so a trace tells them apart.
+    uint32_t first_slab_id = 1;
 };
 
 struct Block {
     uint64_t address = 0;
     uint64_t size = 0; // as asked, rounded to the alignment
-    uint32_t slab = 0; // the slab's id (1, 2, ...; ids are not reused)
+    uint32_t slab = 0; // the slab's id (first_slab_id, then up; ids are not reused)
     uint64_t slab_base = 0;
 };
 
