@@ -96,7 +96,12 @@ CUresult prefetch_batch(CUdeviceptr* ptrs, std::size_t* sizes, std::size_t count
         }
         while (location + 1 < location_count && location_indices[location + 1] <= i) ++location;
         bytes += sizes[i];
-        if (is_host(locations[location])) to_host += sizes[i];
+        const bool host = is_host(locations[location]);
+        if (host) to_host += sizes[i];
+        with_managed_record(static_cast<std::uintptr_t>(ptrs[i]), [&](fakecuda_managed_record& record) {
+            record.prefetch_bytes += sizes[i];
+            if (host) record.prefetch_to_host_bytes += sizes[i];
+        });
     }
     ++counters().prefetch_calls;
     counters().prefetch_bytes += bytes;
@@ -353,5 +358,22 @@ FAKECUDA_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr ptr, size_t bytes, CUmem_adv
     if (!is_managed_range(ptr, bytes) || !valid_location(location))
         return CUDA_ERROR_INVALID_VALUE;
     ++counters().advise_calls;
+    with_managed_record(static_cast<std::uintptr_t>(ptr), [&](fakecuda_managed_record& record) {
+        ++record.advice_calls;
+        if (advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION) {
+            record.preferred_location_type = static_cast<int>(location.type);
+            record.preferred_location_id = location.id;
+        } else if (advice == CU_MEM_ADVISE_SET_ACCESSED_BY && location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+            record.accessed_by_device = location.id;
+        }
+    });
     return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT int fakecuda_managed_record_of(CUdeviceptr ptr, fakecuda_managed_record* out) {
+    if (out == nullptr) return -1;
+    const auto allocation = find_allocation(static_cast<std::uintptr_t>(ptr));
+    if (!allocation || allocation->kind != MemoryKind::managed) return -1;
+    *out = allocation->managed;
+    return 0;
 }

@@ -127,7 +127,9 @@ CUresult allocate(MemoryKind kind, std::size_t size, std::uintptr_t* out, CUmemo
     void* memory = std::aligned_alloc(kAllocationAlignment, rounded);
     if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
     const auto base = reinterpret_cast<std::uintptr_t>(memory);
-    r.allocations[base] = Allocation{base, size, kind, r.next_buffer_id++, pool};
+    Allocation& made = r.allocations[base] = Allocation{base, size, kind, r.next_buffer_id++, pool};
+    made.managed.preferred_location_type = -1;
+    made.managed.accessed_by_device = -1;
     if (from != nullptr) {
         from->used += size;
         from->used_high = std::max(from->used_high, from->used);
@@ -163,6 +165,17 @@ std::optional<Allocation> find_allocation(std::uintptr_t address) {
     --it;
     if (address >= it->second.base + it->second.size) return std::nullopt;
     return it->second;
+}
+
+bool with_managed_record(std::uintptr_t address, const std::function<void(fakecuda_managed_record&)>& f) {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    auto it = r.allocations.upper_bound(address);
+    if (it == r.allocations.begin()) return false;
+    --it;
+    if (address >= it->second.base + it->second.size) return false;
+    f(it->second.managed);
+    return true;
 }
 
 std::size_t live_device_bytes() {

@@ -29,6 +29,7 @@ struct Allocation {
     MemoryKind kind = MemoryKind::device;
     std::uint64_t buffer_id = 0;
     CUmemoryPool pool = nullptr;  // device_async: the pool it came from
+    fakecuda_managed_record managed{};  // managed: advice and prefetches
 };
 
 struct KernelParam {
@@ -101,6 +102,9 @@ CUresult release(std::uintptr_t base, std::optional<MemoryKind> required_kind,
                  const std::vector<MemoryKind>& accepted_kinds);
 // The allocation that contains address, if any.
 std::optional<Allocation> find_allocation(std::uintptr_t address);
+// Runs `f` on the record of the allocation containing `address` under the
+// state's lock; false when there is none.
+bool with_managed_record(std::uintptr_t address, const std::function<void(fakecuda_managed_record&)>& f);
 std::size_t live_device_bytes();
 std::size_t live_managed_bytes();
 std::size_t live_allocation_count();

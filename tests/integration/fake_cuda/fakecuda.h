@@ -134,6 +134,21 @@ CUresult fakecuda_graph_add_opaque_node(CUgraphNode* node, CUgraph graph, int ty
  * completes every event. Returns 0. */
 int fakecuda_hold_events(int hold);
 
+/* What the driver was told of one managed allocation: its advice (cuMemAdvise_v2)
+ * and the bytes prefetched within it. A location type of -1: never advised. */
+typedef struct fakecuda_managed_record {
+    int preferred_location_type;  /* a CUmemLocationType, or -1 */
+    int preferred_location_id;
+    int accessed_by_device;       /* the device of CU_MEM_ADVISE_SET_ACCESSED_BY, or -1 */
+    uint64_t advice_calls;
+    uint64_t prefetch_bytes;      /* prefetched within it, to either side */
+    uint64_t prefetch_to_host_bytes;
+} fakecuda_managed_record;
+
+/* The record of the live managed allocation that contains ptr. Returns 0, or -1
+ * when there is none (or out is NULL). */
+int fakecuda_managed_record_of(CUdeviceptr ptr, fakecuda_managed_record* out);
+
 /* Fault injection (fake_faults.h; FAKECUDA_FAIL sets rules from the environment):
  * makes call number `which` of the entry point `name` fail with `result`, counting
  * from now (1 the next call; 0 every call from now on). CUDA_SUCCESS switches the
