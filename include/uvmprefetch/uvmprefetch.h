@@ -77,6 +77,14 @@ typedef struct uvmp_stats {
     uint64_t graph_launches_unknown; /* graph launches of graphs the library could not walk: not planned */
     uint64_t graph_steps_replayed;  /* kernel, copy and set nodes the graph launches ran, each planned
                                        as a launch of its own */
+    uint64_t host_allocs;           /* converted allocations homed on the host (UVMP_HOST_HOMES): blocks of
+                                       host-homed slabs the GPU reads and writes remotely, never migrated
+                                       and never counted against the budget */
+    uint64_t host_bytes_allocated;  /* total bytes of those */
+    uint64_t host_blocks_live;      /* host-homed blocks not yet freed */
+    uint64_t host_bytes_live;
+    uint64_t host_slabs_created;    /* host-homed slabs the pool asked of the driver */
+    uint64_t host_slab_bytes;       /* bytes of host-homed slabs held now (not in pool_reserved_bytes) */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

@@ -36,6 +36,25 @@ void Stats::slab_released(uint64_t bytes) {
     pool_reserved_bytes.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
+void Stats::host_block_allocated(uint64_t bytes) {
+    add(host_allocs);
+    add(host_bytes_allocated, bytes);
+    add(host_blocks_live);
+    add(host_bytes_live, bytes);
+}
+
+void Stats::host_block_freed(uint64_t bytes) {
+    host_blocks_live.fetch_sub(1, std::memory_order_relaxed);
+    host_bytes_live.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+void Stats::host_slab_created(uint64_t bytes) {
+    add(host_slabs_created);
+    add(host_slab_bytes, bytes);
+}
+
+void Stats::host_slab_released(uint64_t bytes) { host_slab_bytes.fetch_sub(bytes, std::memory_order_relaxed); }
+
 void Stats::converted_freed(uint64_t bytes) {
     add(frees_converted);
     bytes_converted_live.fetch_sub(bytes, std::memory_order_relaxed);
@@ -120,6 +139,11 @@ std::vector<std::string> Stats::summary_lines() const {
     if (v(pool_slabs_created))
         lines.push_back("managed pool: " + n(pool_slabs_created) + " slabs made, " + n(pool_slabs_released) +
                         " given back; " + sz(pool_reserved_bytes) + " held at exit, peak " + sz(pool_reserved_peak));
+    if (v(host_allocs))
+        lines.push_back("host homes: " + n(host_allocs) + " allocations (" + sz(host_bytes_allocated) +
+                        ") from host slabs, never migrated; " + n(host_blocks_live) + " (" + sz(host_bytes_live) +
+                        ") live at exit; " + n(host_slabs_created) + " host slabs made, " + sz(host_slab_bytes) +
+                        " held at exit");
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
     if (v(trace_records_written) || v(trace_records_dropped))

@@ -23,7 +23,8 @@ namespace uvmp {
     X(bytes_demand_estimated) X(launches_with_demand) X(launch_calls_timed) X(launch_call_ns)        \
     X(launches_captured) X(launches_fenced) X(hooks_timed) X(hook_ns) X(pool_slabs_created)          \
     X(pool_slabs_released) X(pool_reserved_bytes) X(pool_reserved_peak) X(graph_launches)            \
-    X(graph_launches_unknown) X(graph_steps_replayed)
+    X(graph_launches_unknown) X(graph_steps_replayed) X(host_allocs) X(host_bytes_allocated)          \
+    X(host_blocks_live) X(host_bytes_live) X(host_slabs_created) X(host_slab_bytes)
 
 struct Stats {
 #define UVMP_DECLARE_COUNTER(name) std::atomic<uint64_t> name{0};
@@ -38,6 +39,12 @@ struct Stats {
     void passed_through(std::atomic<uint64_t>& reason, uint64_t bytes);
     void slab_created(uint64_t bytes);
     void slab_released(uint64_t bytes);
+    // Host-homed blocks and their slabs (UVMP_HOST_HOMES): converted too, but
+    // none of the GPU's (the pool's reserved figures count GPU slabs only).
+    void host_block_allocated(uint64_t bytes);
+    void host_block_freed(uint64_t bytes);
+    void host_slab_created(uint64_t bytes);
+    void host_slab_released(uint64_t bytes);
 
     void fill(uvmp_stats& out, bool active) const;
     std::string to_json(bool active, int pid) const;

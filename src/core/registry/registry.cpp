@@ -5,10 +5,11 @@
 
 namespace uvmp {
 
-uint32_t Registry::add(uint64_t base, uint64_t size, int32_t device, void* context, bool stream_ordered) {
+uint32_t Registry::add(uint64_t base, uint64_t size, int32_t device, void* context, bool stream_ordered,
+                       bool host_homed) {
     std::unique_lock lock(mutex_);
     const uint32_t id = next_id_++;
-    by_base_[base] = Allocation{id, base, size, device, context, stream_ordered};
+    by_base_[base] = Allocation{id, base, size, device, context, stream_ordered, host_homed};
     if (base < low_.load(std::memory_order_relaxed)) low_.store(base, std::memory_order_relaxed);
     if (base + size > high_.load(std::memory_order_relaxed))
         high_.store(base + size, std::memory_order_relaxed);

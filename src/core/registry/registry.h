@@ -22,6 +22,9 @@ struct Allocation {
     void* context = nullptr; // the CUDA context it was made in (opaque here)
     // Made by a stream-ordered call: its cuMemFree owes no implicit synchronisation.
     bool stream_ordered = false;
+    // A block of a host-homed slab: its pages live on the host and the GPU reaches
+    // them remotely, so no residency policy ever moves or counts it.
+    bool host_homed = false;
 };
 
 struct AccessHit {
@@ -32,7 +35,8 @@ struct AccessHit {
 class Registry {
 public:
     // Assigns and returns the allocation's id (1, 2, 3, ...; 0 is never used).
-    uint32_t add(uint64_t base, uint64_t size, int32_t device, void* context, bool stream_ordered = false);
+    uint32_t add(uint64_t base, uint64_t size, int32_t device, void* context, bool stream_ordered = false,
+                 bool host_homed = false);
     // Removes the allocation that starts exactly at base.
     std::optional<Allocation> remove(uint64_t base);
     std::optional<Allocation> find_base(uint64_t base) const;
