@@ -106,10 +106,16 @@ void Planner::slab_changed(CUdevice device, uint64_t base, uint64_t bytes) {
 }
 
 void Planner::launch(const PlannedLaunch& launch) {
-    auto owner = allocations_.find(launch.accesses.front().alloc_id);
-    if (owner == allocations_.end()) return;
-    auto found = models_.find(owner->second.device);
-    if (found == models_.end()) return;
+    // The device is that of an allocation the model holds: host-homed ones are
+    // never added, and the launch may name one first.
+    auto owner = allocations_.end();
+    for (const trace::Access& access : launch.accesses)
+        if ((owner = allocations_.find(access.alloc_id)) != allocations_.end()) break;
+    auto found = owner == allocations_.end() ? models_.end() : models_.find(owner->second.device);
+    if (found == models_.end()) {
+        if (launch.fence) fences_.release(launch.fence);
+        return;
+    }
     DeviceModel& model = found->second;
     Residency& residency = *model.residency;
     launches_ = launch.seq;

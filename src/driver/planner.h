@@ -76,7 +76,8 @@ public:
     Planner(ResidencyPolicy policy, uint64_t chunk_bytes, std::string trace_in, Stats& stats,
             const Registry& registry, FencePool& fences, Executor& mover);
 
-    // Worker thread only, in the order the hooks saw them. Every allocation is
+    // Worker thread only, in the order the hooks saw them. Host-homed blocks are
+    // never added: launches naming them plan for their other accesses. Every allocation is
     // a block of the managed pool: a removed one's resident bytes stay on the GPU,
     // dead, and a later one placed over them takes them as they are
     // (core/model/reuse_in_place.h); what else of it fits the budget is populated.
