@@ -57,10 +57,10 @@ pool::StreamKey stream_key(StreamFlavor flavor, CUstream stream) {
 Interceptor::Interceptor(Config config, bool active)
     : config_(std::move(config)), active_(active),
       kernels_([this](const void* handle, KernelInfo& info) { describe_kernel(handle, info); }),
-      pools_(config_, stats_), start_ns_(monotonic_ns()) {
+      pools_(config_, stats_), host_homes_(config_), start_ns_(monotonic_ns()) {
     planner_ = make_planner();
-    if (active_ && !config_.trace_in.empty() && config_.policy != ResidencyPolicy::Learned)
-        log::warn("UVMP_TRACE_IN is used only with UVMP_POLICY=learned; ignored");
+    if (active_ && !config_.trace_in.empty() && config_.policy != ResidencyPolicy::Learned && !config_.host_homes)
+        log::warn("UVMP_TRACE_IN is used only with UVMP_POLICY=learned or UVMP_HOST_HOMES=on; ignored");
 }
 
 std::unique_ptr<Planner> Interceptor::make_planner() {
@@ -114,7 +114,20 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     open_trace_if_needed(table);
     t_slab_events.clear();
     SlabRefusal why;
-    const auto block = pools_.allocate(*book, bytes, stream, tag, now_ns(), t_slab_events, &why);
+    std::optional<pool::Block> block;
+    bool host_homed = false;
+    if (host_homes_.home_of(device, bytes, budget->budget()) == placement::Home::Host) {
+        if (pool::PoolBook* host = pools_.host_book(device)) {
+            block = pools_.allocate(device, *host, bytes, stream, tag, now_ns(), t_slab_events, &why);
+            host_homed = block.has_value();
+        }
+        // A wrong home costs speed, never a result: the GPU serves it.
+        if (!host_homed)
+            UVMP_WARN_ONCE("device {}: an allocation meant to live on the host got no host slab ({}); such "
+                           "allocations are homed on the GPU",
+                           device, why.reason == SlabRefusal::Reason::Advice ? "its advice was refused" : "none made");
+    }
+    if (!block) block = pools_.allocate(device, *book, bytes, stream, tag, now_ns(), t_slab_events, &why);
     record_slab_events(device, t_slab_events);
     if (!block) {
         if (why.reason == SlabRefusal::Reason::Guard) {
@@ -128,10 +141,11 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
         return ConvertOutcome::Failed;
     }
     pools_.mark_converted(device, tag);
-    budget->add_live(block->size);
+    if (!host_homed) budget->add_live(block->size);
     *dptr = block->address;
-    const uint32_t id = registry_.add(*dptr, bytes, device, context, stream_ordered);
+    const uint32_t id = registry_.add(*dptr, bytes, device, context, stream_ordered, host_homed);
     stats_.converted_allocated(bytes);
+    if (host_homed) stats_.host_block_allocated(bytes);
     if (trace_) {
         trace::Alloc record;
         record.id = id;
@@ -144,6 +158,8 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
         record.launches_before = launch_seq_.load(std::memory_order_relaxed);
         trace_->alloc(record);
     }
+    // Its pages live on the host: nothing populates, moves or counts it.
+    if (host_homed) return ConvertOutcome::Converted;
     if (planner_) {
         const PlannedAllocation planned{id, *dptr, bytes, device, context};
         const uint64_t limit = budget->budget();
@@ -212,11 +228,15 @@ void Interceptor::note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int d
 }
 
 void Interceptor::release_converted(const Allocation& allocation, uint64_t block_bytes) {
-    if (planner_) {
-        const uint32_t id = allocation.id;
-        executor_.post([this, id](Executor&) { planner_->allocation_removed(id); });
+    if (allocation.host_homed) {
+        stats_.host_block_freed(allocation.size);
+    } else {
+        if (planner_) {
+            const uint32_t id = allocation.id;
+            executor_.post([this, id](Executor&) { planner_->allocation_removed(id); });
+        }
+        budgets_[static_cast<size_t>(allocation.device) % budgets_.size()].remove_live(block_bytes);
     }
-    budgets_[static_cast<size_t>(allocation.device) % budgets_.size()].remove_live(block_bytes);
     stats_.converted_freed(allocation.size);
     if (trace_) {
         trace::Free record;
@@ -228,7 +248,8 @@ void Interceptor::release_converted(const Allocation& allocation, uint64_t block
 }
 
 CUresult Interceptor::give_back(const Allocation& allocation, pool::StreamKey stream, pool::FenceKey fence) {
-    pool::PoolBook* book = pools_.existing_book(allocation.device);
+    pool::PoolBook* book = pools_.existing_book(
+        allocation.device, allocation.host_homed ? placement::Home::Host : placement::Home::Gpu);
     // Forgotten before the block can serve another allocation, which may get its address.
     if (!book || !registry_.remove(allocation.base)) {
         // Freed twice at once by two threads: the other one gives it back.
@@ -633,6 +654,7 @@ void Interceptor::finish() {
     }
     const bool did_anything = stats_.launches_seen.load() || stats_.allocs_converted.load() ||
                               stats_.allocs_passed_through.load();
+    host_homes_.report();
     if (config_.summary && did_anything) {
         for (const std::string& line : stats_.summary_lines()) log::raw_stderr_line("uvmprefetch: " + line);
         if (planner_)

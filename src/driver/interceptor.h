@@ -14,6 +14,7 @@
 #include "driver/driver_table.h"
 #include "driver/executor.h"
 #include "driver/graph_walk.h"
+#include "driver/host_home_router.h"
 #include "driver/managed_pool.h"
 #include "driver/planner.h"
 #include "driver/stream_capture.h"
@@ -229,6 +230,7 @@ private:
     std::unordered_map<CUmemGenericAllocationHandle, PassthroughAllocation> vmm_handles_; // under passthrough_mutex_
 
     ManagedPools pools_;
+    HostHomeRouter host_homes_;
     // Stream-ordered frees of one stream reach the pool in the order of their
     // events: a lock for a stream, shared by a few.
     std::array<std::mutex, 16> free_order_; // 16: the hash's top four bits pick one

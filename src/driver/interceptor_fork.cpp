@@ -30,6 +30,7 @@ bool names_the_process(const std::string& pattern) {
 void Interceptor::before_fork() {
     for (std::mutex& m : free_order_) m.lock();
     budgets_mutex_.lock();
+    host_homes_.lock_for_fork();
     pools_.lock_for_fork();
     kernels_.lock_for_fork();
     graphs_.lock_for_fork();
@@ -49,6 +50,7 @@ void Interceptor::unlock_after_fork(bool in_child) {
     graphs_.unlock_after_fork(in_child);
     kernels_.unlock_after_fork(in_child);
     pools_.unlock_after_fork();
+    host_homes_.unlock_after_fork();
     budgets_mutex_.unlock();
     for (auto m = free_order_.rbegin(); m != free_order_.rend(); ++m) m->unlock();
 }
@@ -76,6 +78,7 @@ void Interceptor::after_fork_in_child() {
     vmm_handles_.clear();
     // The parent's slabs and the guard's count of them are the parent's.
     pools_.forget_after_fork();
+    host_homes_.forget_after_fork();
     for (DeviceBudget& budget : budgets_) {
         std::destroy_at(&budget);
         new (&budget) DeviceBudget;

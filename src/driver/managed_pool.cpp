@@ -5,6 +5,7 @@
 #include "core/util/size_parse.h"
 #include "driver/current_context.h"
 
+#include <algorithm>
 #include <new>
 #include <stdexcept>
 
@@ -29,14 +30,18 @@ bool valid_device(int device) { return device >= 0 && static_cast<size_t>(device
 
 // Slabs: managed allocations in the context current when each is made, counted
 // against the device's physical guard before they are asked of the driver.
+// Host-homed slabs (UVMP_HOST_HOMES) are managed allocations too, advised once
+// when made to live on the host and be reached by the device: their pages stay
+// on the host, so the guard, which keeps the GPU's own memory, never counts them.
 class SlabMaker final : public pool::SlabSource {
 public:
-    SlabMaker(int device, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing)
-        : device_(device), budget_(budget), stats_(stats), finishing_(finishing) {}
+    SlabMaker(int device, placement::Home home, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing)
+        : device_(device), host_(home == placement::Home::Host), budget_(budget), stats_(stats),
+          finishing_(finishing) {}
 
     std::optional<uint64_t> create(uint64_t bytes) override {
         const uint64_t size = round_up(bytes, kSlabGranularity);
-        if (!budget_.try_reserve(size)) {
+        if (!host_ && !budget_.try_reserve(size)) {
             t_refusal = {SlabRefusal::Reason::Guard, size, CUDA_SUCCESS};
             return std::nullopt;
         }
@@ -46,9 +51,20 @@ public:
                                ? table->cuMemAllocManaged(&base, size, CU_MEM_ATTACH_GLOBAL)
                                : CUDA_ERROR_NOT_INITIALIZED;
         if (r != CUDA_SUCCESS) {
-            budget_.release(size);
+            if (!host_) budget_.release(size);
             t_refusal = {SlabRefusal::Reason::Driver, size, r};
             return std::nullopt;
+        }
+        if (host_) {
+            if (const CUresult advised = advise_host_home(*table, base, size); advised != CUDA_SUCCESS) {
+                // Unadvised, the driver would migrate its pages like any other's:
+                // it is no host home, and the allocation takes a GPU slab instead.
+                if (const CUresult freed = table->cuMemFree_v2(base); freed != CUDA_SUCCESS)
+                    log::debug("device {}: freeing a host slab whose advice failed failed too ({})", device_,
+                               error_name(freed));
+                t_refusal = {SlabRefusal::Reason::Advice, size, advised};
+                return std::nullopt;
+            }
         }
         // Managed allocations are page-aligned; the pool takes the base as chunk-aligned
         // either way, so a base off the 2 MiB grid only shifts chunks against pages.
@@ -63,7 +79,8 @@ public:
             std::lock_guard lock(mutex_);
             slabs_[base] = {size, context};
         }
-        stats_.slab_created(size);
+        if (host_) stats_.host_slab_created(size);
+        else stats_.slab_created(size);
         return base;
     }
 
@@ -104,6 +121,10 @@ public:
                 return;
             }
         }
+        if (host_) {
+            stats_.host_slab_released(slab.bytes);
+            return;
+        }
         budget_.release(slab.bytes);
         stats_.slab_released(slab.bytes);
     }
@@ -113,7 +134,24 @@ private:
         uint64_t bytes;
         CUcontext context;
     };
+    // Preferred on the host, so that the driver keeps the pages there, and
+    // accessed by the device, so that its kernels map them rather than fault
+    // them over. Per slab, never per block: blocks come and go inside it.
+    CUresult advise_host_home(const DriverTable& table, CUdeviceptr base, uint64_t size) const {
+        if (!table.cuMemAdvise_v2) return CUDA_ERROR_NOT_SUPPORTED;
+        CUmemLocation host{};
+        host.type = CU_MEM_LOCATION_TYPE_HOST;
+        CUmemLocation gpu{};
+        gpu.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        gpu.id = device_;
+        if (const CUresult r = table.cuMemAdvise_v2(base, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host);
+            r != CUDA_SUCCESS)
+            return r;
+        return table.cuMemAdvise_v2(base, size, CU_MEM_ADVISE_SET_ACCESSED_BY, gpu);
+    }
+
     int device_;
+    bool host_;
     DeviceBudget& budget_;
     Stats& stats_;
     const std::atomic<bool>& finishing_;
@@ -175,36 +213,63 @@ pool::PoolConfig pool_config_from(const Config& config) {
 
 } // namespace
 
-struct ManagedPools::Device {
-    Device(int device, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing,
-           const pool::PoolConfig& config)
-        : slabs(device, budget, stats, finishing), fences(finishing), book(config, slabs, fences) {}
+// One book of slabs of one home. Host-homed blocks get a book of their own
+// rather than a home tag on each slab of one book: a block must never share a
+// slab with blocks of the other home (advice holds per range, and a GPU-homed
+// neighbour would be migrated with its pages), and a separate book keeps that
+// by construction, leaving the pool's bookkeeping as it is.
+struct ManagedPools::Slabs {
+    Slabs(int device, placement::Home home, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing,
+          const pool::PoolConfig& config)
+        : slabs(device, home, budget, stats, finishing), fences(finishing), book(config, slabs, fences) {}
     SlabMaker slabs;
     EventFences fences;
     pool::PoolBook book; // last: it gives its slabs back and its fences up first
+};
+
+struct ManagedPools::Device {
+    Device(int device, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing,
+           const pool::PoolConfig& config)
+        : budget(budget), gpu(device, placement::Home::Gpu, budget, stats, finishing, config) {}
+    ~Device() { delete host.load(std::memory_order_acquire); }
+    DeviceBudget& budget;
+    Slabs gpu;
+    std::atomic<Slabs*> host{nullptr}; // made on the first host-homed allocation
+    // With host slabs, what the application allocated is both books' figures
+    // together; their high marks are kept here, since the sum of each book's
+    // marks would overstate them. Both only rise when a block is allocated.
+    std::mutex highs_mutex;
+    std::unordered_map<pool::PoolTag, uint64_t> used_high;
+    uint64_t reserved_high = 0;
     Device* next_parent = nullptr; // ManagedPools::parents_
 };
 
 ManagedPools::ManagedPools(const Config& config, Stats& stats)
-    : pool_config_(pool_config_from(config)), stats_(stats) {}
+    : pool_config_(pool_config_from(config)), host_config_(pool_config_), stats_(stats) {
+    host_config_.first_slab_id = kFirstHostSlabId;
+}
 
 ManagedPools::~ManagedPools() {
     for (auto& slot : devices_) delete slot.load(std::memory_order_acquire);
 }
 
+ManagedPools::Device* ManagedPools::device_of(int device) const {
+    return valid_device(device) ? devices_[static_cast<size_t>(device)].load(std::memory_order_acquire) : nullptr;
+}
+
 pool::PoolBook* ManagedPools::book(int device, DeviceBudget& budget) {
     if (!valid_device(device)) return nullptr;
     auto& slot = devices_[static_cast<size_t>(device)];
-    if (Device* d = slot.load(std::memory_order_acquire)) return &d->book;
+    if (Device* d = slot.load(std::memory_order_acquire)) return &d->gpu.book;
     std::lock_guard lock(make_mutex_);
-    if (Device* d = slot.load(std::memory_order_acquire)) return &d->book;
+    if (Device* d = slot.load(std::memory_order_acquire)) return &d->gpu.book;
     try {
         auto* made = new Device(device, budget, stats_, finishing_, pool_config_);
         slot.store(made, std::memory_order_release);
         log::debug("device {}: managed pool of {} slabs ({} chunks, kept {}, idle ones given back after {} ms)",
                    device, format_size(pool_config_.slab_bytes), format_size(pool_config_.chunk_bytes),
                    format_size(pool_config_.retain_bytes), pool_config_.release_after_ns / 1'000'000);
-        return &made->book;
+        return &made->gpu.book;
     } catch (const std::exception& e) {
         UVMP_WARN_ONCE("the managed pool cannot be set up ({}); allocations use the driver's own allocator",
                        e.what());
@@ -212,14 +277,34 @@ pool::PoolBook* ManagedPools::book(int device, DeviceBudget& budget) {
     }
 }
 
-pool::PoolBook* ManagedPools::existing_book(int device) const {
-    if (!valid_device(device)) return nullptr;
-    Device* d = devices_[static_cast<size_t>(device)].load(std::memory_order_acquire);
-    return d ? &d->book : nullptr;
+pool::PoolBook* ManagedPools::host_book(int device) {
+    Device* d = device_of(device);
+    if (!d) return nullptr;
+    if (Slabs* h = d->host.load(std::memory_order_acquire)) return &h->book;
+    std::lock_guard lock(make_mutex_);
+    if (Slabs* h = d->host.load(std::memory_order_acquire)) return &h->book;
+    try {
+        auto* made = new Slabs(device, placement::Home::Host, d->budget, stats_, finishing_, host_config_);
+        d->host.store(made, std::memory_order_release);
+        log::debug("device {}: host-homed slabs of {} for allocations that live on the host", device,
+                   format_size(host_config_.slab_bytes));
+        return &made->book;
+    } catch (const std::exception& e) {
+        UVMP_WARN_ONCE("host-homed slabs cannot be set up ({}); allocations are homed on the GPU", e.what());
+        return nullptr;
+    }
 }
 
-std::optional<pool::Block> ManagedPools::allocate(pool::PoolBook& book, uint64_t bytes, pool::StreamKey stream,
-                                                  pool::PoolTag tag, uint64_t now_ns,
+pool::PoolBook* ManagedPools::existing_book(int device, placement::Home home) const {
+    Device* d = device_of(device);
+    if (!d) return nullptr;
+    if (home == placement::Home::Gpu) return &d->gpu.book;
+    Slabs* h = d->host.load(std::memory_order_acquire);
+    return h ? &h->book : nullptr;
+}
+
+std::optional<pool::Block> ManagedPools::allocate(int device, pool::PoolBook& book, uint64_t bytes,
+                                                  pool::StreamKey stream, pool::PoolTag tag, uint64_t now_ns,
                                                   std::vector<pool::SlabEvent>& events, SlabRefusal* why) {
     t_refusal = {};
     std::optional<pool::Block> block;
@@ -231,7 +316,19 @@ std::optional<pool::Block> ManagedPools::allocate(pool::PoolBook& book, uint64_t
         t_refusal = {SlabRefusal::Reason::Driver, 0, CUDA_ERROR_OUT_OF_MEMORY};
     }
     if (!block && why) *why = t_refusal;
+    if (block)
+        if (Device* d = device_of(device)) raise_highs(*d, tag);
     return block;
+}
+
+void ManagedPools::raise_highs(Device& d, pool::PoolTag tag) {
+    Slabs* h = d.host.load(std::memory_order_acquire);
+    if (!h) return;
+    const pool::PoolFigures gpu = d.gpu.book.figures(tag), host = h->book.figures(tag);
+    std::lock_guard lock(d.highs_mutex);
+    uint64_t& used = d.used_high[tag];
+    used = std::max(used, gpu.used + host.used);
+    d.reserved_high = std::max(d.reserved_high, gpu.reserved + host.reserved);
 }
 
 std::optional<uint64_t> ManagedPools::free(pool::PoolBook& book, uint64_t address, pool::StreamKey stream,
@@ -269,8 +366,12 @@ void ManagedPools::mark_converted(int device, pool::PoolTag tag) {
 }
 
 bool ManagedPools::holds_slab(uint64_t base) const {
-    for (const auto& slot : devices_)
-        if (Device* d = slot.load(std::memory_order_acquire); d && d->slabs.is_slab(base)) return true;
+    for (const auto& slot : devices_) {
+        Device* d = slot.load(std::memory_order_acquire);
+        if (!d) continue;
+        if (d->gpu.slabs.is_slab(base)) return true;
+        if (Slabs* h = d->host.load(std::memory_order_acquire); h && h->slabs.is_slab(base)) return true;
+    }
     return false;
 }
 
@@ -297,40 +398,61 @@ bool ManagedPools::is_device_pool(int device, pool::PoolTag tag) const {
            tag == current_pool_[index].load(std::memory_order_acquire);
 }
 
+// The application does not know where its memory lives: a pool's figures are
+// those of its blocks of either home.
 std::optional<uint64_t> ManagedPools::attribute(CUmemoryPool pool, CUmemPool_attribute attribute) const {
     if (!is_used_attribute(attribute) && !is_reserved_attribute(attribute)) return std::nullopt;
     const auto device = converted_device(pool);
-    const pool::PoolBook* book = device ? existing_book(*device) : nullptr;
-    if (!book) return std::nullopt;
+    Device* d = device ? device_of(*device) : nullptr;
+    if (!d) return std::nullopt;
     const auto tag = reinterpret_cast<pool::PoolTag>(pool);
-    const pool::PoolFigures own = book->figures(tag);
+    Slabs* h = d->host.load(std::memory_order_acquire);
     const bool current = attribute == CU_MEMPOOL_ATTR_USED_MEM_CURRENT ||
                          attribute == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
+    std::lock_guard lock(d->highs_mutex);
     if (is_reserved_attribute(attribute) && is_device_pool(*device, tag)) {
-        const pool::PoolFigures whole = book->figures();
-        return current ? whole.reserved : whole.reserved_high;
+        const pool::PoolFigures gpu = d->gpu.book.figures();
+        const pool::PoolFigures host = h ? h->book.figures() : pool::PoolFigures{};
+        return current ? gpu.reserved + host.reserved : std::max(gpu.reserved_high, d->reserved_high);
     }
-    return current ? own.used : own.used_high;
+    const pool::PoolFigures gpu = d->gpu.book.figures(tag);
+    const pool::PoolFigures host = h ? h->book.figures(tag) : pool::PoolFigures{};
+    if (current) return gpu.used + host.used;
+    const auto high = d->used_high.find(tag);
+    return std::max(gpu.used_high, high == d->used_high.end() ? 0 : high->second);
 }
 
 void ManagedPools::reset_high(CUmemoryPool pool, CUmemPool_attribute attribute) {
     if (attribute != CU_MEMPOOL_ATTR_USED_MEM_HIGH && attribute != CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) return;
     const auto device = converted_device(pool);
-    pool::PoolBook* book = device ? existing_book(*device) : nullptr;
-    if (!book) return;
+    Device* d = device ? device_of(*device) : nullptr;
+    if (!d) return;
     const auto tag = reinterpret_cast<pool::PoolTag>(pool);
+    Slabs* h = d->host.load(std::memory_order_acquire);
+    std::lock_guard lock(d->highs_mutex);
     // A pool other than the device's reports its used bytes as reserved (see attribute()).
-    if (attribute == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH && is_device_pool(*device, tag))
-        book->reset_reserved_high();
-    else
-        book->reset_used_high(tag);
+    if (attribute == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH && is_device_pool(*device, tag)) {
+        d->gpu.book.reset_reserved_high();
+        if (!h) return;
+        h->book.reset_reserved_high();
+        d->reserved_high = d->gpu.book.figures().reserved + h->book.figures().reserved;
+    } else {
+        d->gpu.book.reset_used_high(tag);
+        if (!h) return;
+        h->book.reset_used_high(tag);
+        d->used_high[tag] = d->gpu.book.figures(tag).used + h->book.figures(tag).used;
+    }
 }
 
 std::optional<int> ManagedPools::trim(CUmemoryPool pool, uint64_t keep_bytes, std::vector<pool::SlabEvent>& events) {
     const auto device = converted_device(pool);
-    pool::PoolBook* book = device ? existing_book(*device) : nullptr;
-    if (!book) return std::nullopt;
-    book->trim(keep_bytes, &events);
+    Device* d = device ? device_of(*device) : nullptr;
+    if (!d) return std::nullopt;
+    d->gpu.book.trim(keep_bytes, &events);
+    if (Slabs* h = d->host.load(std::memory_order_acquire)) {
+        const uint64_t kept = d->gpu.book.figures().reserved;
+        h->book.trim(keep_bytes > kept ? keep_bytes - kept : 0, &events);
+    }
     return device;
 }
 
@@ -341,7 +463,8 @@ void ManagedPools::trim_all(const std::function<void(int, std::span<const pool::
         Device* d = devices_[i].load(std::memory_order_acquire);
         if (!d) continue;
         events.clear();
-        d->book.trim(0, &events);
+        d->gpu.book.trim(0, &events);
+        if (Slabs* h = d->host.load(std::memory_order_acquire)) h->book.trim(0, &events);
         report(static_cast<int>(i), events);
     }
 }
@@ -352,8 +475,13 @@ void ManagedPools::lock_for_fork() {
     make_mutex_.lock();
     for (auto& slot : devices_)
         if (Device* d = slot.load(std::memory_order_acquire)) {
-            d->book.lock_for_fork();
-            d->slabs.lock_for_fork();
+            // Held around the books' figures: taken before their locks.
+            d->highs_mutex.lock();
+            for (Slabs* s : {&d->gpu, d->host.load(std::memory_order_acquire)})
+                if (s) {
+                    s->book.lock_for_fork();
+                    s->slabs.lock_for_fork();
+                }
         }
     tags_mutex_.lock();
 }
@@ -362,8 +490,12 @@ void ManagedPools::unlock_after_fork() {
     tags_mutex_.unlock();
     for (auto& slot : devices_)
         if (Device* d = slot.load(std::memory_order_acquire)) {
-            d->slabs.unlock_after_fork();
-            d->book.unlock_after_fork();
+            for (Slabs* s : {d->host.load(std::memory_order_acquire), &d->gpu})
+                if (s) {
+                    s->slabs.unlock_after_fork();
+                    s->book.unlock_after_fork();
+                }
+            d->highs_mutex.unlock();
         }
     make_mutex_.unlock();
 }

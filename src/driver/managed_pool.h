@@ -1,13 +1,15 @@
 // The managed pool in the driver: one PoolBook (core/pool/pool_book.h) per
 // device, whose slabs are managed allocations made under the device's physical
-// guard and whose fences are events; and the CUDA memory-pool handles whose
-// allocations the library converted, so that pool queries answer from the
-// pool's own figures.
+// guard and whose fences are events, and one more for the device's host-homed
+// slabs where some allocation lives on the host (UVMP_HOST_HOMES); and the CUDA
+// memory-pool handles whose allocations the library converted, so that pool
+// queries answer from the pool's own figures.
 #pragma once
 
 #include "core/accounting/device_budget.h"
 #include "core/accounting/stats.h"
 #include "core/config/options.h"
+#include "core/placement/home_choice.h"
 #include "core/pool/pool_book.h"
 #include "driver/driver_table.h"
 
@@ -29,9 +31,12 @@ inline constexpr uint64_t kSlabGranularity = 2ull << 20;
 // The tag of allocations that no CUDA memory pool made (cuMemAlloc, cuMemAllocPitch).
 inline constexpr pool::PoolTag kNoPoolTag = 0;
 
+// Host-homed slabs' ids start here, so that a trace tells them from the GPU's.
+inline constexpr uint32_t kFirstHostSlabId = 1u << 31;
+
 // Why an allocation got no block.
 struct SlabRefusal {
-    enum class Reason { None, Guard, Driver };
+    enum class Reason { None, Guard, Driver, Advice }; // Advice: a host slab's advice was refused
     Reason reason = Reason::None;
     uint64_t bytes = 0;             // the slab that was asked for
     CUresult result = CUDA_SUCCESS; // the driver's answer, for Reason::Driver
@@ -49,10 +54,15 @@ public:
     // The device's pool, made on the device's first conversion with `budget` as
     // its physical guard; nullptr when it cannot be made (said once).
     pool::PoolBook* book(int device, DeviceBudget& budget);
-    pool::PoolBook* existing_book(int device) const;
+    // The device's host-homed slabs, made on first use once book() made the
+    // device's pool; nullptr before that or when they cannot be made (said once).
+    // Their slabs are advised to live on the host, accessed by the device, and
+    // never count against the physical guard.
+    pool::PoolBook* host_book(int device);
+    pool::PoolBook* existing_book(int device, placement::Home home = placement::Home::Gpu) const;
 
-    // A block of the device's pool; when there is none, *why says what refused.
-    std::optional<pool::Block> allocate(pool::PoolBook& book, uint64_t bytes, pool::StreamKey stream,
+    // A block of `book`, one of the device's; when there is none, *why says what refused.
+    std::optional<pool::Block> allocate(int device, pool::PoolBook& book, uint64_t bytes, pool::StreamKey stream,
                                         pool::PoolTag tag, uint64_t now_ns, std::vector<pool::SlabEvent>& events,
                                         SlabRefusal* why);
 
@@ -80,7 +90,7 @@ public:
     // has none: an attribute it does not keep, or a pool it never converted from.
     // Used bytes are the pool's live blocks; reserved bytes are the device's slabs
     // for its default and current pool, and a pool's used bytes for other pools
-    // (they share the device's slabs).
+    // (they share the device's slabs). Blocks and slabs of both homes count.
     std::optional<uint64_t> attribute(CUmemoryPool pool, CUmemPool_attribute attribute) const;
     // A zero written to a high mark: the library's mark starts again from now.
     void reset_high(CUmemoryPool pool, CUmemPool_attribute attribute);
@@ -101,13 +111,19 @@ public:
     void forget_after_fork();
 
 private:
+    struct Slabs;
     struct Device;
+
+    Device* device_of(int device) const;
+    // After an allocation on a device with host slabs: the high marks of both books together.
+    void raise_highs(Device& device, pool::PoolTag tag);
 
     // The device whose pool allocations tagged `pool` came from, if any.
     std::optional<int> converted_device(CUmemoryPool pool) const;
     bool is_device_pool(int device, pool::PoolTag tag) const;
 
     pool::PoolConfig pool_config_;
+    pool::PoolConfig host_config_;
     Stats& stats_;
     std::atomic<bool> finishing_{false};
     std::array<std::atomic<Device*>, kMaxDevices> devices_{};

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
                  "uvmrun"};
     app.footer(options_reference());
 
-    std::string budget, policy, config_file, log_level, trace_out, stats_file;
+    std::string budget, policy, config_file, log_level, trace_out, trace_in, host_homes, stats_file;
     std::string framework_settings = "auto";
     std::vector<std::string> settings, command;
     bool no_summary = false, dry_run = false, verbose = false;
@@ -73,6 +73,12 @@ int main(int argc, char** argv) {
     app.add_option("--config", config_file, "TOML file of library options")->check(CLI::ExistingFile);
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
     app.add_option("--trace-out", trace_out, "record an access trace (%p pid, %r rank)");
+    app.add_option("--trace-in", trace_in, "an earlier trace of the same program to start from")
+        ->check(CLI::ExistingFile);
+    app.add_option("--host-homes", host_homes,
+                   "on: allocations the --trace-in trace (recorded with UVMP_TRACE_TIMING=1) shows "
+                   "streamed live on the host under the budget; off (the default)")
+        ->check(CLI::IsMember({"on", "off"}));
     app.add_option("--stats-file", stats_file, "write the counters as JSON at exit (%p pid)");
     app.add_option("--set", settings, "any library option as KEY=VALUE (repeatable)");
     app.add_option("--framework-settings", framework_settings,
@@ -112,6 +118,8 @@ int main(int argc, char** argv) {
     if (!policy.empty()) set_option("policy", policy);
     if (!log_level.empty()) set_option("log_level", log_level);
     if (!trace_out.empty()) set_option("trace_out", trace_out);
+    if (!trace_in.empty()) set_option("trace_in", trace_in);
+    if (!host_homes.empty()) set_option("host_homes", host_homes);
     if (!stats_file.empty()) set_option("stats_file", stats_file);
     if (verbose) set_option("verbose", "1");
     if (!config_file.empty()) env.set("UVMP_CONFIG", config_file);

@@ -68,7 +68,14 @@ constexpr std::array kOptions = {
                "counted."},
     OptionSpec{"trace_in", "UVMP_TRACE_IN", OptionType::Path, "", "",
                "With policy learned: start from the last iteration of this earlier trace of the "
-               "same program (allocations matched by order and size) instead of learning it first."},
+               "same program (allocations matched by order and size) instead of learning it first. "
+               "With UVMP_HOST_HOMES=on: the trace the host homes are learned from."},
+    OptionSpec{"host_homes", "UVMP_HOST_HOMES", OptionType::Choice, "off", "off|on",
+               "on: allocations whose every reader streams them (judged from the kernel timings of "
+               "UVMP_TRACE_IN, an earlier trace of the same program recorded with UVMP_TRACE_TIMING=1) "
+               "live on the host, read and written remotely by the GPU and never migrated, where that "
+               "lowers what migration must move under UVMP_BUDGET. Needs both; off: every allocation is "
+               "homed on the GPU."},
     OptionSpec{"verbose", "UVMP_VERBOSE", OptionType::Bool, "0", "",
                "Print every option's effective value at start."},
     OptionSpec{"framework_settings", "UVMP_FRAMEWORK_SETTINGS", OptionType::Text, "", "",
@@ -202,6 +209,7 @@ void store(Config& config, const OptionSpec& spec, std::string_view value) {
     else if (key == "trace_timing") config.trace_timing = *parse_bool(value);
     else if (key == "trace_buffer") config.trace_buffer = *parse_size(value);
     else if (key == "trace_in") config.trace_in = value;
+    else if (key == "host_homes") config.host_homes = value == "on";
     else if (key == "verbose") config.verbose = *parse_bool(value);
     else if (key == "framework_settings") config.framework_settings = value;
 }

@@ -49,6 +49,7 @@ struct Config {
     bool trace_timing = false;
     uint64_t trace_buffer = 64ull << 20;
     std::string trace_in;
+    bool host_homes = false; // homes learned from trace_in (core/placement/recorded_homes.h)
     uint64_t chunk_size = 2ull << 20;
     uint64_t pool_slab_size = 512ull << 20;            // the managed pool's slabs
     uint64_t pool_retain = 0;                          // wholly free slabs kept however long unused
