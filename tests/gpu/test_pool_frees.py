@@ -63,12 +63,15 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--model"); parser.add_argument("--batch"); parser.add_argument("--seq")
 parser.add_argument("--steps", type=int); parser.add_argument("--warmup", type=int)
 parser.add_argument("--mark-iterations", action="store_true"); parser.add_argument("--deterministic", action="store_true")
+parser.add_argument("--save-on-cpu", action="store_true"); parser.add_argument("--memory-cap", type=int, default=0)
 args = parser.parse_args()
 library = os.environ.get("FAKE_LIBRARY") == "1"
 pressured = library and os.environ.get("FAKE_BUDGET") == "16384M"
 step = 100.0 * (1.01 if library else 1.0)
 if pressured:
     step = 1000.0 if os.environ["FAKE_POLICY"] == "learned" else 1100.0
+if args.save_on_cpu:
+    step = 900.0 if not library and args.memory_cap == 16 * 2**30 else -1.0
 losses = [10.0 - 0.25 * k for k in range(args.steps)]
 if pressured and os.environ["FAKE_POLICY"] == "learned" and os.environ.get("FAKE_BAD_LOSSES") == "1":
     losses[1] += 1e-6
@@ -89,7 +92,8 @@ print("SUMMARY " + json.dumps({
 
 FAKE_LINK_PROBE = r'''
 print("fetch (host to GPU) 2048 MiB: 43.0 ms, 50.0 GB/s")
-print('{"bytes": 2147483648, "h2d_gbps": 50.0, "d2h_gbps": 16.0, "fetch_ms": 43.0, "evict_ms": 134.2}')
+print('{"bytes": 2147483648, "h2d_gbps": 50.0, "d2h_gbps": 16.0, "fetch_ms": 43.0, "evict_ms": 134.2, '
+      '"remote_write_gbps": 52.0, "remote_read_gbps": 51.0}')
 '''
 
 # uvmtrace simulate --json: a step of 1100 ms for learned and 1150 for demand-lru.
@@ -161,11 +165,12 @@ class PureLogic(unittest.TestCase):
         kinds = [(e["kind"], e.get("workload"), e.get("mode"), e.get("round")) for e in plan]
         self.assertEqual(kinds[0][0], "probe")
         self.assertEqual(kinds[1:4], [("train", "gpt2-small", m, 1) for m in ("native", "default", "fit")])
-        self.assertEqual(kinds[7:11], [("train", "gpt2-small", "record", None), ("simulate", "gpt2-small", None, None),
+        self.assertEqual(kinds[7:12], [("train", "gpt2-small", "record", None), ("simulate", "gpt2-small", None, None),
                                        ("train", "gpt2-small", "learned", None),
-                                       ("train", "gpt2-small", "demand-lru", None)])
+                                       ("train", "gpt2-small", "demand-lru", None),
+                                       ("train", "gpt2-small", "save-on-cpu", None)])
         # The second round starts with the next mode.
-        self.assertEqual(kinds[11:14], [("train", "gpt2-small", m, 2) for m in ("default", "fit", "native")])
+        self.assertEqual(kinds[12:15], [("train", "gpt2-small", m, 2) for m in ("default", "fit", "native")])
         pressured = [e for e in plan if e.get("mode") == "learned"][0]
         self.assertEqual((pressured["warmup"], pressured["steps"]), (2, 8))
 
@@ -228,6 +233,13 @@ class WholeRun(unittest.TestCase):
         self.assertAlmostEqual(learned["floor_ms"], (8 * GIB / 16e9 + 8 * GIB / 50e9) * 1e3)
         self.assertAlmostEqual(learned["sim_error"], 0.1)
         self.assertAlmostEqual(learned["steady_per_step"]["evicted"], 8e9)
+        # The remote floor from the probe's w = 52 and r = 51 GB/s; save_on_cpu runs without the
+        # library under a 16 GiB cap (the fake train script takes 900 ms only then).
+        self.assertAlmostEqual(learned["remote_floor_ms"], (8 * GIB / 52e9 + 8 * GIB / 51e9) * 1e3)
+        saving = [r for r in report["rows"] if r["mode"] == "save-on-cpu"][0]
+        self.assertEqual(saving["median_ms"], 900.0)
+        self.assertTrue(saving["losses_equal"])
+        self.assertIn("pool gpt2-small learned step vs save-on-cpu", verdicts)
         # Fit budget: 1.5 x the larger of 26 GiB reserved and 26 GiB pool peak.
         self.assertEqual(report["fit_budgets"]["gpt2-small"]["bytes"], 39 * GIB)
         self.assertTrue(os.path.exists(os.path.join(workdir, "pool.md")))

@@ -26,7 +26,15 @@ struct ToleranceConfig {
 
 enum class Tolerance : uint8_t { Unknown, Tolerant, Intolerant };
 
-class RemoteTolerance {
+// Whatever judges a kernel's operand: remote trials (RemoteTolerance) or a prior
+// from local timings alone (core/placement/timing_prior.h).
+class ToleranceSource {
+public:
+    virtual ~ToleranceSource() = default;
+    virtual Tolerance verdict(uint32_t kernel_id, uint32_t slot) const = 0;
+};
+
+class RemoteTolerance final : public ToleranceSource {
 public:
     explicit RemoteTolerance(ToleranceConfig config = {}) : config_(config) {}
 
@@ -35,7 +43,7 @@ public:
     void record(uint32_t kernel_id, uint32_t slot, bool remote, uint64_t duration_ns, uint64_t operand_bytes);
     // Unknown until both kinds have min_samples; a caller treats Unknown as
     // intolerant (the home that never slows a reader is the GPU).
-    Tolerance verdict(uint32_t kernel_id, uint32_t slot) const;
+    Tolerance verdict(uint32_t kernel_id, uint32_t slot) const override;
     size_t operands_seen() const { return samples_.size(); }
 
 private:

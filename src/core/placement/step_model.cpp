@@ -6,7 +6,7 @@
 
 namespace uvmp::placement {
 
-StepModel step_model(const trace::Trace& trace, uint64_t begin, uint64_t end, const RemoteTolerance* tolerance) {
+StepModel step_model(const trace::Trace& trace, uint64_t begin, uint64_t end, const ToleranceSource* tolerance) {
     if (begin > end || end > trace.launches.size())
         throw std::invalid_argument("step_model: the step lies outside the trace's launches");
     StepModel model;

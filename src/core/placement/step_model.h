@@ -27,6 +27,6 @@ struct StepModel {
 // tolerant when `tolerance` says Tolerant for (k, j); without `tolerance`, or
 // for an allocation the step never names, it is not tolerant.
 StepModel step_model(const trace::Trace& trace, uint64_t begin, uint64_t end,
-                     const RemoteTolerance* tolerance = nullptr);
+                     const ToleranceSource* tolerance = nullptr);
 
 } // namespace uvmp::placement

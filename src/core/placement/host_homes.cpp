@@ -1,0 +1,124 @@
+#include "core/placement/host_homes.h"
+
+#include "core/placement/step_model.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace uvmp::placement {
+namespace {
+
+// The managed allocations made within launches [begin, end), in the order made.
+std::vector<const trace::Alloc*> made_within(const trace::Trace& trace, uint64_t begin, uint64_t end) {
+    std::vector<const trace::Alloc*> made;
+    for (const trace::Alloc& a : trace.allocs)
+        if (trace::is_managed(a.kind) && a.launches_before >= begin && a.launches_before < end) made.push_back(&a);
+    return made;
+}
+
+uint64_t named_bytes(const trace::Access& access, uint64_t size) {
+    if (access.offset >= size) return 0;
+    const uint64_t rest = size - access.offset;
+    return access.length ? std::min(access.length, rest) : rest;
+}
+
+// Follows a step's allocations along the learned sequence: an allocation of
+// the size expected next takes its home; one of another size takes the home of
+// the next entry of its size a few places ahead (a step that makes an
+// allocation fewer), else it stands in for the expected one and takes the GPU.
+// Erring towards the GPU is the cheap mistake: a GEMM's operand put on the
+// host by a misaligned match would run many times slower.
+class SequenceFollower {
+public:
+    explicit SequenceFollower(const std::vector<std::pair<uint64_t, Home>>& sequence) : sequence_(sequence) {}
+    Home next(uint64_t bytes) {
+        constexpr size_t kLookAhead = 8;
+        for (size_t q = position_; q < sequence_.size() && q < position_ + kLookAhead; ++q) {
+            if (sequence_[q].first != bytes) continue;
+            position_ = q + 1;
+            return sequence_[q].second;
+        }
+        ++position_;
+        return Home::Gpu;
+    }
+
+private:
+    const std::vector<std::pair<uint64_t, Home>>& sequence_;
+    size_t position_ = 0;
+};
+
+} // namespace
+
+HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint64_t> bounds, uint64_t budget_bytes,
+                                 const ToleranceSource& tolerance, const Rates& rates) {
+    if (bounds.size() < 2) throw std::invalid_argument("host homes need at least one full iteration of the trace");
+    HostHomesOutcome out;
+    const size_t learned = bounds.size() >= 3 ? 1 : 0;
+    out.step_begin = bounds[learned];
+    out.step_end = bounds[learned + 1];
+
+    const StepModel model = step_model(trace, out.step_begin, out.step_end, &tolerance);
+    out.choice = choose_homes(model.allocations, model.launches, budget_bytes, rates);
+    std::unordered_map<uint32_t, Home> home_by_id;
+    for (size_t i = 0; i < model.alloc_ids.size(); ++i) home_by_id.emplace(model.alloc_ids[i], out.choice.homes[i]);
+
+    std::unordered_set<uint32_t> host_ids;
+    for (const trace::Alloc& a : trace.allocs) {
+        const auto home = home_by_id.find(a.id);
+        if (a.launches_before < out.step_begin && home != home_by_id.end() && home->second == Home::Host)
+            host_ids.insert(a.id);
+    }
+    // The learned step's own allocations, by order and size, onto every step.
+    std::vector<std::pair<uint64_t, Home>> sequence;
+    for (const trace::Alloc* a : made_within(trace, out.step_begin, out.step_end)) {
+        const auto home = home_by_id.find(a->id);
+        sequence.emplace_back(a->size, home == home_by_id.end() ? Home::Gpu : home->second);
+    }
+    for (size_t k = 0; k + 1 < bounds.size(); ++k) {
+        SequenceFollower follower(sequence);
+        for (const trace::Alloc* a : made_within(trace, bounds[k], bounds[k + 1]))
+            if (follower.next(a->size) == Home::Host) host_ids.insert(a->id);
+    }
+
+    out.trace = trace;
+    std::unordered_map<uint32_t, uint64_t> host_size;
+    for (trace::Alloc& a : out.trace.allocs) {
+        if (!host_ids.count(a.id)) continue;
+        a.kind = trace::AllocKind::Host;
+        host_size.emplace(a.id, a.size);
+    }
+    out.host_allocations = host_size.size();
+
+    // Each launch's trips: the first launch of a step naming an allocation
+    // writes it, later ones read it.
+    std::unordered_set<uint32_t> written_this_step;
+    size_t next_bound = 0;
+    std::vector<uint32_t> named_here;
+    for (uint64_t i = 0; i < out.trace.launches.size(); ++i) {
+        for (; next_bound < bounds.size() && bounds[next_bound] <= i; ++next_bound) written_this_step.clear();
+        trace::Launch& launch = out.trace.launches[i];
+        if (!out.trace.has_accesses_of(launch)) continue;
+        named_here.clear();
+        double trip_seconds = 0;
+        const bool in_step = i >= out.step_begin && i < out.step_end;
+        for (const trace::Access& access : out.trace.accesses_of(launch)) {
+            const auto size = host_size.find(access.alloc_id);
+            if (size == host_size.end()) continue;
+            if (std::find(named_here.begin(), named_here.end(), access.alloc_id) != named_here.end()) continue;
+            named_here.push_back(access.alloc_id);
+            const uint64_t bytes = named_bytes(access, size->second);
+            const bool writes = written_this_step.insert(access.alloc_id).second;
+            const double gbps = writes ? rates.remote_write_gbps : rates.remote_read_gbps;
+            trip_seconds += gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e9) : 0.0;
+            if (in_step) (writes ? out.step_remote_write_bytes : out.step_remote_read_bytes) += bytes;
+        }
+        launch.duration_ns += static_cast<uint64_t>(trip_seconds * 1e9);
+        if (in_step) out.step_remote_seconds += trip_seconds;
+    }
+    return out;
+}
+
+} // namespace uvmp::placement

@@ -1,0 +1,48 @@
+#include "core/placement/timing_prior.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace uvmp::placement {
+
+TimingPrior TimingPrior::from_trace(const trace::Trace& trace, TimingPriorConfig config) {
+    TimingPrior prior;
+    prior.config_ = config;
+    std::unordered_map<uint32_t, uint64_t> managed_size;
+    for (const trace::Alloc& a : trace.allocs)
+        if (trace::is_managed(a.kind)) managed_size.emplace(a.id, a.size);
+
+    std::unordered_map<uint32_t, std::vector<double>> rates;
+    for (const trace::Launch& launch : trace.launches) {
+        if (launch.duration_ns < config.min_duration_ns || !trace.has_accesses_of(launch)) continue;
+        uint64_t bytes = 0;
+        for (const trace::Access& access : trace.accesses_of(launch)) {
+            const auto size = managed_size.find(access.alloc_id);
+            if (size == managed_size.end() || access.offset >= size->second) continue;
+            const uint64_t rest = size->second - access.offset;
+            bytes += access.length ? std::min(access.length, rest) : rest;
+        }
+        if (bytes == 0) continue;
+        rates[launch.kernel_id].push_back(static_cast<double>(bytes) / static_cast<double>(launch.duration_ns));
+    }
+    for (auto& [kernel, values] : rates) {
+        const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+        std::nth_element(values.begin(), mid, values.end());
+        prior.gbps_.emplace(kernel, *mid); // bytes per ns are GB/s
+    }
+    return prior;
+}
+
+Tolerance TimingPrior::verdict(uint32_t kernel_id, uint32_t) const {
+    const auto it = gbps_.find(kernel_id);
+    if (it == gbps_.end()) return Tolerance::Unknown;
+    return it->second >= config_.streaming_gbps ? Tolerance::Tolerant : Tolerance::Intolerant;
+}
+
+std::optional<double> TimingPrior::kernel_gbps(uint32_t kernel_id) const {
+    const auto it = gbps_.find(kernel_id);
+    if (it == gbps_.end()) return std::nullopt;
+    return it->second;
+}
+
+} // namespace uvmp::placement

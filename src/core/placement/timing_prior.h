@@ -1,0 +1,52 @@
+// A first judgement of which kernels tolerate remote operands, from local
+// kernel durations alone, before any launch ran with an operand on the host.
+// A kernel that moves its named bytes at a good share of the GPU's memory
+// bandwidth reads each byte about once (elementwise work, normalisations,
+// reductions, optimizer updates): with an operand remote it costs about one
+// trip of that operand over the link. A kernel far below that rate does more
+// work per byte than it moves, which is what re-reading operands looks like (a
+// GEMM, attention): it is judged intolerant. Only remote trials
+// (RemoteTolerance) settle it; this prior says where trying is worth it, and
+// lets the simulator estimate what host homes could gain on a recorded trace.
+#pragma once
+
+#include "core/placement/remote_tolerance.h"
+#include "core/trace/model.h"
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+namespace uvmp::placement {
+
+struct TimingPriorConfig {
+    // Named bytes per second of local run time at which a kernel counts as
+    // streaming: a third of the H200's 4.8 TB/s. The GEMMs and attention
+    // kernels of the reference workloads reach under 1 TB/s by this measure,
+    // their elementwise and normalisation kernels 2-4 TB/s.
+    double streaming_gbps = 1600;
+    // Kernels shorter than this are left unjudged: their time is launch
+    // overhead more than work, and their operands are small.
+    uint64_t min_duration_ns = 2000;
+};
+
+class TimingPrior final : public ToleranceSource {
+public:
+    // Every timed launch of the trace: the bytes its accesses name in managed
+    // allocations (each access's length, or the rest of the allocation from its
+    // offset when unknown) over its duration; each kernel is judged by its
+    // median rate. A trace recorded without timing judges nothing.
+    static TimingPrior from_trace(const trace::Trace& trace, TimingPriorConfig config = {});
+
+    // The same verdict for every operand of a kernel: Unknown for a kernel never
+    // timed (or only briefly), which the home choice treats as intolerant.
+    Tolerance verdict(uint32_t kernel_id, uint32_t slot) const override;
+    std::optional<double> kernel_gbps(uint32_t kernel_id) const;
+    size_t kernels_judged() const { return gbps_.size(); }
+
+private:
+    TimingPriorConfig config_;
+    std::unordered_map<uint32_t, double> gbps_; // median named GB/s by kernel id
+};
+
+} // namespace uvmp::placement

@@ -1,0 +1,134 @@
+#include "core/placement/host_homes.h"
+#include "core/placement/timing_prior.h"
+
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+
+using namespace uvmp;
+using namespace uvmp::placement;
+
+namespace {
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kGiB = 1ull << 30;
+
+void add_alloc(trace::Trace& t, uint32_t id, uint64_t size, uint64_t launches_before) {
+    trace::Alloc a;
+    a.id = id;
+    a.size = size;
+    a.kind = trace::AllocKind::Pooled;
+    a.launches_before = launches_before;
+    t.allocs.push_back(a);
+}
+
+void add_free(trace::Trace& t, uint32_t id, uint64_t launches_before) {
+    trace::Free f;
+    f.id = id;
+    f.launches_before = launches_before;
+    t.frees.push_back(f);
+}
+
+void add_launch(trace::Trace& t, uint32_t kernel, uint64_t duration_ns, std::initializer_list<uint32_t> alloc_ids) {
+    trace::Launch l;
+    l.seq = t.launches.size();
+    l.kernel_id = kernel;
+    l.duration_ns = duration_ns;
+    l.first_access = static_cast<uint32_t>(t.accesses.size());
+    l.access_count = static_cast<uint32_t>(alloc_ids.size());
+    for (uint32_t id : alloc_ids) t.accesses.push_back({id, 0, 0});
+    t.launches.push_back(l);
+}
+
+// Three steps of five launches over 2 GiB of weights (id 1). Each step makes a
+// 1 GiB activation that a streaming kernel (2: 1 GiB in 0.5 ms, 2 TB/s) writes
+// and reads back, and a 1 GiB one that a GEMM-like kernel (3: 1 GiB in 5 ms,
+// 0.2 TB/s) reads; both live over the step's peak.
+trace::Trace three_steps(std::vector<uint64_t>& bounds) {
+    trace::Trace t;
+    add_alloc(t, 1, 2 * kGiB, 0);
+    for (uint32_t step = 0; step < 3; ++step) {
+        const uint64_t base = t.launches.size();
+        bounds.push_back(base);
+        const uint32_t streamed = 10 + 10 * step, reread = 11 + 10 * step;
+        add_alloc(t, streamed, kGiB, base);
+        add_alloc(t, reread, kGiB, base);
+        add_launch(t, 2, 500'000, {streamed});
+        add_launch(t, 3, 5'000'000, {reread});
+        add_launch(t, 3, 15'000'000, {1, reread}); // 3 GiB in 15 ms: the same 0.2 TB/s
+        add_launch(t, 2, 500'000, {streamed});
+        add_free(t, streamed, base + 4);
+        add_free(t, reread, base + 4);
+        add_launch(t, 4, 1'000, {1}); // too short to judge
+    }
+    bounds.push_back(t.launches.size());
+    return t;
+}
+} // namespace
+
+TEST_CASE("timing prior: streaming kernels tolerate, slow-per-byte ones do not, short ones are unjudged",
+          "[placement]") {
+    std::vector<uint64_t> bounds;
+    const trace::Trace t = three_steps(bounds);
+    const TimingPrior prior = TimingPrior::from_trace(t);
+    CHECK(prior.kernels_judged() == 2);
+    CHECK(prior.kernel_gbps(2).value() == Approx(2147.5).epsilon(0.01));
+    CHECK(prior.verdict(2, 0) == Tolerance::Tolerant);
+    CHECK(prior.verdict(3, 1) == Tolerance::Intolerant);
+    CHECK(prior.verdict(4, 0) == Tolerance::Unknown);
+    CHECK(prior.verdict(99, 0) == Tolerance::Unknown);
+    TimingPriorConfig strict;
+    strict.streaming_gbps = 3000;
+    CHECK(TimingPrior::from_trace(t, strict).verdict(2, 0) == Tolerance::Intolerant);
+}
+
+TEST_CASE("host homes: the streamed activation of every step lives on the host, its launches pay the trips",
+          "[placement]") {
+    std::vector<uint64_t> bounds;
+    const trace::Trace t = three_steps(bounds);
+    const TimingPrior prior = TimingPrior::from_trace(t);
+    Rates rates;
+    rates.remote_write_gbps = 50;
+    rates.remote_read_gbps = 40;
+    // Peak 4 GiB live against 3 GiB: one activation must go.
+    const HostHomesOutcome out = with_host_homes(t, bounds, 3 * kGiB, prior, rates);
+    CHECK(out.step_begin == 5);
+    CHECK(out.step_end == 10);
+    CHECK(out.choice.host_bytes == kGiB);
+    CHECK(out.choice.swapped_bytes == 0);
+    // Ids 20 and 30, mapped by order and size. The first step also makes the
+    // weights: its allocations stand one place off, and stay on the GPU.
+    CHECK(out.host_allocations == 2);
+    for (const trace::Alloc& a : out.trace.allocs) {
+        const bool streamed = a.id == 20 || a.id == 30;
+        CHECK((a.kind == trace::AllocKind::Host) == streamed);
+    }
+    // Each step: the first launch naming it writes 1 GiB, the second reads it.
+    CHECK(out.step_remote_write_bytes == kGiB);
+    CHECK(out.step_remote_read_bytes == kGiB);
+    const double write_s = static_cast<double>(kGiB) / 50e9, read_s = static_cast<double>(kGiB) / 40e9;
+    CHECK(out.step_remote_seconds == Approx(write_s + read_s));
+    for (uint32_t step = 1; step < 3; ++step) {
+        CHECK(out.trace.launches[5 * step].duration_ns == 500'000 + static_cast<uint64_t>(write_s * 1e9));
+        CHECK(out.trace.launches[5 * step + 3].duration_ns == 500'000 + static_cast<uint64_t>(read_s * 1e9));
+        CHECK(out.trace.launches[5 * step + 1].duration_ns == 5'000'000);
+    }
+}
+
+TEST_CASE("host homes: nothing moves home where all fits, a step of other sizes keeps the GPU, no iteration refused",
+          "[placement]") {
+    std::vector<uint64_t> bounds;
+    trace::Trace t = three_steps(bounds);
+    const TimingPrior prior = TimingPrior::from_trace(t);
+    const HostHomesOutcome fits = with_host_homes(t, bounds, 8 * kGiB, prior);
+    CHECK(fits.host_allocations == 0);
+    CHECK(fits.step_remote_seconds == 0);
+
+    // The last step makes its activation a little larger: its order matches, its size does not.
+    t.allocs[5].size = kGiB + 2 * kMiB;
+    const HostHomesOutcome other = with_host_homes(t, bounds, 3 * kGiB, prior);
+    CHECK(other.host_allocations == 1);
+    CHECK(other.trace.allocs[5].kind == trace::AllocKind::Pooled);
+
+    const std::vector<uint64_t> none{0};
+    CHECK_THROWS_AS(with_host_homes(t, none, 3 * kGiB, prior), std::invalid_argument);
+}
