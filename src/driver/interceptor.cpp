@@ -145,6 +145,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
         trace_->alloc(record);
     }
     if (planner_) {
+        make_launch_lane();
         const PlannedAllocation planned{id, *dptr, bytes, device, context};
         const uint64_t limit = budget->budget();
         executor_.post([this, planned, limit](Executor&) {
@@ -510,17 +511,34 @@ CaptureState Interceptor::capture_of(StreamFlavor flavor, CUstream stream, bool 
     return table ? capture_state(*table, flavor, stream) : CaptureState{};
 }
 
+void Interceptor::make_launch_lane() {
+    if (lane_.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(lane_mutex_);
+    if (lane_owner_) return;
+    lane_owner_ = std::make_unique<LaunchLane>(kLaneCapacity, [this](const PlannedLaunch& launch) { plan(launch); });
+    executor_.set_lane(lane_owner_.get());
+    lane_.store(lane_owner_.get(), std::memory_order_release);
+}
+
 void Interceptor::post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t kernel_id,
                                   std::span<const AccessHit> hits) {
     // The fence orders evictions after the kernels before this launch. While all
     // converted memory fits, no plan evicts, and the event record (which contends
     // with the launch itself for the driver) is not worth its cost.
-    PlannedLaunch planned{seq, kernel_id, {}, all_converted_memory_fits() ? nullptr : record_fence(site.flavor, site.stream)};
+    const CUevent fence = all_converted_memory_fits() ? nullptr : record_fence(site.flavor, site.stream);
+    LaunchLane* lane = lane_.load(std::memory_order_acquire);
+    if (lane && LaunchLane::fits(hits)) {
+        if (executor_.accepting() && lane->put(seq, kernel_id, hits, fence)) executor_.lane_filled();
+        else count_unplanned(fence);
+        return;
+    }
+    // More accesses than a record holds (or no lane yet): a task of its own, which
+    // comes after what the lane holds now, as the launch does.
+    PlannedLaunch planned{seq, kernel_id, {}, fence};
     planned.accesses.reserve(hits.size());
     for (const AccessHit& h : hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
-    const CUevent fence = planned.fence;
     const bool queued = executor_.post_unless_backlogged(
-        [this, planned = std::move(planned)](Executor&) { planner_->launch(planned); }, kMaxPlannerBacklog);
+        [this, planned = std::move(planned)](Executor&) { plan(planned); }, kMaxPlannerBacklog);
     if (!queued) count_unplanned(fence);
 }
 
@@ -529,11 +547,16 @@ void Interceptor::post_to_planner(std::vector<PlannedLaunch> steps) {
     auto shared = std::make_shared<const std::vector<PlannedLaunch>>(std::move(steps));
     const bool queued = executor_.post_unless_backlogged(
         [this, shared](Executor&) {
-            for (const PlannedLaunch& step : *shared) planner_->launch(step);
+            for (const PlannedLaunch& step : *shared) plan(step);
         },
         kMaxPlannerBacklog);
     if (!queued)
         for (const PlannedLaunch& step : *shared) count_unplanned(step.fence);
+}
+
+void Interceptor::plan(const PlannedLaunch& launch) {
+    stats_.add(stats_.launches_planned);
+    planner_->launch(launch);
 }
 
 void Interceptor::count_unplanned(CUevent fence) {

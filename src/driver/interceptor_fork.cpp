@@ -68,6 +68,14 @@ void Interceptor::after_fork_in_child() {
     std::destroy_at(&fences_);
     new (&fences_) FencePool;
     planner_ = make_planner();
+    // The parent's thread may have been making the lane: a lane it made is the
+    // child's, emptied (the executor empties one it was given).
+    new (&lane_mutex_) std::mutex;
+    if (lane_owner_) {
+        lane_owner_->reset();
+        executor_.set_lane(lane_owner_.get());
+        lane_.store(lane_owner_.get(), std::memory_order_release);
+    }
     new (&trace_once_) std::once_flag;
     registry_.clear();
     kernels_.clear();
