@@ -25,8 +25,7 @@ bool names_the_process(const std::string& pattern) {
 // while the log is written; the pools' locks, the kernel table's, the graph
 // table's, the registry's, the pass-through map's and the two queues' (the worker's and the
 // mover's) hold nothing of the others.
-// The fence pool's lock is not among them: it guards one push or pop, and the
-// child replaces the whole pool.
+// The fence pool takes no lock, and the child replaces the whole pool.
 void Interceptor::before_fork() {
     for (std::mutex& m : free_order_) m.lock();
     budgets_mutex_.lock();
