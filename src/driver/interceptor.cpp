@@ -7,11 +7,13 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <utility>
 
 namespace uvmp::driver {
 namespace {
@@ -21,6 +23,19 @@ std::atomic<Interceptor*> g_interceptor{nullptr};
 // Launch-path scratch: one per thread, so observing a launch allocates nothing
 // once warmed up.
 thread_local std::vector<AccessHit> t_hits;
+// The kernel descriptions this thread launched with lately, so that launching a
+// kernel seen before takes no lock: they hold while the table's generation does.
+// Trivially destructible, so that reaching it needs no check that it was made.
+struct KernelCache {
+    static constexpr size_t kEntries = 32;
+    static size_t slot(const void* handle) {
+        static_assert(kEntries == 32, "the top five bits of the hash pick the entry");
+        return static_cast<size_t>((reinterpret_cast<uintptr_t>(handle) * 0x9E3779B97F4A7C15ull) >> 59);
+    }
+    uint64_t generation = 0; // no table's
+    std::array<std::pair<const void*, const KernelInfo*>, kEntries> entries{};
+};
+thread_local KernelCache t_kernels;
 // The same for the slab events of one pool call.
 thread_local std::vector<pool::SlabEvent> t_slab_events;
 
@@ -432,9 +447,19 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
 }
 
 const KernelInfo& Interceptor::kernel_info(const void* handle) {
+    const uint64_t generation = kernels_.generation();
+    KernelCache& cache = t_kernels;
+    auto& [cached, cached_info] = cache.entries[KernelCache::slot(handle)];
+    if (cache.generation == generation && cached == handle) return *cached_info;
     bool first_sight = false;
     const KernelInfo& info = kernels_.lookup(handle, &first_sight);
     if (first_sight && trace_) trace_->kernel(info.id, info.name);
+    if (cache.generation != generation) {
+        cache.entries = {};
+        cache.generation = generation;
+    }
+    cached = handle;
+    cached_info = &info;
     return info;
 }
 
