@@ -530,8 +530,10 @@ void Interceptor::record_launch(uint64_t seq, uint32_t kernel_id, const unsigned
 }
 
 CaptureState Interceptor::capture_of(StreamFlavor flavor, CUstream stream, bool has_accesses) const {
-    // A driver call: made only where a plan or a record depends on it.
+    // A driver call: made only where a plan or a record depends on it, and once
+    // some capture may have begun.
     if (!trace_ && !(planner_ && has_accesses)) return {};
+    if (!captures_possible()) return {};
     const DriverTable* table = driver_table_if_ready();
     return table ? capture_state(*table, flavor, stream) : CaptureState{};
 }
