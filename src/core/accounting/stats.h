@@ -26,7 +26,9 @@ namespace uvmp {
     X(graph_launches_unknown) X(graph_steps_replayed) X(launches_planned)
 
 struct Stats {
-#define UVMP_DECLARE_COUNTER(name) std::atomic<uint64_t> name{0};
+    // A cache line each: the launch path counts on the application's threads while
+    // the worker and the mover count theirs, and none of them waits on the others' lines.
+#define UVMP_DECLARE_COUNTER(name) alignas(64) std::atomic<uint64_t> name{0};
     UVMP_STAT_FIELDS(UVMP_DECLARE_COUNTER)
 #undef UVMP_DECLARE_COUNTER
 
