@@ -7,11 +7,13 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <utility>
 
 namespace uvmp::driver {
 namespace {
@@ -21,6 +23,19 @@ std::atomic<Interceptor*> g_interceptor{nullptr};
 // Launch-path scratch: one per thread, so observing a launch allocates nothing
 // once warmed up.
 thread_local std::vector<AccessHit> t_hits;
+// The kernel descriptions this thread launched with lately, so that launching a
+// kernel seen before takes no lock: they hold while the table's generation does.
+// Trivially destructible, so that reaching it needs no check that it was made.
+struct KernelCache {
+    static constexpr size_t kEntries = 32;
+    static size_t slot(const void* handle) {
+        static_assert(kEntries == 32, "the top five bits of the hash pick the entry");
+        return static_cast<size_t>((reinterpret_cast<uintptr_t>(handle) * 0x9E3779B97F4A7C15ull) >> 59);
+    }
+    uint64_t generation = 0; // no table's
+    std::array<std::pair<const void*, const KernelInfo*>, kEntries> entries{};
+};
+thread_local KernelCache t_kernels;
 // The same for the slab events of one pool call.
 thread_local std::vector<pool::SlabEvent> t_slab_events;
 
@@ -145,6 +160,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
         trace_->alloc(record);
     }
     if (planner_) {
+        make_launch_lane();
         const PlannedAllocation planned{id, *dptr, bytes, device, context};
         const uint64_t limit = budget->budget();
         executor_.post([this, planned, limit](Executor&) {
@@ -431,9 +447,19 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
 }
 
 const KernelInfo& Interceptor::kernel_info(const void* handle) {
+    const uint64_t generation = kernels_.generation();
+    KernelCache& cache = t_kernels;
+    auto& [cached, cached_info] = cache.entries[KernelCache::slot(handle)];
+    if (cache.generation == generation && cached == handle) return *cached_info;
     bool first_sight = false;
     const KernelInfo& info = kernels_.lookup(handle, &first_sight);
     if (first_sight && trace_) trace_->kernel(info.id, info.name);
+    if (cache.generation != generation) {
+        cache.entries = {};
+        cache.generation = generation;
+    }
+    cached = handle;
+    cached_info = &info;
     return info;
 }
 
@@ -504,10 +530,21 @@ void Interceptor::record_launch(uint64_t seq, uint32_t kernel_id, const unsigned
 }
 
 CaptureState Interceptor::capture_of(StreamFlavor flavor, CUstream stream, bool has_accesses) const {
-    // A driver call: made only where a plan or a record depends on it.
+    // A driver call: made only where a plan or a record depends on it, and once
+    // some capture may have begun.
     if (!trace_ && !(planner_ && has_accesses)) return {};
+    if (!captures_possible()) return {};
     const DriverTable* table = driver_table_if_ready();
     return table ? capture_state(*table, flavor, stream) : CaptureState{};
+}
+
+void Interceptor::make_launch_lane() {
+    if (lane_.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(lane_mutex_);
+    if (lane_owner_) return;
+    lane_owner_ = std::make_unique<LaunchLane>(kLaneCapacity, [this](const PlannedLaunch& launch) { plan(launch); });
+    executor_.set_lane(lane_owner_.get());
+    lane_.store(lane_owner_.get(), std::memory_order_release);
 }
 
 void Interceptor::post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t kernel_id,
@@ -515,12 +552,20 @@ void Interceptor::post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t
     // The fence orders evictions after the kernels before this launch. While all
     // converted memory fits, no plan evicts, and the event record (which contends
     // with the launch itself for the driver) is not worth its cost.
-    PlannedLaunch planned{seq, kernel_id, {}, all_converted_memory_fits() ? nullptr : record_fence(site.flavor, site.stream)};
+    const CUevent fence = all_converted_memory_fits() ? nullptr : record_fence(site.flavor, site.stream);
+    LaunchLane* lane = lane_.load(std::memory_order_acquire);
+    if (lane && LaunchLane::fits(hits)) {
+        if (executor_.accepting() && lane->put(seq, kernel_id, hits, fence)) executor_.lane_filled();
+        else count_unplanned(fence);
+        return;
+    }
+    // More accesses than a record holds (or no lane yet): a task of its own, which
+    // comes after what the lane holds now, as the launch does.
+    PlannedLaunch planned{seq, kernel_id, {}, fence};
     planned.accesses.reserve(hits.size());
     for (const AccessHit& h : hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
-    const CUevent fence = planned.fence;
     const bool queued = executor_.post_unless_backlogged(
-        [this, planned = std::move(planned)](Executor&) { planner_->launch(planned); }, kMaxPlannerBacklog);
+        [this, planned = std::move(planned)](Executor&) { plan(planned); }, kMaxPlannerBacklog);
     if (!queued) count_unplanned(fence);
 }
 
@@ -529,11 +574,16 @@ void Interceptor::post_to_planner(std::vector<PlannedLaunch> steps) {
     auto shared = std::make_shared<const std::vector<PlannedLaunch>>(std::move(steps));
     const bool queued = executor_.post_unless_backlogged(
         [this, shared](Executor&) {
-            for (const PlannedLaunch& step : *shared) planner_->launch(step);
+            for (const PlannedLaunch& step : *shared) plan(step);
         },
         kMaxPlannerBacklog);
     if (!queued)
         for (const PlannedLaunch& step : *shared) count_unplanned(step.fence);
+}
+
+void Interceptor::plan(const PlannedLaunch& launch) {
+    stats_.add(stats_.launches_planned);
+    planner_->launch(launch);
 }
 
 void Interceptor::count_unplanned(CUevent fence) {

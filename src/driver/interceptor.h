@@ -14,6 +14,7 @@
 #include "driver/driver_table.h"
 #include "driver/executor.h"
 #include "driver/graph_walk.h"
+#include "driver/launch_lane.h"
 #include "driver/managed_pool.h"
 #include "driver/planner.h"
 #include "driver/stream_capture.h"
@@ -147,6 +148,9 @@ private:
     // steps of launches) launches are not planned at all, and the predictor
     // re-synchronises when the worker catches up.
     static constexpr size_t kMaxPlannerBacklog = 1 << 16;
+    // The launch lane's records, as many as the backlog of tasks above: 16 MiB,
+    // made only in a process that converts memory under a policy.
+    static constexpr size_t kLaneCapacity = kMaxPlannerBacklog;
     // observe_launch's work, which it times now and then.
     uint64_t observe_launch_untimed(const LaunchSite& site);
     // The kernel table's entry, its name recorded in the trace on first sight.
@@ -205,6 +209,11 @@ private:
     // The same for the steps of a graph launch, in one task.
     void post_to_planner(std::vector<PlannedLaunch> steps);
     void count_unplanned(CUevent fence);
+    // On the worker: one launch handed to the planner.
+    void plan(const PlannedLaunch& launch);
+    // Made with the first allocation the planner is told of: a process that never
+    // converts memory needs none. nullptr before.
+    void make_launch_lane();
     uint64_t now_ns() const;
     // The planner of the configured policy, or nullptr for none (or inactive).
     std::unique_ptr<Planner> make_planner();
@@ -233,6 +242,9 @@ private:
     // events: a lock for a stream, shared by a few.
     std::array<std::mutex, 16> free_order_; // 16: the hash's top four bits pick one
     std::unique_ptr<Planner> planner_; // worker thread only, once made
+    std::mutex lane_mutex_; // making the lane
+    std::unique_ptr<LaunchLane> lane_owner_;
+    std::atomic<LaunchLane*> lane_{nullptr};
     FencePool fences_;
     std::once_flag trace_once_;
     std::unique_ptr<trace::TraceWriter> trace_;

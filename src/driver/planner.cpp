@@ -9,22 +9,17 @@
 namespace uvmp::driver {
 
 CUevent FencePool::acquire(const DriverTable& table) {
-    {
-        std::lock_guard lock(mutex_);
-        if (!free_.empty()) {
-            CUevent e = free_.back();
-            free_.pop_back();
-            return e;
-        }
-    }
     CUevent e = nullptr;
+    if (idle_.try_pop(e)) return e;
     if (table.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return nullptr;
     return e;
 }
 
 void FencePool::release(CUevent event) {
-    std::lock_guard lock(mutex_);
-    free_.push_back(event);
+    if (idle_.try_push(event)) return;
+    const DriverTable* table = driver_table_if_ready();
+    if (table && table->cuEventDestroy_v2(event) != CUDA_SUCCESS)
+        UVMP_WARN_ONCE("destroying an idle fence event failed; its resources stay with the driver");
 }
 
 Planner::Planner(ResidencyPolicy policy, uint64_t chunk_bytes, std::string trace_in, Stats& stats,

@@ -20,12 +20,12 @@
 #include "core/model/reuse_in_place.h"
 #include "core/accounting/stats.h"
 #include "core/trace/writer.h"
+#include "core/util/mpmc_queue.h"
 #include "driver/driver_table.h"
 #include "driver/executor.h"
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -51,15 +51,19 @@ struct PlannedLaunch {
 };
 
 // Events the launch path records in front of launches, so that the moves planned
-// for a launch start on the GPU's time, not the application thread's.
+// for a launch start on the GPU's time, not the application thread's. Taken on
+// the application's threads and given back on the library's: without a lock.
 class FencePool {
 public:
+    // An idle event, or a new one; nullptr when none can be made.
     CUevent acquire(const DriverTable& table);
+    // Kept for reuse; destroyed past kIdle idle events.
     void release(CUevent event);
 
 private:
-    std::mutex mutex_;
-    std::vector<CUevent> free_;
+    // More than a backlog of launches keeps waiting on at once, as a rule.
+    static constexpr size_t kIdle = 1 << 14;
+    MpmcQueue<CUevent> idle_{kIdle};
 };
 
 class Planner {

@@ -23,10 +23,12 @@ namespace uvmp {
     X(bytes_demand_estimated) X(launches_with_demand) X(launch_calls_timed) X(launch_call_ns)        \
     X(launches_captured) X(launches_fenced) X(hooks_timed) X(hook_ns) X(pool_slabs_created)          \
     X(pool_slabs_released) X(pool_reserved_bytes) X(pool_reserved_peak) X(graph_launches)            \
-    X(graph_launches_unknown) X(graph_steps_replayed)
+    X(graph_launches_unknown) X(graph_steps_replayed) X(launches_planned)
 
 struct Stats {
-#define UVMP_DECLARE_COUNTER(name) std::atomic<uint64_t> name{0};
+    // A cache line each: the launch path counts on the application's threads while
+    // the worker and the mover count theirs, and none of them waits on the others' lines.
+#define UVMP_DECLARE_COUNTER(name) alignas(64) std::atomic<uint64_t> name{0};
     UVMP_STAT_FIELDS(UVMP_DECLARE_COUNTER)
 #undef UVMP_DECLARE_COUNTER
 
