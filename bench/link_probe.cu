@@ -16,6 +16,7 @@
 #include "probe_args.h"
 #include "probe_guard.h"
 #include "probe_timing.h"
+#include "stream_timing.h"
 
 #include <cuda_runtime.h>
 
@@ -53,22 +54,13 @@ __global__ void read_words(const uint4* data, size_t words, unsigned* sink) {
     if (sum == 0x9e3779b9u) *sink = sum;
 }
 
-// One kernel over the buffer, timed with events on the stream.
+// One kernel over the buffer, timed on the GPU.
 template <typename Launch>
 double kernel_ms(cudaStream_t stream, Launch launch) {
-    cudaEvent_t begin, end;
-    CUDA_CHECK(cudaEventCreate(&begin));
-    CUDA_CHECK(cudaEventCreate(&end));
-    CUDA_CHECK(cudaEventRecord(begin, stream));
-    launch();
-    CUDA_CHECK(cudaGetLastError());
-    CUDA_CHECK(cudaEventRecord(end, stream));
-    CUDA_CHECK(cudaEventSynchronize(end));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, begin, end));
-    CUDA_CHECK(cudaEventDestroy(begin));
-    CUDA_CHECK(cudaEventDestroy(end));
-    return ms;
+    return bench::time_on_stream(stream, [&] {
+               launch();
+               CUDA_CHECK(cudaGetLastError());
+           }).gpu_ms;
 }
 
 } // namespace

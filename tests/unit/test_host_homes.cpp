@@ -1,43 +1,22 @@
 #include "core/placement/host_homes.h"
 #include "core/placement/timing_prior.h"
 
+#include "trace_fixtures.h"
+
 #include <catch2/catch.hpp>
 
 #include <stdexcept>
 
 using namespace uvmp;
 using namespace uvmp::placement;
+using uvmp::trace::fixtures::add_alloc;
+using uvmp::trace::fixtures::add_free;
+using uvmp::trace::fixtures::add_launch_naming;
 
 namespace {
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
 
-void add_alloc(trace::Trace& t, uint32_t id, uint64_t size, uint64_t launches_before) {
-    trace::Alloc a;
-    a.id = id;
-    a.size = size;
-    a.kind = trace::AllocKind::Pooled;
-    a.launches_before = launches_before;
-    t.allocs.push_back(a);
-}
-
-void add_free(trace::Trace& t, uint32_t id, uint64_t launches_before) {
-    trace::Free f;
-    f.id = id;
-    f.launches_before = launches_before;
-    t.frees.push_back(f);
-}
-
-void add_launch(trace::Trace& t, uint32_t kernel, uint64_t duration_ns, std::initializer_list<uint32_t> alloc_ids) {
-    trace::Launch l;
-    l.seq = t.launches.size();
-    l.kernel_id = kernel;
-    l.duration_ns = duration_ns;
-    l.first_access = static_cast<uint32_t>(t.accesses.size());
-    l.access_count = static_cast<uint32_t>(alloc_ids.size());
-    for (uint32_t id : alloc_ids) t.accesses.push_back({id, 0, 0});
-    t.launches.push_back(l);
-}
 
 // Three steps of five launches over 2 GiB of weights (id 1). Each step makes a
 // 1 GiB activation that a streaming kernel (2: 1 GiB in 0.5 ms, 2 TB/s) writes
@@ -45,20 +24,20 @@ void add_launch(trace::Trace& t, uint32_t kernel, uint64_t duration_ns, std::ini
 // 0.2 TB/s) reads; both live over the step's peak.
 trace::Trace three_steps(std::vector<uint64_t>& bounds) {
     trace::Trace t;
-    add_alloc(t, 1, 2 * kGiB, 0);
+    add_alloc(t, 1, 2 * kGiB, 0, trace::AllocKind::Pooled);
     for (uint32_t step = 0; step < 3; ++step) {
         const uint64_t base = t.launches.size();
         bounds.push_back(base);
         const uint32_t streamed = 10 + 10 * step, reread = 11 + 10 * step;
-        add_alloc(t, streamed, kGiB, base);
-        add_alloc(t, reread, kGiB, base);
-        add_launch(t, 2, 500'000, {streamed});
-        add_launch(t, 3, 5'000'000, {reread});
-        add_launch(t, 3, 15'000'000, {1, reread}); // 3 GiB in 15 ms: the same 0.2 TB/s
-        add_launch(t, 2, 500'000, {streamed});
+        add_alloc(t, streamed, kGiB, base, trace::AllocKind::Pooled);
+        add_alloc(t, reread, kGiB, base, trace::AllocKind::Pooled);
+        add_launch_naming(t, 2, {streamed}, 500'000);
+        add_launch_naming(t, 3, {reread}, 5'000'000);
+        add_launch_naming(t, 3, {1, reread}, 15'000'000); // 3 GiB in 15 ms: the same 0.2 TB/s
+        add_launch_naming(t, 2, {streamed}, 500'000);
         add_free(t, streamed, base + 4);
         add_free(t, reread, base + 4);
-        add_launch(t, 4, 1'000, {1}); // too short to judge
+        add_launch_naming(t, 4, {1}, 1'000); // too short to judge
     }
     bounds.push_back(t.launches.size());
     return t;

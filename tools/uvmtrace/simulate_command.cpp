@@ -392,7 +392,7 @@ void run(const SimulateOptions& o) {
     const ChunkSchedule schedule(trace, config.chunk_bytes);
     // Built here, on the first call, for the timing to show it in preparation
     // (a sweep runs every policy).
-    if (o.sweep || reads_next_uses(config.policy)) schedule.next_uses();
+    if (o.sweep || (reads_next_uses(config.policy) && o.homes == "gpu")) schedule.next_uses();
     if (o.timing) {
         // What comes before any policy runs, shared by all of them: reading the file and
         // turning accesses into chunks (for belady, each launch's with its next uses).
@@ -409,27 +409,23 @@ void run(const SimulateOptions& o) {
 
     config.budget_bytes = budget->resolve(schedule.footprint_bytes());
     if (config.budget_bytes == 0) bad_usage("--budget must be larger than zero");
+    // The tier model simulates the trace as host homes would make it.
+    std::optional<placement::HostHomesOutcome> homes;
+    std::optional<ChunkSchedule> homed_schedule;
     if (o.homes == "host") {
-        const auto homes = host_homes(o, trace, bounds, config.budget_bytes);
-        const ChunkSchedule homed_schedule(homes.trace, config.chunk_bytes);
-        if (reads_next_uses(config.policy)) homed_schedule.next_uses();
-        const SimResult result = simulate(homes.trace, homed_schedule, bounds, config);
-        if (o.json) {
-            nlohmann::json j = to_json(result);
-            j["homes"] = homes_json(homes);
-            std::cout << j.dump(2) << "\n";
-        } else {
-            print_result(result);
-            print_homes(homes);
-        }
-        if (o.timing)
-            (o.json ? std::cerr : std::cout)
-                << timing_line(result.policy, result.launches, result.simulation_cpu_seconds, result.simulation_wall_seconds);
-        return;
+        homes = host_homes(o, trace, bounds, config.budget_bytes);
+        homed_schedule.emplace(homes->trace, config.chunk_bytes);
     }
-    const SimResult result = simulate(trace, schedule, bounds, config);
-    if (o.json) std::cout << to_json(result).dump(2) << "\n";
-    else print_result(result);
+    const SimResult result = simulate(homes ? homes->trace : trace, homed_schedule ? *homed_schedule : schedule, bounds,
+                                      config);
+    if (o.json) {
+        nlohmann::json j = to_json(result);
+        if (homes) j["homes"] = homes_json(*homes);
+        std::cout << j.dump(2) << "\n";
+    } else {
+        print_result(result);
+        if (homes) print_homes(*homes);
+    }
     if (o.timing)
         (o.json ? std::cerr : std::cout)
             << timing_line(result.policy, result.launches, result.simulation_cpu_seconds, result.simulation_wall_seconds);

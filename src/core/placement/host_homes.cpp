@@ -3,6 +3,7 @@
 #include "core/placement/step_model.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -17,12 +18,6 @@ std::vector<const trace::Alloc*> made_within(const trace::Trace& trace, uint64_t
     for (const trace::Alloc& a : trace.allocs)
         if (trace::is_managed(a.kind) && a.launches_before >= begin && a.launches_before < end) made.push_back(&a);
     return made;
-}
-
-uint64_t named_bytes(const trace::Access& access, uint64_t size) {
-    if (access.offset >= size) return 0;
-    const uint64_t rest = size - access.offset;
-    return access.length ? std::min(access.length, rest) : rest;
 }
 
 // Follows a step's allocations along the learned sequence: an allocation of
@@ -77,10 +72,19 @@ HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint
         const auto home = home_by_id.find(a->id);
         sequence.emplace_back(a->size, home == home_by_id.end() ? Home::Gpu : home->second);
     }
-    for (size_t k = 0; k + 1 < bounds.size(); ++k) {
-        SequenceFollower follower(sequence);
-        for (const trace::Alloc* a : made_within(trace, bounds[k], bounds[k + 1]))
-            if (follower.next(a->size) == Home::Host) host_ids.insert(a->id);
+    // One pass over the allocations, in the order made: each step follows the
+    // sequence from its start.
+    size_t step = 0;
+    std::optional<SequenceFollower> follower;
+    for (const trace::Alloc& a : trace.allocs) {
+        if (!trace::is_managed(a.kind) || a.launches_before < bounds.front() || a.launches_before >= bounds.back())
+            continue;
+        while (a.launches_before >= bounds[step + 1]) {
+            ++step;
+            follower.reset();
+        }
+        if (!follower) follower.emplace(sequence);
+        if (follower->next(a.size) == Home::Host) host_ids.insert(a.id);
     }
 
     out.trace = trace;
@@ -109,7 +113,7 @@ HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint
             if (size == host_size.end()) continue;
             if (std::find(named_here.begin(), named_here.end(), access.alloc_id) != named_here.end()) continue;
             named_here.push_back(access.alloc_id);
-            const uint64_t bytes = named_bytes(access, size->second);
+            const uint64_t bytes = trace::named_bytes(access, size->second);
             const bool writes = written_this_step.insert(access.alloc_id).second;
             const double gbps = writes ? rates.remote_write_gbps : rates.remote_read_gbps;
             trip_seconds += gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e9) : 0.0;
