@@ -1,0 +1,131 @@
+// A job of two GPUs on the fake driver (run with FAKECUDA_DEVICES=2): what the
+// library does on one device must be charged to that device and change nothing
+// of the other's. Linked against libcuda.so.1 (the fake), so that the preloaded
+// library's exported hooks take the calls. Every expectation holds with the
+// library and without it, unless it says it is the library's.
+//
+// Usage: devices_test driver        the fake's two devices: contexts, memory, events
+#include "check_list.h"
+#include "fakecuda.h"
+#include "library_api.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+using namespace uvmp_integration;
+
+namespace {
+
+constexpr std::uint64_t kMiB = 1ull << 20;
+constexpr int kDevices = 2;
+
+struct Job {
+    CheckList checks;
+    LibraryApi library = find_library_api();
+    CUcontext contexts[kDevices] = {};
+
+    bool on(int device) {
+        const CUresult r = cuCtxSetCurrent(contexts[device]);
+        checks.expect(r == CUDA_SUCCESS, "cuCtxSetCurrent(device " + std::to_string(device) + ")");
+        return r == CUDA_SUCCESS;
+    }
+
+    // What cuMemGetInfo tells a job on each device (the budget's view under the library).
+    void free_memory(std::uint64_t (&out)[kDevices]) {
+        for (int d = 0; d < kDevices; ++d) {
+            size_t free = 0, total = 0;
+            out[d] = on(d) && cuMemGetInfo_v2(&free, &total) == CUDA_SUCCESS ? free : 0;
+        }
+    }
+
+    // Device 1's free memory fell by `bytes` between the two readings, device 0's not at all.
+    void expect_charged_to_device_1(const std::uint64_t (&before)[kDevices], const std::uint64_t (&after)[kDevices],
+                                    std::uint64_t bytes, const std::string& what) {
+        checks.expect_eq(what + ": device 1's free memory falls by its size", before[1] - after[1], bytes);
+        checks.expect_eq(what + ": device 0's free memory does not change", before[0] - after[0], 0);
+    }
+};
+
+// What the job relies on of the driver: each device has its own context, memory
+// and figures, and an event is recorded only on a stream of its own context.
+void driver(Job& job) {
+    for (int d = 0; d < kDevices; ++d) {
+        CUdevice device = -1;
+        job.checks.expect(job.on(d) && cuCtxGetDevice(&device) == CUDA_SUCCESS && device == d,
+                          "device " + std::to_string(d) + "'s context is current");
+    }
+    job.checks.expect(job.contexts[0] != job.contexts[1], "each device has a context of its own");
+    CUcontext popped = nullptr;
+    CUdevice device = -1;
+    job.on(0);
+    job.checks.expect(cuCtxPushCurrent_v2(job.contexts[1]) == CUDA_SUCCESS && cuCtxGetDevice(&device) == CUDA_SUCCESS &&
+                          device == 1,
+                      "cuCtxPushCurrent makes device 1's context current");
+    job.checks.expect(cuCtxPopCurrent_v2(&popped) == CUDA_SUCCESS && popped == job.contexts[1] &&
+                          cuCtxGetDevice(&device) == CUDA_SUCCESS && device == 0,
+                      "cuCtxPopCurrent gives device 0's back");
+
+    std::uint64_t before[kDevices], during[kDevices], after[kDevices];
+    job.free_memory(before);
+    job.on(1);
+    CUdeviceptr block = 0;
+    job.checks.expect(cuMemAlloc_v2(&block, 2 * kMiB) == CUDA_SUCCESS, "cuMemAlloc_v2 of 2 MiB on device 1");
+    int ordinal = -1;
+    job.checks.expect(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, block) == CUDA_SUCCESS &&
+                          ordinal == 1,
+                      "the allocation is device 1's");
+    job.free_memory(during);
+    job.expect_charged_to_device_1(before, during, 2 * kMiB, "2 MiB allocated on device 1");
+    job.on(1);
+    job.checks.expect(cuMemFree_v2(block) == CUDA_SUCCESS, "cuMemFree_v2");
+    job.free_memory(after);
+    job.expect_charged_to_device_1(before, after, 0, "once freed");
+
+    CUstream streams[kDevices] = {};
+    CUevent events[kDevices] = {};
+    for (int d = 0; d < kDevices; ++d)
+        job.checks.expect(job.on(d) && cuStreamCreate(&streams[d], 0) == CUDA_SUCCESS &&
+                              cuEventCreate(&events[d], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS,
+                          "a stream and an event on device " + std::to_string(d));
+    job.on(1);
+    job.checks.expect(cuEventRecord(events[0], streams[1]) == CUDA_ERROR_INVALID_HANDLE,
+                      "device 0's event cannot be recorded on device 1's stream");
+    job.checks.expect(cuEventRecord(events[1], streams[1]) == CUDA_SUCCESS, "device 1's event is recorded there");
+    job.on(0);
+    job.checks.expect(cuStreamWaitEvent(streams[0], events[1], 0) == CUDA_SUCCESS,
+                      "device 0's stream may wait for device 1's event");
+    const fakecuda_device_counts c0 = fakecuda_device_counters(0);
+    job.checks.expect_eq("waits on device 0 for another device's event", c0.foreign_event_waits, 1);
+    job.checks.expect_eq("refused event records", fakecuda_counters().event_records_refused, 1);
+    for (int d = 0; d < kDevices; ++d)
+        job.checks.expect(job.on(d) && cuEventDestroy_v2(events[d]) == CUDA_SUCCESS &&
+                              cuStreamDestroy_v2(streams[d]) == CUDA_SUCCESS,
+                          "device " + std::to_string(d) + "'s stream and event destroyed");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const std::string mode = argc == 2 ? argv[1] : "";
+    void (*scenario)(Job&) = mode == "driver" ? driver : nullptr;
+    if (!scenario) {
+        std::fprintf(stderr, "usage: devices_test driver\n");
+        return 2;
+    }
+    Job job;
+    if (cuInit(0) != CUDA_SUCCESS) {
+        job.checks.expect(false, "cuInit");
+        return job.checks.exit_status();
+    }
+    int count = 0;
+    job.checks.expect(cuDeviceGetCount(&count) == CUDA_SUCCESS && count == kDevices,
+                      "the driver has two devices (FAKECUDA_DEVICES=2)");
+    for (int d = 0; d < kDevices && count == kDevices; ++d) {
+        CUdevice device = 0;
+        job.checks.expect(cuDeviceGet(&device, d) == CUDA_SUCCESS && cuDevicePrimaryCtxRetain(&job.contexts[d], device) == CUDA_SUCCESS,
+                          "device " + std::to_string(d) + "'s primary context");
+    }
+    if (job.checks.failures() == 0) scenario(job);
+    return job.checks.exit_status();
+}
