@@ -47,8 +47,9 @@ typedef struct uvmp_stats {
     uint64_t bytes_evicted;
 
     uint64_t iterations;            /* uvmp_mark_iteration calls */
-    uint64_t budget_bytes;          /* the emulated capacity of device 0 (0 before the first allocation) */
-    uint64_t guard_limit_bytes;     /* the physical guard's limit on device 0 */
+    uint64_t budget_bytes;          /* the emulated capacity of the first device the job allocated on
+                                       (0 before the first allocation; the stats file has each device's) */
+    uint64_t guard_limit_bytes;     /* the physical guard's limit on that device */
 
     uint64_t trace_records_written;
     uint64_t trace_records_dropped;

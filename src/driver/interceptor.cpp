@@ -85,10 +85,7 @@ DeviceBudget* Interceptor::budget_for_current_device(const DriverTable& table, C
         if (table.cuMemGetInfo_v2(&free_bytes, &total_bytes) != CUDA_SUCCESS) return nullptr;
         budget.count_over_budget_in(&devices_over_budget_);
         budget.configure(config_, free_bytes, total_bytes);
-        if (device == 0) {
-            stats_.budget_bytes.store(budget.budget(), std::memory_order_relaxed);
-            stats_.guard_limit_bytes.store(budget.guard_limit(), std::memory_order_relaxed);
-        }
+        stats_.device_configured(device, budget.budget(), budget.guard_limit());
         log::info("device {}: {} total, {} free at start; physical guard {}, budget {}", device,
                   format_size(total_bytes), format_size(free_bytes), format_size(budget.guard_limit()),
                   format_size(budget.budget()));
@@ -119,6 +116,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     if (!block) {
         if (why.reason == SlabRefusal::Reason::Guard) {
             stats_.add(stats_.guard_refusals);
+            stats_.add(stats_.device(device).guard_refusals);
             log::warn("{}", budget->refusal_message(bytes, why.bytes));
             return ConvertOutcome::GuardRefused;
         }
@@ -131,7 +129,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     budget->add_live(block->size);
     *dptr = block->address;
     const uint32_t id = registry_.add(*dptr, bytes, device, context, stream_ordered);
-    stats_.converted_allocated(bytes);
+    stats_.converted_allocated(device, bytes);
     if (trace_) {
         trace::Alloc record;
         record.id = id;
@@ -188,8 +186,7 @@ void Interceptor::populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevic
                                error_name(r));
             return;
         }
-        stats_.add(stats_.populate_calls);
-        stats_.add(stats_.bytes_populated, bytes);
+        stats_.moved(device, MoveCount::Populate, bytes);
         if (trace_) {
             trace::Move move;
             move.kind = trace::MoveKind::Populate;
@@ -217,7 +214,7 @@ void Interceptor::release_converted(const Allocation& allocation, uint64_t block
         executor_.post([this, id](Executor&) { planner_->allocation_removed(id); });
     }
     budgets_[static_cast<size_t>(allocation.device) % budgets_.size()].remove_live(block_bytes);
-    stats_.converted_freed(allocation.size);
+    stats_.converted_freed(allocation.device, allocation.size);
     if (trace_) {
         trace::Free record;
         record.id = allocation.id;

@@ -66,6 +66,7 @@ void Planner::check_seed(const PlannedAllocation& allocation) {
 Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
     DeviceModel& model = models_[device];
     if (!model.residency) {
+        model.device = device;
         // A long job that frees and allocates anew every step would grow the
         // per-chunk state with every byte it ever allocated: ids are reused.
         model.residency = std::make_unique<Residency>(budget, chunk_bytes_, ChunkIds::Reused);
@@ -73,6 +74,10 @@ Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
         model.residency->keep_recency_order(model.policy->reads_recency_order());
     }
     return model;
+}
+
+void Planner::publish(const DeviceModel& model) {
+    stats_.device(model.device).bytes_resident.store(model.residency->resident_bytes(), std::memory_order_relaxed);
 }
 
 void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t budget, bool populate) {
@@ -87,6 +92,7 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
         if (populate) move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model);
     });
     if (reused) bytes_reused_in_place_.fetch_add(reused, std::memory_order_relaxed);
+    publish(model);
 }
 
 void Planner::allocation_removed(uint32_t id) {
@@ -97,6 +103,7 @@ void Planner::allocation_removed(uint32_t id) {
         DeviceModel& model = found->second;
         model.reuse.note_removal(*model.residency, id, it->second.base);
         model.residency->remove_allocation(id);
+        publish(model);
     }
     allocations_.erase(it);
 }
@@ -130,6 +137,8 @@ void Planner::launch(const PlannedLaunch& launch) {
         stats_.add(stats_.launches_with_demand);
         stats_.add(stats_.bytes_demand_estimated, demand);
     }
+    stats_.add(stats_.device(model.device).launches_planned);
+    publish(model);
     if (!execute(plan_, launch.fence, model) && launch.fence) fences_.release(launch.fence);
 }
 
@@ -191,6 +200,7 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
     const auto call_start = std::chrono::steady_clock::now();
     const CUresult r = table->cuMemPrefetchAsync_v2(order.allocation.base + order.offset, bytes, location, 0, stream);
     stats_.add(stats_.move_calls);
+    stats_.add(stats_.device(order.allocation.device).move_calls);
     stats_.add(stats_.move_call_ns, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                               std::chrono::steady_clock::now() - call_start)
                                                               .count()));
@@ -202,14 +212,10 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
                            to_gpu ? "prefetch" : "eviction", format_size(bytes), error_name(r));
         return;
     }
-    switch (order.kind) {
-    case trace::MoveKind::Populate:
-        stats_.add(stats_.populate_calls);
-        stats_.add(stats_.bytes_populated, bytes);
-        break;
-    case trace::MoveKind::Evict: stats_.add(stats_.bytes_evicted, bytes); break;
-    default: stats_.add(stats_.bytes_prefetched, bytes); break;
-    }
+    const MoveCount what = order.kind == trace::MoveKind::Populate ? MoveCount::Populate
+                           : to_gpu                                ? MoveCount::Prefetch
+                                                                   : MoveCount::Evict;
+    stats_.moved(order.allocation.device, what, bytes);
     if (trace::TraceWriter* trace = trace_.load(std::memory_order_acquire)) {
         trace::Move record;
         record.kind = order.kind;

@@ -97,12 +97,15 @@ public:
 
 private:
     struct DeviceModel {
+        CUdevice device = 0;
         std::unique_ptr<Residency> residency;
         std::unique_ptr<uvmp::Policy> policy;
         ReuseInPlace reuse;
     };
 
     DeviceModel& model_for(CUdevice device, uint64_t budget);
+    // The model's resident bytes into the device's stats.
+    void publish(const DeviceModel& model);
     std::unique_ptr<uvmp::Policy> make_policy();
     // The seed holds only while the program allocates as it did when recorded.
     void check_seed(const PlannedAllocation& allocation);
