@@ -200,12 +200,19 @@ void Interceptor::populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevic
     });
 }
 
-void Interceptor::note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int device,
-                                          std::atomic<uint64_t>& reason) {
-    stats_.passed_through(reason, bytes);
+void Interceptor::note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, std::atomic<uint64_t>& reason,
+                                          const DriverTable& table) {
+    CUdevice device = -1;
+    if (table.cuCtxGetDevice(&device) != CUDA_SUCCESS || device < 0 ||
+        static_cast<size_t>(device) >= passthrough_live_.size()) {
+        // No device to charge: counted, and reported as the driver's own figures show it.
+        stats_.passed_through(reason, bytes);
+        return;
+    }
+    stats_.passed_through(reason, bytes, device);
     std::lock_guard lock(passthrough_mutex_);
     passthrough_[ptr] = PassthroughAllocation{bytes, device};
-    passthrough_live_[static_cast<size_t>(device) % passthrough_live_.size()] += bytes;
+    passthrough_live_[static_cast<size_t>(device)] += bytes;
 }
 
 void Interceptor::release_converted(const Allocation& allocation, uint64_t block_bytes) {
@@ -248,7 +255,8 @@ CUresult Interceptor::give_back(const Allocation& allocation, pool::StreamKey st
 void Interceptor::forget_passthrough(CUdeviceptr ptr) {
     std::lock_guard lock(passthrough_mutex_);
     if (auto it = passthrough_.find(ptr); it != passthrough_.end()) {
-        passthrough_live_[static_cast<size_t>(it->second.device) % passthrough_live_.size()] -= it->second.bytes;
+        passthrough_live_[static_cast<size_t>(it->second.device)] -= it->second.bytes;
+        stats_.passthrough_freed(it->second.device, it->second.bytes);
         passthrough_.erase(it);
     }
 }

@@ -178,8 +178,10 @@ private:
     // Every slab the pools made or gave back, with the device: logged, written to
     // the trace, and told to the planner (its dead bytes there are gone).
     void record_slab_events(int device, std::span<const pool::SlabEvent> events);
-    void note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int device,
-                                 std::atomic<uint64_t>& reason);
+    // An allocation the driver made: it takes the memory of the device whose
+    // context is current, until it is freed.
+    void note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, std::atomic<uint64_t>& reason,
+                                 const DriverTable& table);
     struct MemoryView {
         uint64_t free = 0;
         uint64_t total = 0;

@@ -5,6 +5,8 @@
 // library and without it, unless it says it is the library's.
 //
 // Usage: devices_test driver        the fake's two devices: contexts, memory, events
+//        devices_test passthrough   memory the library passes through on device 1
+//                                   is device 1's in cuMemGetInfo, not device 0's
 #include "check_list.h"
 #include "fakecuda.h"
 #include "library_api.h"
@@ -104,13 +106,43 @@ void driver(Job& job) {
                           "device " + std::to_string(d) + "'s stream and event destroyed");
 }
 
+// A stream-ordered allocation on a capturing stream is never converted (managed
+// memory cannot be allocated into a capture): the driver's own memory, on the
+// device whose context is current.
+void passthrough(Job& job) {
+    if (!job.on(1)) return;
+    CUstream stream = nullptr;
+    job.checks.expect(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS, "cuStreamCreate on device 1");
+    std::uint64_t before[kDevices], during[kDevices], after[kDevices];
+    job.free_memory(before);
+    job.on(1);
+    job.checks.expect(fakecuda_set_stream_capturing(stream, 1) == 0, "the stream captures");
+    CUdeviceptr passed = 0;
+    job.checks.expect(cuMemAllocAsync(&passed, 4 * kMiB, stream) == CUDA_SUCCESS,
+                      "cuMemAllocAsync of 4 MiB on a capturing stream of device 1");
+    job.checks.expect(fakecuda_set_stream_capturing(stream, 0) == 0, "the capture ends");
+    job.free_memory(during);
+    job.expect_charged_to_device_1(before, during, 4 * kMiB, "4 MiB passed through on device 1");
+    job.on(1);
+    job.checks.expect(cuMemFreeAsync(passed, stream) == CUDA_SUCCESS, "cuMemFreeAsync of it");
+    job.free_memory(after);
+    job.expect_charged_to_device_1(before, after, 0, "once freed");
+    if (const auto stats = job.library.stats())
+        job.checks.expect_eq("the library counts one allocation passed through for the capture",
+                             stats->passthrough_capture, 1);
+    job.on(1);
+    job.checks.expect(cuStreamDestroy_v2(stream) == CUDA_SUCCESS, "cuStreamDestroy");
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     const std::string mode = argc == 2 ? argv[1] : "";
-    void (*scenario)(Job&) = mode == "driver" ? driver : nullptr;
+    void (*scenario)(Job&) = mode == "driver"        ? driver
+                             : mode == "passthrough" ? passthrough
+                                                     : nullptr;
     if (!scenario) {
-        std::fprintf(stderr, "usage: devices_test driver\n");
+        std::fprintf(stderr, "usage: devices_test driver|passthrough\n");
         return 2;
     }
     Job job;

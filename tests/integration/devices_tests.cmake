@@ -15,3 +15,13 @@ set(UVMP_DEVICES_PASSED "OUTPUT_MATCHES_1=all [0-9]+ checks passed")
 uvmp_integration_checked_test(integration.devices.driver
   CHECKS "${UVMP_DEVICES_PASSED}"
   COMMAND env ${UVMP_TWO_DEVICES} ${UVMP_DEVICES_TEST} driver)
+
+# Memory passed through on device 1 is charged to device 1 (cuMemGetInfo there), not device 0.
+foreach(scenario passthrough)
+  uvmp_integration_checked_test(integration.devices.${scenario}
+    CHECKS "${UVMP_DEVICES_PASSED}"
+    COMMAND env ${UVMP_TWO_DEVICES} ${UVMP_DEVICES_LIBRARY} ${UVMP_DEVICES_TEST} ${scenario})
+  uvmp_integration_checked_test(integration.devices.${scenario}_without_library
+    CHECKS "${UVMP_DEVICES_PASSED}"
+    COMMAND env ${UVMP_TWO_DEVICES} ${UVMP_DEVICES_TEST} ${scenario})
+endforeach()
