@@ -78,6 +78,8 @@ typedef struct uvmp_stats {
     uint64_t graph_launches_unknown; /* graph launches of graphs the library could not walk: not planned */
     uint64_t graph_steps_replayed;  /* kernel, copy and set nodes the graph launches ran, each planned
                                        as a launch of its own */
+    uint64_t passthrough_app_managed; /* the application's own cuMemAllocManaged: counted against its
+                                         device's memory, never converted or moved */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

@@ -86,6 +86,12 @@ public:
     void note_default_pool(CUdevice device, CUmemoryPool pool) { pools_.note_default_pool(device, pool); }
     void note_current_pool(CUdevice device, CUmemoryPool pool) { pools_.note_current_pool(device, pool); }
     void note_passthrough_host(uint64_t bytes) { stats_.passed_through(stats_.passthrough_host, bytes); }
+    // The application's own managed memory: neither converted nor moved, but it
+    // may be on the GPU as much as the library's, so it counts against the free
+    // memory reported on its device until it is freed.
+    void note_app_managed(CUdeviceptr ptr, uint64_t bytes, const DriverTable& table) {
+        note_passthrough_device(ptr, bytes, stats_.passthrough_app_managed, table);
+    }
     // Pointer-attribute answers for converted memory, when hiding is on.
     void adjust_pointer_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr ptr) const;
     void note_ipc_failure(CUdeviceptr ptr, CUresult result) const;

@@ -7,6 +7,7 @@
 // Usage: devices_test driver        the fake's two devices: contexts, memory, events
 //        devices_test passthrough   memory the library passes through on device 1
 //                                   is device 1's in cuMemGetInfo, not device 0's
+//        devices_test managed       so is the application's own managed memory
 #include "check_list.h"
 #include "fakecuda.h"
 #include "library_api.h"
@@ -134,15 +135,38 @@ void passthrough(Job& job) {
     job.checks.expect(cuStreamDestroy_v2(stream) == CUDA_SUCCESS, "cuStreamDestroy");
 }
 
+// The application's own managed memory is left as it is (the library neither
+// converts nor moves it), but it is the job's: not free on its device.
+void managed(Job& job) {
+    std::uint64_t before[kDevices], during[kDevices], after[kDevices];
+    job.free_memory(before);
+    job.on(1);
+    CUdeviceptr own = 0;
+    job.checks.expect(cuMemAllocManaged(&own, 2 * kMiB, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS,
+                      "cuMemAllocManaged of 2 MiB on device 1");
+    job.free_memory(during);
+    job.expect_charged_to_device_1(before, during, 2 * kMiB, "2 MiB of the application's managed memory on device 1");
+    if (const auto stats = job.library.stats()) {
+        job.checks.expect_eq("the library counts the application's managed allocation", stats->passthrough_app_managed, 1);
+        job.checks.expect_eq("and converts nothing", stats->allocs_converted, 0);
+    }
+    job.on(1);
+    job.checks.expect(cuMemFree_v2(own) == CUDA_SUCCESS, "cuMemFree_v2 of it");
+    job.free_memory(after);
+    job.expect_charged_to_device_1(before, after, 0, "once freed");
+    job.checks.expect_eq("nothing was moved", fakecuda_counters().prefetch_calls, 0);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     const std::string mode = argc == 2 ? argv[1] : "";
     void (*scenario)(Job&) = mode == "driver"        ? driver
                              : mode == "passthrough" ? passthrough
+                             : mode == "managed"     ? managed
                                                      : nullptr;
     if (!scenario) {
-        std::fprintf(stderr, "usage: devices_test driver|passthrough\n");
+        std::fprintf(stderr, "usage: devices_test driver|passthrough|managed\n");
         return 2;
     }
     Job job;

@@ -16,8 +16,9 @@ uvmp_integration_checked_test(integration.devices.driver
   CHECKS "${UVMP_DEVICES_PASSED}"
   COMMAND env ${UVMP_TWO_DEVICES} ${UVMP_DEVICES_TEST} driver)
 
-# Memory passed through on device 1 is charged to device 1 (cuMemGetInfo there), not device 0.
-foreach(scenario passthrough)
+# Memory passed through on device 1, and the application's own managed memory there, is
+# charged to device 1 (cuMemGetInfo there), not device 0.
+foreach(scenario passthrough managed)
   uvmp_integration_checked_test(integration.devices.${scenario}
     CHECKS "${UVMP_DEVICES_PASSED}"
     COMMAND env ${UVMP_TWO_DEVICES} ${UVMP_DEVICES_LIBRARY} ${UVMP_DEVICES_TEST} ${scenario})

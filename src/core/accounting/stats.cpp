@@ -148,7 +148,9 @@ std::vector<std::string> Stats::summary_lines() const {
                     sz(bytes_passed_through) + "; vmm " + n(passthrough_vmm) + ", host " +
                     n(passthrough_host) + ", graph capture " + n(passthrough_capture) +
                     ", managed refused " + n(passthrough_managed_failed) + ", inactive " +
-                    n(passthrough_inactive) + ")");
+                    n(passthrough_inactive) +
+                    (v(passthrough_app_managed) ? ", the application's managed " + n(passthrough_app_managed) : "") +
+                    ")");
     const uint64_t seen = v(launches_seen);
     const double pct = seen ? 100.0 * static_cast<double>(v(launches_with_access)) /
                                   static_cast<double>(seen)

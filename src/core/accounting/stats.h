@@ -25,7 +25,7 @@ namespace uvmp {
     X(bytes_demand_estimated) X(launches_with_demand) X(launch_calls_timed) X(launch_call_ns)        \
     X(launches_captured) X(launches_fenced) X(hooks_timed) X(hook_ns) X(pool_slabs_created)          \
     X(pool_slabs_released) X(pool_reserved_bytes) X(pool_reserved_peak) X(graph_launches)            \
-    X(graph_launches_unknown) X(graph_steps_replayed)
+    X(graph_launches_unknown) X(graph_steps_replayed) X(passthrough_app_managed)
 
 // What a move did, for the counters it adds to.
 enum class MoveCount { Populate, Prefetch, Evict };
