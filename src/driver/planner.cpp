@@ -8,25 +8,6 @@
 
 namespace uvmp::driver {
 
-CUevent FencePool::acquire(const DriverTable& table) {
-    {
-        std::lock_guard lock(mutex_);
-        if (!free_.empty()) {
-            CUevent e = free_.back();
-            free_.pop_back();
-            return e;
-        }
-    }
-    CUevent e = nullptr;
-    if (table.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return nullptr;
-    return e;
-}
-
-void FencePool::release(CUevent event) {
-    std::lock_guard lock(mutex_);
-    free_.push_back(event);
-}
-
 Planner::Planner(ResidencyPolicy policy, uint64_t chunk_bytes, std::string trace_in, Stats& stats,
                  const Registry& registry, FencePool& fences, Executor& mover)
     : kind_(policy), chunk_bytes_(chunk_bytes), trace_in_(std::move(trace_in)), stats_(stats), registry_(registry),

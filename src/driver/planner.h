@@ -22,10 +22,10 @@
 #include "core/trace/writer.h"
 #include "driver/driver_table.h"
 #include "driver/executor.h"
+#include "driver/fence_pool.h"
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -48,18 +48,6 @@ struct PlannedLaunch {
     // Recorded on the launch's stream just before the launch, or nullptr: it
     // completes when everything queued before the launch has run.
     CUevent fence;
-};
-
-// Events the launch path records in front of launches, so that the moves planned
-// for a launch start on the GPU's time, not the application thread's.
-class FencePool {
-public:
-    CUevent acquire(const DriverTable& table);
-    void release(CUevent event);
-
-private:
-    std::mutex mutex_;
-    std::vector<CUevent> free_;
 };
 
 class Planner {
