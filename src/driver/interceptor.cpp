@@ -520,7 +520,8 @@ void Interceptor::post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t
     // The fence orders evictions after the kernels before this launch. While all
     // converted memory fits, no plan evicts, and the event record (which contends
     // with the launch itself for the driver) is not worth its cost.
-    PlannedLaunch planned{seq, kernel_id, {}, all_converted_memory_fits() ? nullptr : record_fence(site.flavor, site.stream)};
+    PlannedLaunch planned{seq, kernel_id, {}, all_converted_memory_fits() ? nullptr : record_fence(site.flavor, site.stream),
+                          launch_origin()};
     planned.accesses.reserve(hits.size());
     for (const AccessHit& h : hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
     const CUevent fence = planned.fence;
@@ -565,6 +566,14 @@ CUevent Interceptor::record_fence(StreamFlavor flavor, CUstream stream) {
     }
     stats_.add(stats_.launches_fenced);
     return event;
+}
+
+LaunchOrigin Interceptor::launch_origin() const {
+    const DriverTable* table = driver_table_if_ready();
+    LaunchOrigin origin;
+    if (!table || table->cuCtxGetCurrent(&origin.context) != CUDA_SUCCESS || !origin.context) return {};
+    if (table->cuCtxGetDevice(&origin.device) != CUDA_SUCCESS) origin.device = -1;
+    return origin;
 }
 
 void Interceptor::mark_iteration() {

@@ -204,6 +204,9 @@ private:
     void open_trace_if_needed(const DriverTable& table);
     void describe_kernel(const void* handle, KernelInfo& info) const;
     CUevent record_fence(StreamFlavor flavor, CUstream stream);
+    // The context current on the launching thread and its device: where the
+    // launch runs, and so where the moves planned for it go.
+    LaunchOrigin launch_origin() const;
     // True while every device's converted memory fits its budget: nothing can need evicting.
     bool all_converted_memory_fits() const;
     // Where the launch's stream stands, asked only when a planner or the trace needs it.

@@ -8,13 +8,21 @@
 //        devices_test passthrough   memory the library passes through on device 1
 //                                   is device 1's in cuMemGetInfo, not device 0's
 //        devices_test managed       so is the application's own managed memory
+//        devices_test planning      kernels on both devices under a budget each:
+//                                   every move for a launch goes to the launching
+//                                   device, behind that device's fence, and the
+//                                   buffers hold what they would without the library
 #include "check_list.h"
 #include "fakecuda.h"
 #include "library_api.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
+#include <vector>
 
 using namespace uvmp_integration;
 
@@ -157,6 +165,121 @@ void managed(Job& job) {
     job.checks.expect_eq("nothing was moved", fakecuda_counters().prefetch_calls, 0);
 }
 
+// Kernels on both devices under a budget a device (16 MiB and 8 MiB, footprints
+// of twice that), one of device 1's kernels naming a buffer of device 0 as well,
+// as a kernel may read a peer's memory. Sets and copies between the launches
+// give the buffers contents that the library must not change.
+constexpr int kBuffers = 4;
+constexpr std::uint64_t kBufferBytes[kDevices] = {8 * kMiB, 4 * kMiB};
+constexpr std::size_t kWords = 4096; // of each buffer, set and copied
+constexpr int kIterations = 12;
+
+// What the sets and copies leave in the words of each buffer, worked out on the host.
+struct Contents {
+    std::vector<std::uint32_t> words[kDevices][kBuffers];
+
+    Contents() {
+        for (auto& device : words)
+            for (auto& buffer : device) buffer.assign(kWords, 0);
+    }
+};
+
+std::uint32_t fill_value(int iteration, int device, int buffer) {
+    return static_cast<std::uint32_t>(iteration * 1000 + device * 100 + buffer);
+}
+
+std::uint64_t checksum(const std::vector<std::uint32_t>& words, std::uint64_t hash) {
+    for (std::uint32_t w : words) hash = (hash ^ w) * 1099511628211ull; // FNV-1a over words
+    return hash;
+}
+
+void planning(Job& job) {
+    CUdeviceptr buffers[kDevices][kBuffers] = {};
+    CUstream streams[kDevices] = {};
+    for (int d = 0; d < kDevices; ++d) {
+        if (!job.on(d)) return;
+        job.checks.expect(cuStreamCreate(&streams[d], CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS,
+                          "a stream on device " + std::to_string(d));
+        for (auto& buffer : buffers[d])
+            job.checks.expect(cuMemAlloc_v2(&buffer, kBufferBytes[d]) == CUDA_SUCCESS,
+                              "cuMemAlloc_v2 on device " + std::to_string(d));
+    }
+    const std::size_t offsets[] = {0, 8, 16};
+    const std::size_t sizes[] = {8, 8, 8};
+    const CUfunction pair = fakecuda_make_function("pair", 2, offsets, sizes);
+    const CUfunction peer = fakecuda_make_function("peer", 3, offsets, sizes);
+    if (job.checks.failures() != 0 || !pair || !peer) return;
+
+    Contents expected;
+    std::uint64_t launches[kDevices] = {};
+    for (int t = 0; t < kIterations; ++t) {
+        for (int d = 0; d < kDevices; ++d) {
+            job.on(d);
+            for (int b = 0; b < kBuffers; ++b) {
+                CUdeviceptr x = buffers[d][b], y = buffers[d][(b + 1) % kBuffers], from_peer = buffers[0][0];
+                const std::uint32_t value = fill_value(t, d, b);
+                job.checks.expect(cuMemsetD32Async(x, value, kWords, streams[d]) == CUDA_SUCCESS, "cuMemsetD32Async");
+                std::fill(expected.words[d][b].begin(), expected.words[d][b].end(), value);
+                // Device 1's first kernel names device 0's first buffer before its own.
+                const bool names_peer = d == 1 && b == 0;
+                void* pair_args[] = {&x, &y};
+                void* peer_args[] = {&from_peer, &x, &y};
+                job.checks.expect(cuLaunchKernel(names_peer ? peer : pair, 1, 1, 1, 32, 1, 1, 0, streams[d],
+                                                 names_peer ? peer_args : pair_args, nullptr) == CUDA_SUCCESS,
+                                  "launch on device " + std::to_string(d));
+                ++launches[d];
+                // Half of x into the second half of y.
+                const std::size_t half = kWords / 2 * sizeof(std::uint32_t);
+                job.checks.expect(cuMemcpyDtoDAsync_v2(y + half, x, half, streams[d]) == CUDA_SUCCESS,
+                                  "cuMemcpyDtoDAsync");
+                auto& to = expected.words[d][(b + 1) % kBuffers];
+                std::copy_n(expected.words[d][b].begin(), kWords / 2, to.begin() + kWords / 2);
+            }
+        }
+        if (job.library.mark_iteration) job.library.mark_iteration();
+        // Time for the worker to plan and the mover to move: the application and
+        // the GPU are far apart in a real job, and the fake's GPU is never behind.
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+    // The fake's memory is host memory: the buffers read back as they are.
+    std::uint64_t got = 14695981039346656037ull, want = got;
+    for (int d = 0; d < kDevices; ++d)
+        for (int b = 0; b < kBuffers; ++b) {
+            const auto* words = reinterpret_cast<const std::uint32_t*>(buffers[d][b]);
+            got = checksum(std::vector<std::uint32_t>(words, words + kWords), got);
+            want = checksum(expected.words[d][b], want);
+        }
+    job.checks.expect_eq("the buffers' contents", got, want);
+    std::printf("checksum %016llx\n", static_cast<unsigned long long>(got));
+
+    for (int d = 0; d < kDevices; ++d)
+        job.checks.expect_eq("launches reaching device " + std::to_string(d),
+                             fakecuda_device_counters(d).launches, launches[d]);
+    if (job.library.present()) {
+        const fakecuda_counts c = fakecuda_counters();
+        job.checks.expect_eq("fences recorded on another context's stream (refused)", c.event_records_refused, 0);
+        job.checks.expect_eq("moves issued on another device's stream or behind its fence", c.moves_across_devices, 0);
+        for (int d = 0; d < kDevices; ++d) {
+            const fakecuda_device_counts dc = fakecuda_device_counters(d);
+            const std::string device = "device " + std::to_string(d);
+            job.checks.expect(dc.stream_waits > 0, device + ": moves waited for launches' fences (" +
+                                                       std::to_string(dc.stream_waits) + " waits)");
+            job.checks.expect_eq(device + ": waits for another device's fence", dc.foreign_event_waits, 0);
+            job.checks.expect(dc.prefetch_bytes > 0,
+                              device + ": data moved to it (" + std::to_string(dc.prefetch_bytes) + " bytes)");
+            job.checks.expect(dc.prefetch_to_host_bytes > 0, device + ": its data evicted to make room (" +
+                                                                 std::to_string(dc.prefetch_to_host_bytes) + " bytes)");
+        }
+    }
+    for (int d = 0; d < kDevices; ++d) {
+        job.on(d);
+        for (CUdeviceptr buffer : buffers[d]) job.checks.expect(cuMemFree_v2(buffer) == CUDA_SUCCESS, "cuMemFree_v2");
+        job.checks.expect(cuStreamDestroy_v2(streams[d]) == CUDA_SUCCESS, "cuStreamDestroy");
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -164,9 +287,10 @@ int main(int argc, char** argv) {
     void (*scenario)(Job&) = mode == "driver"        ? driver
                              : mode == "passthrough" ? passthrough
                              : mode == "managed"     ? managed
+                             : mode == "planning"    ? planning
                                                      : nullptr;
     if (!scenario) {
-        std::fprintf(stderr, "usage: devices_test driver|passthrough|managed\n");
+        std::fprintf(stderr, "usage: devices_test driver|passthrough|managed|planning\n");
         return 2;
     }
     Job job;

@@ -26,3 +26,26 @@ foreach(scenario passthrough managed)
     CHECKS "${UVMP_DEVICES_PASSED}"
     COMMAND env ${UVMP_TWO_DEVICES} ${UVMP_DEVICES_TEST} ${scenario})
 endforeach()
+
+# Kernels on both devices under each policy that moves data: each launch planned on its own
+# device, its moves sent there behind its own fence (devices_test checks the fake's counts),
+# and the stats file and summary give each device's budget and figures. The buffers read
+# back as without the library.
+set(UVMP_DEVICES_CHECKSUM "OUTPUT_MATCHES_2=checksum 23aab9bbf9479325")
+set(UVMP_DEVICES_STATS ${CMAKE_CURRENT_BINARY_DIR}/devices-stats)
+# Lists in a shell command line: words apart, not a list's semicolons.
+string(REPLACE ";" " " UVMP_DEVICES_SHELL_ENV "${UVMP_TWO_DEVICES};${UVMP_DEVICES_LIBRARY}")
+foreach(policy learned demand-lru)
+  set(stats ${UVMP_DEVICES_STATS}/${policy}.json)
+  uvmp_integration_checked_test(integration.devices.planning_${policy}
+    CHECKS "${UVMP_DEVICES_PASSED}" "${UVMP_DEVICES_CHECKSUM}"
+           "OUTPUT_MATCHES_3=\"device\": 0,[^}]*\"budget_bytes\": 16777216,[^}]*\"bytes_converted_peak\": 33554432"
+           "OUTPUT_MATCHES_4=\"device\": 1,[^}]*\"budget_bytes\": 8388608,[^}]*\"bytes_converted_peak\": 16777216"
+           "OUTPUT_MATCHES_5=device 0: budget 16.0 MiB, physical guard [0-9.]+ MiB. converted 4 \\(32.0 MiB"
+           "OUTPUT_MATCHES_6=device 1: budget 8.0 MiB, physical guard [0-9.]+ MiB. converted 4 \\(16.0 MiB"
+    COMMAND sh -c "mkdir -p ${UVMP_DEVICES_STATS} && rm -f ${stats} && env ${UVMP_DEVICES_SHELL_ENV} \
+            UVMP_POLICY=${policy} UVMP_SUMMARY=1 UVMP_STATS_FILE=${stats} ${UVMP_DEVICES_TEST} planning && cat ${stats}")
+endforeach()
+uvmp_integration_checked_test(integration.devices.planning_without_library
+  CHECKS "${UVMP_DEVICES_PASSED}" "${UVMP_DEVICES_CHECKSUM}"
+  COMMAND env ${UVMP_TWO_DEVICES} ${UVMP_DEVICES_TEST} planning)
