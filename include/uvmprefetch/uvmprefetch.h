@@ -47,8 +47,9 @@ typedef struct uvmp_stats {
     uint64_t bytes_evicted;
 
     uint64_t iterations;            /* uvmp_mark_iteration calls */
-    uint64_t budget_bytes;          /* the emulated capacity of device 0 (0 before the first allocation) */
-    uint64_t guard_limit_bytes;     /* the physical guard's limit on device 0 */
+    uint64_t budget_bytes;          /* the emulated capacity of the first device the job allocated on
+                                       (0 before the first allocation; the stats file has each device's) */
+    uint64_t guard_limit_bytes;     /* the physical guard's limit on that device */
 
     uint64_t trace_records_written;
     uint64_t trace_records_dropped;
@@ -79,6 +80,8 @@ typedef struct uvmp_stats {
                                        as a launch of its own */
     uint64_t launches_planned;      /* launches (graph steps included) the policy was handed; with
                                        launches_unplanned, every one that had an access and ran */
+    uint64_t passthrough_app_managed; /* the application's own cuMemAllocManaged: counted against its
+                                         device's memory, never converted or moved */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

@@ -33,6 +33,7 @@
                                           CUstream stream))                                        \
     X(cuMemAllocFromPoolAsync_ptsz, CUresult, (CUdeviceptr * dptr, size_t bytesize,                \
                                                CUmemoryPool pool, CUstream stream))                \
+    X(cuMemAllocManaged, CUresult, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags))      \
     X(cuMemFree_v2, CUresult, (CUdeviceptr dptr))                                                   \
     X(cuMemFreeAsync, CUresult, (CUdeviceptr dptr, CUstream stream))                               \
     X(cuMemFreeAsync_ptsz, CUresult, (CUdeviceptr dptr, CUstream stream))                          \
@@ -137,7 +138,6 @@
     X(cuInit, CUresult, (unsigned int flags))                                                      \
     X(cuDriverGetVersion, CUresult, (int* version))                                                \
     X(cuGetErrorName, CUresult, (CUresult error, const char** name))                               \
-    X(cuMemAllocManaged, CUresult, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags))      \
     X(cuCtxGetCurrent, CUresult, (CUcontext * ctx))                                                 \
     X(cuCtxSetCurrent, CUresult, (CUcontext ctx))                                                   \
     X(cuCtxGetDevice, CUresult, (CUdevice * device))                                               \

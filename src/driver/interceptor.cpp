@@ -100,10 +100,7 @@ DeviceBudget* Interceptor::budget_for_current_device(const DriverTable& table, C
         if (table.cuMemGetInfo_v2(&free_bytes, &total_bytes) != CUDA_SUCCESS) return nullptr;
         budget.count_over_budget_in(&devices_over_budget_);
         budget.configure(config_, free_bytes, total_bytes);
-        if (device == 0) {
-            stats_.budget_bytes.store(budget.budget(), std::memory_order_relaxed);
-            stats_.guard_limit_bytes.store(budget.guard_limit(), std::memory_order_relaxed);
-        }
+        stats_.device_configured(device, budget.budget(), budget.guard_limit());
         log::info("device {}: {} total, {} free at start; physical guard {}, budget {}", device,
                   format_size(total_bytes), format_size(free_bytes), format_size(budget.guard_limit()),
                   format_size(budget.budget()));
@@ -134,6 +131,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     if (!block) {
         if (why.reason == SlabRefusal::Reason::Guard) {
             stats_.add(stats_.guard_refusals);
+            stats_.add(stats_.device(device).guard_refusals);
             log::warn("{}", budget->refusal_message(bytes, why.bytes));
             return ConvertOutcome::GuardRefused;
         }
@@ -146,7 +144,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     budget->add_live(block->size);
     *dptr = block->address;
     const uint32_t id = registry_.add(*dptr, bytes, device, context, stream_ordered);
-    stats_.converted_allocated(bytes);
+    stats_.converted_allocated(device, bytes);
     if (trace_) {
         trace::Alloc record;
         record.id = id;
@@ -204,8 +202,7 @@ void Interceptor::populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevic
                                error_name(r));
             return;
         }
-        stats_.add(stats_.populate_calls);
-        stats_.add(stats_.bytes_populated, bytes);
+        stats_.moved(device, MoveCount::Populate, bytes);
         if (trace_) {
             trace::Move move;
             move.kind = trace::MoveKind::Populate;
@@ -219,12 +216,19 @@ void Interceptor::populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevic
     });
 }
 
-void Interceptor::note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int device,
-                                          std::atomic<uint64_t>& reason) {
-    stats_.passed_through(reason, bytes);
+void Interceptor::note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, std::atomic<uint64_t>& reason,
+                                          const DriverTable& table) {
+    CUdevice device = -1;
+    if (table.cuCtxGetDevice(&device) != CUDA_SUCCESS || device < 0 ||
+        static_cast<size_t>(device) >= passthrough_live_.size()) {
+        // No device to charge: counted, and reported as the driver's own figures show it.
+        stats_.passed_through(reason, bytes);
+        return;
+    }
+    stats_.passed_through(reason, bytes, device);
     std::lock_guard lock(passthrough_mutex_);
     passthrough_[ptr] = PassthroughAllocation{bytes, device};
-    passthrough_live_[static_cast<size_t>(device) % passthrough_live_.size()] += bytes;
+    passthrough_live_[static_cast<size_t>(device)] += bytes;
 }
 
 void Interceptor::release_converted(const Allocation& allocation, uint64_t block_bytes) {
@@ -233,7 +237,7 @@ void Interceptor::release_converted(const Allocation& allocation, uint64_t block
         executor_.post([this, id](Executor&) { planner_->allocation_removed(id); });
     }
     budgets_[static_cast<size_t>(allocation.device) % budgets_.size()].remove_live(block_bytes);
-    stats_.converted_freed(allocation.size);
+    stats_.converted_freed(allocation.device, allocation.size);
     if (trace_) {
         trace::Free record;
         record.id = allocation.id;
@@ -267,7 +271,8 @@ CUresult Interceptor::give_back(const Allocation& allocation, pool::StreamKey st
 void Interceptor::forget_passthrough(CUdeviceptr ptr) {
     std::lock_guard lock(passthrough_mutex_);
     if (auto it = passthrough_.find(ptr); it != passthrough_.end()) {
-        passthrough_live_[static_cast<size_t>(it->second.device) % passthrough_live_.size()] -= it->second.bytes;
+        passthrough_live_[static_cast<size_t>(it->second.device)] -= it->second.bytes;
+        stats_.passthrough_freed(it->second.device, it->second.bytes);
         passthrough_.erase(it);
     }
 }
@@ -552,16 +557,17 @@ void Interceptor::post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t
     // The fence orders evictions after the kernels before this launch. While all
     // converted memory fits, no plan evicts, and the event record (which contends
     // with the launch itself for the driver) is not worth its cost.
-    const CUevent fence = all_converted_memory_fits() ? nullptr : record_fence(site.flavor, site.stream);
+    const LaunchOrigin origin = launch_origin();
+    const CUevent fence = all_converted_memory_fits() ? nullptr : record_fence(site.flavor, site.stream, origin.context);
     LaunchLane* lane = lane_.load(std::memory_order_acquire);
     if (lane && LaunchLane::fits(hits)) {
-        if (executor_.accepting() && lane->put(seq, kernel_id, hits, fence)) executor_.lane_filled();
+        if (executor_.accepting() && lane->put(seq, kernel_id, hits, fence, origin)) executor_.lane_filled();
         else count_unplanned(fence);
         return;
     }
     // More accesses than a record holds (or no lane yet): a task of its own, which
     // comes after what the lane holds now, as the launch does.
-    PlannedLaunch planned{seq, kernel_id, {}, fence};
+    PlannedLaunch planned{seq, kernel_id, {}, fence, origin};
     planned.accesses.reserve(hits.size());
     for (const AccessHit& h : hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
     const bool queued = executor_.post_unless_backlogged(
@@ -595,13 +601,13 @@ bool Interceptor::all_converted_memory_fits() const {
     return devices_over_budget_.load(std::memory_order_acquire) == 0;
 }
 
-CUevent Interceptor::record_fence(StreamFlavor flavor, CUstream stream) {
+CUevent Interceptor::record_fence(StreamFlavor flavor, CUstream stream, CUcontext context) {
     // Recorded before the launch is forwarded, so it completes when the work
     // queued before this launch has: the moves planned for the launch wait on it.
     // A fraction of a microsecond per launch.
     const DriverTable* table = driver_table_if_ready();
     if (!table) return nullptr;
-    CUevent event = fences_.acquire(*table);
+    CUevent event = context ? fences_.acquire(*table, context) : fences_.acquire(*table);
     if (!event) return nullptr;
     auto record = flavor == StreamFlavor::PerThread ? table->cuEventRecord_ptsz : table->cuEventRecord;
     if (record(event, stream) != CUDA_SUCCESS) {
@@ -610,6 +616,14 @@ CUevent Interceptor::record_fence(StreamFlavor flavor, CUstream stream) {
     }
     stats_.add(stats_.launches_fenced);
     return event;
+}
+
+LaunchOrigin Interceptor::launch_origin() const {
+    const DriverTable* table = driver_table_if_ready();
+    LaunchOrigin origin;
+    if (!table || table->cuCtxGetCurrent(&origin.context) != CUDA_SUCCESS || !origin.context) return {};
+    if (table->cuCtxGetDevice(&origin.device) != CUDA_SUCCESS) origin.device = -1;
+    return origin;
 }
 
 void Interceptor::mark_iteration() {

@@ -87,6 +87,12 @@ public:
     void note_default_pool(CUdevice device, CUmemoryPool pool) { pools_.note_default_pool(device, pool); }
     void note_current_pool(CUdevice device, CUmemoryPool pool) { pools_.note_current_pool(device, pool); }
     void note_passthrough_host(uint64_t bytes) { stats_.passed_through(stats_.passthrough_host, bytes); }
+    // The application's own managed memory: neither converted nor moved, but it
+    // may be on the GPU as much as the library's, so it counts against the free
+    // memory reported on its device until it is freed.
+    void note_app_managed(CUdeviceptr ptr, uint64_t bytes, const DriverTable& table) {
+        note_passthrough_device(ptr, bytes, stats_.passthrough_app_managed, table);
+    }
     // Pointer-attribute answers for converted memory, when hiding is on.
     void adjust_pointer_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr ptr) const;
     void note_ipc_failure(CUdeviceptr ptr, CUresult result) const;
@@ -182,8 +188,10 @@ private:
     // Every slab the pools made or gave back, with the device: logged, written to
     // the trace, and told to the planner (its dead bytes there are gone).
     void record_slab_events(int device, std::span<const pool::SlabEvent> events);
-    void note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int device,
-                                 std::atomic<uint64_t>& reason);
+    // An allocation the driver made: it takes the memory of the device whose
+    // context is current, until it is freed.
+    void note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, std::atomic<uint64_t>& reason,
+                                 const DriverTable& table);
     struct MemoryView {
         uint64_t free = 0;
         uint64_t total = 0;
@@ -199,7 +207,10 @@ private:
     void forget_passthrough(CUdeviceptr ptr);
     void open_trace_if_needed(const DriverTable& table);
     void describe_kernel(const void* handle, KernelInfo& info) const;
-    CUevent record_fence(StreamFlavor flavor, CUstream stream);
+    CUevent record_fence(StreamFlavor flavor, CUstream stream, CUcontext context);
+    // The context current on the launching thread and its device: where the
+    // launch runs, and so where the moves planned for it go.
+    LaunchOrigin launch_origin() const;
     // True while every device's converted memory fits its budget: nothing can need evicting.
     bool all_converted_memory_fits() const;
     // Where the launch's stream stands, asked only when a planner or the trace needs it.

@@ -81,6 +81,7 @@ void Interceptor::after_fork_in_child() {
     graphs_.clear(); // a child cannot launch its parent's graphs
     passthrough_.clear();
     vmm_handles_.clear();
+    for (auto& bytes : passthrough_live_) bytes.store(0, std::memory_order_relaxed);
     // The parent's slabs and the guard's count of them are the parent's.
     pools_.forget_after_fork();
     for (DeviceBudget& budget : budgets_) {

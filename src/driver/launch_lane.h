@@ -25,6 +25,7 @@ struct LaunchRecord {
 
     uint64_t seq = 0;
     CUevent fence = nullptr;
+    LaunchOrigin origin;
     uint32_t kernel_id = 0;
     uint32_t count = 0;
     uint32_t alloc_ids[kMaxAccesses] = {};
@@ -41,7 +42,8 @@ public:
     static bool fits(std::span<const AccessHit> hits) { return hits.size() <= LaunchRecord::kMaxAccesses; }
     // Any thread; `hits` must fit. False when the ring is full (the worker is
     // that many launches behind): the launch is the caller's to count unplanned.
-    bool put(uint64_t seq, uint32_t kernel_id, std::span<const AccessHit> hits, CUevent fence);
+    bool put(uint64_t seq, uint32_t kernel_id, std::span<const AccessHit> hits, CUevent fence,
+             const LaunchOrigin& origin);
 
     uint64_t end() const override { return ring_.end(); }
     void drain_until(uint64_t end) override;
