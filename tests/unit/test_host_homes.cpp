@@ -1,5 +1,7 @@
 #include "core/placement/host_homes.h"
 #include "core/placement/timing_prior.h"
+#include "core/sim/home_search.h"
+#include "core/model/chunk_schedule.h"
 
 #include "trace_fixtures.h"
 
@@ -110,4 +112,32 @@ TEST_CASE("host homes: nothing moves home where all fits, a step of other sizes 
 
     const std::vector<uint64_t> none{0};
     CHECK_THROWS_AS(with_host_homes(t, none, 3 * kGiB, prior), std::invalid_argument);
+}
+
+TEST_CASE("home search: the simulated step of each prefix tried, the fastest kept", "[placement][simulator]") {
+    std::vector<uint64_t> bounds;
+    const trace::Trace t = three_steps(bounds);
+    const TimingPrior prior = TimingPrior::from_trace(t);
+    SimConfig config;
+    config.budget_bytes = 3 * kGiB;
+    config.policy = PolicyKind::Learned;
+    const SearchedHomes searched = search_host_homes(t, bounds, config, prior, Rates{});
+    // The order has the streamed activation alone: none of it, and all of it.
+    REQUIRE(searched.tried.size() == 2);
+    CHECK(searched.tried[0].taken == 0);
+    CHECK(searched.tried[0].host_bytes == 0);
+    CHECK(searched.tried[1].taken == 1);
+    CHECK(searched.tried[1].host_bytes == kGiB);
+    const auto fastest = std::min_element(searched.tried.begin(), searched.tried.end(),
+                                          [](const auto& a, const auto& b) { return a.step_seconds < b.step_seconds; });
+    CHECK(searched.result.step_seconds == fastest->step_seconds);
+    CHECK(searched.homes.choice.taken == fastest->taken);
+    // Each figure is the simulation of the trace its prefix makes.
+    for (const SearchedHomes::Tried& tried : searched.tried) {
+        const HostHomesOutcome homes = with_host_homes(t, bounds, config.budget_bytes, prior, Rates{}, tried.taken);
+        const ChunkSchedule schedule(homes.trace, config.chunk_bytes);
+        CHECK(simulate(homes.trace, schedule, bounds, config).step_seconds == tried.step_seconds);
+    }
+    // A 1 GiB eviction and fetch cost more than two trips of 1 GiB beside 21 ms of kernels: the host wins.
+    CHECK(searched.homes.choice.taken == 1);
 }

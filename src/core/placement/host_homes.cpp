@@ -48,7 +48,8 @@ private:
 } // namespace
 
 HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint64_t> bounds, uint64_t budget_bytes,
-                                 const ToleranceSource& tolerance, const Rates& rates) {
+                                 const ToleranceSource& tolerance, const Rates& rates,
+                                 std::optional<size_t> taken) {
     if (bounds.size() < 2) throw std::invalid_argument("host homes need at least one full iteration of the trace");
     HostHomesOutcome out;
     const size_t learned = bounds.size() >= 3 ? 1 : 0;
@@ -56,7 +57,11 @@ HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint
     out.step_end = bounds[learned + 1];
 
     const StepModel model = step_model(trace, out.step_begin, out.step_end, &tolerance);
-    out.choice = choose_homes(model.allocations, model.launches, budget_bytes, rates);
+    const HomeOrder order = host_home_order(model.allocations, model.launches, budget_bytes, rates);
+    out.order = order.steps;
+    out.choice = taken ? choice_of(model.allocations, order, std::min(*taken, order.steps.size()), rates,
+                                   model.compute_seconds)
+                       : choose_homes(model.allocations, model.launches, budget_bytes, rates, model.compute_seconds);
     std::unordered_map<uint32_t, Home> home_by_id;
     for (size_t i = 0; i < model.alloc_ids.size(); ++i) home_by_id.emplace(model.alloc_ids[i], out.choice.homes[i]);
 
