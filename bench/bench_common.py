@@ -146,10 +146,11 @@ def probe_link(link_probe, timeout=120, mib=None):
     return figures.get("h2d_gbps"), figures.get("d2h_gbps"), problem
 
 
-def simulate(uvmtrace, trace, budget_bytes, policy, h2d_gbps, d2h_gbps, timeout, repeat_last=0):
-    """`uvmtrace simulate --json` of one policy at one budget: (result, problem)."""
+def simulate(uvmtrace, trace, budget_bytes, policy, h2d_gbps, d2h_gbps, timeout, repeat_last=0, extra=()):
+    """`uvmtrace simulate --json` of one policy at one budget: (result, problem). `extra`: more
+    arguments (the tier model's, say)."""
     command = [uvmtrace, "simulate", trace, "--budget", f"{budget_bytes // MIB}M", "--policy", policy, "--json",
-               "--link-prefetch-gbps", str(h2d_gbps), "--link-evict-gbps", str(d2h_gbps)]
+               "--link-prefetch-gbps", str(h2d_gbps), "--link-evict-gbps", str(d2h_gbps)] + list(extra)
     if repeat_last:
         command += ["--repeat-last", str(repeat_last)]
     print(f"$ {' '.join(command)}", flush=True)

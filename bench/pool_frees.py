@@ -12,7 +12,9 @@ What runs, in this order (cheap and telling first, so that a deadline cuts the l
   3. A short gpt2-small run recording its trace with kernel durations (policy none at the fit
      budget, UVMP_TRACE_TIMING=1), then `uvmtrace simulate` of that trace at the pressure
      budget for each pressure policy, with the link rates of part 1.
-  4. gpt2-small at the pressure budget (16G): learned, then demand-lru.
+  4. gpt2-small at the pressure budget (16G): learned with host homes (the homes chosen on the
+     recorded trace: uvmrun --host-homes on --trace-in TRACE), learned (migration only),
+     demand-lru, and PyTorch's save_on_cpu under the same cap.
   5. Rounds 2.. of part 2, each round starting with the next mode.
 The trace comes from a run of its own because CUPTI times a kernel from its start to its end,
 faults included: a trace recorded under pressure would carry the stalls in its durations, and
@@ -58,13 +60,15 @@ ALLOC_CONF_NAMES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
 UNPRESSURED_MODES = ("native", "default", "fit")
 MODE_LABELS = {"native": "native", "default": "uvmrun defaults", "fit": "uvmrun, fit budget",
                "record": "recording (none)", "learned": "learned", "demand-lru": "demand-lru",
-               "save-on-cpu": "PyTorch save_on_cpu, capped"}
+               "save-on-cpu": "PyTorch save_on_cpu, capped", "host-homes": "learned, host homes"}
 # Runs without the library: the job natively, and PyTorch's own offloading under a cap
 # (torch.autograd.graph.save_on_cpu with set_per_process_memory_fraction: what a user
 # can do instead, with a one-line change).
 WITHOUT_LIBRARY = ("native", "save-on-cpu")
 # Pressure modes the library runs, each checked against the simulator's prediction.
-LIBRARY_PRESSURE_MODES = ("learned", "demand-lru")
+LIBRARY_PRESSURE_MODES = ("host-homes", "learned", "demand-lru")
+# Modes that read the recorded trace: none of them can run without it.
+NEEDS_TRACE = ("host-homes",)
 DEFAULT_RATIO_GOAL = 1.05
 FIT_RATIO_GOAL = 1.02
 MEMORY_TOLERANCE = 0.05
@@ -207,6 +211,8 @@ class Bench:
             wrapper += ["--budget", f"{budget // MIB}M" if budget else label]
         if mode == "record":
             wrapper += ["--policy", "none", "--trace-out", os.path.join(self.workdir, f"{workload}.trace.%p.uvmt")]
+        elif mode == "host-homes":
+            wrapper += ["--policy", "learned", "--host-homes", "on", "--trace-in", self.trace or "TRACE"]
         elif mode in self.args.pressure_policies:
             wrapper += ["--policy", mode]
         return wrapper + ["--"] + command
@@ -229,6 +235,10 @@ class Bench:
                   "budget_bytes": budget, "warmup": entry["warmup"], "steps": entry["steps"], "status": "skipped",
                   "exit": None, "wall_s": None, "median_ms": None, "losses": None, "stats": None}
         self.runs.append(record)
+        if mode in NEEDS_TRACE and not self.trace:
+            record["status"] = "skipped (no trace)"
+            print(f"--- {run_id}: not run, the recording run left no trace", flush=True)
+            return record
         left = self.seconds_left()
         expected = expected_seconds(entry, self.measured_s)
         if left < max(MIN_RUN_SECONDS, expected):
@@ -289,10 +299,12 @@ class Bench:
             if self.seconds_left() < 5:
                 entry["problem"] = "skipped (deadline)"
                 continue
-            result, problem = simulate(self.args.uvmtrace, self.trace, self.args.pressure_budget_bytes, policy,
-                                       self.link["h2d_gbps"], self.link["d2h_gbps"],
+            homes = policy == "host-homes"
+            result, problem = simulate(self.args.uvmtrace, self.trace, self.args.pressure_budget_bytes,
+                                       "learned" if homes else policy, self.link["h2d_gbps"], self.link["d2h_gbps"],
                                        min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
-                                       repeat_last=self.args.sim_repeat_last)
+                                       repeat_last=self.args.sim_repeat_last,
+                                       extra=simulate_homes_arguments(self.link) if homes else ())
             entry["problem"] = problem
             if result:
                 entry.update({"step_ms": result["step_seconds"] * 1e3, "in_bytes": result.get("step_in_bytes"),
@@ -300,7 +312,8 @@ class Bench:
                               "reused_bytes": result.get("reused_bytes"),
                               "footprint_bytes": result.get("footprint_bytes"),
                               "bound_ms": result.get("transfer_bound_step_seconds", 0) * 1e3,
-                              "prediction_hit_rate": result.get("prediction_hit_rate")})
+                              "prediction_hit_rate": result.get("prediction_hit_rate"),
+                              "homes": result.get("homes")})
                 print(f"simulated {policy} at {format_gib(self.args.pressure_budget_bytes)}: "
                       f"{entry['step_ms']:.1f} ms a step", flush=True)
 
@@ -313,6 +326,15 @@ class Bench:
             else:
                 self.run_training(entry)
             save(self)
+
+
+def simulate_homes_arguments(link):
+    """uvmtrace simulate's tier model, with the remote rates of this run's probe where it measured them."""
+    extra = ["--homes", "host"]
+    for key, option in (("remote_write_gbps", "--remote-write-gbps"), ("remote_read_gbps", "--remote-read-gbps")):
+        if link.get(key):
+            extra += [option, str(link[key])]
+    return extra
 
 
 def uvmrun_allocator_choice(uvmrun, env):
@@ -753,9 +775,10 @@ def parse_arguments(argv=None):
     parser.add_argument("--pressure-workload", default="gpt2-small",
                         help="the workload run under the pressure budget (default gpt2-small; 'none': no pressure runs)")
     parser.add_argument("--pressure-budget", default="16G", help="the pressure budget (default 16G)")
-    parser.add_argument("--pressure-policies", default="learned,demand-lru,save-on-cpu",
-                        help="modes under pressure, in order: learned, demand-lru (the library's policies) and "
-                             "save-on-cpu (PyTorch's save_on_cpu under the same cap, without the library)")
+    parser.add_argument("--pressure-policies", default="host-homes,learned,demand-lru,save-on-cpu",
+                        help="modes under pressure, in order: host-homes (learned with the homes chosen on the "
+                             "recorded trace), learned, demand-lru (the library's policies) and save-on-cpu "
+                             "(PyTorch's save_on_cpu under the same cap, without the library)")
     parser.add_argument("--pressure-warmup", type=int, default=2, help="untimed steps under pressure (default 2)")
     parser.add_argument("--pressure-steps", type=int, default=6, help="timed steps under pressure (default 6)")
     parser.add_argument("--record-warmup", type=int, default=1, help="untimed steps of the recording run (default 1)")
@@ -786,7 +809,7 @@ def parse_arguments(argv=None):
         parser.error(f"--pressure-workload {args.pressure_workload}: choose from {', '.join(TRAIN_WORKLOADS)} or none")
     args.pressure_policies = [p.strip() for p in args.pressure_policies.split(",") if p.strip()]
     if any(p not in LIBRARY_PRESSURE_MODES + ("save-on-cpu",) for p in args.pressure_policies):
-        parser.error("--pressure-policies: learned, demand-lru and save-on-cpu only")
+        parser.error("--pressure-policies: host-homes, learned, demand-lru and save-on-cpu only")
     if not args.pressure_workload:
         args.pressure_policies = []
     args.pressure_budget_bytes = parse_size(args.pressure_budget)
