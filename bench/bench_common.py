@@ -124,24 +124,33 @@ def largest_file(pattern):
     return max(paths, key=os.path.getsize) if paths else None
 
 
-def probe_link(link_probe, timeout=120, mib=None):
-    """Runs bench/link_probe: (h2d_gbps, d2h_gbps, problem); the speeds are None and problem
-    says why when the probe failed."""
+def probe_link_rates(link_probe, timeout=120, mib=None):
+    """Runs bench/link_probe: (figures, problem). figures has h2d_gbps and d2h_gbps (the
+    fetch and eviction rates), and remote_write_gbps and remote_read_gbps where the probe
+    measured them (kernels over host-resident pages); empty, with problem saying why, when
+    the probe failed."""
     command = [link_probe] + ([str(mib)] if mib else [])
     print(f"--- link speeds\n$ {' '.join(command)}", flush=True)
     status, output = execute(command, timeout)
     print(output, end="", flush=True)
     figures = last_json_line(output) or {}
-    h2d, d2h = figures.get("h2d_gbps", 0), figures.get("d2h_gbps", 0)
-    if status == 0 and h2d > 0 and d2h > 0:
-        return h2d, d2h, None
-    return None, None, f"the link probe failed with status {status}"
+    if status == 0 and figures.get("h2d_gbps", 0) > 0 and figures.get("d2h_gbps", 0) > 0:
+        return {key: figures[key] for key in ("h2d_gbps", "d2h_gbps", "remote_write_gbps", "remote_read_gbps")
+                if figures.get(key, 0) > 0}, None
+    return {}, f"the link probe failed with status {status}"
 
 
-def simulate(uvmtrace, trace, budget_bytes, policy, h2d_gbps, d2h_gbps, timeout, repeat_last=0):
-    """`uvmtrace simulate --json` of one policy at one budget: (result, problem)."""
+def probe_link(link_probe, timeout=120, mib=None):
+    """(h2d_gbps, d2h_gbps, problem) of probe_link_rates; the speeds are None when it failed."""
+    figures, problem = probe_link_rates(link_probe, timeout, mib)
+    return figures.get("h2d_gbps"), figures.get("d2h_gbps"), problem
+
+
+def simulate(uvmtrace, trace, budget_bytes, policy, h2d_gbps, d2h_gbps, timeout, repeat_last=0, extra=()):
+    """`uvmtrace simulate --json` of one policy at one budget: (result, problem). `extra`: more
+    arguments (the tier model's, say)."""
     command = [uvmtrace, "simulate", trace, "--budget", f"{budget_bytes // MIB}M", "--policy", policy, "--json",
-               "--link-prefetch-gbps", str(h2d_gbps), "--link-evict-gbps", str(d2h_gbps)]
+               "--link-prefetch-gbps", str(h2d_gbps), "--link-evict-gbps", str(d2h_gbps)] + list(extra)
     if repeat_last:
         command += ["--repeat-last", str(repeat_last)]
     print(f"$ {' '.join(command)}", flush=True)

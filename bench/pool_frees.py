@@ -12,7 +12,9 @@ What runs, in this order (cheap and telling first, so that a deadline cuts the l
   3. A short gpt2-small run recording its trace with kernel durations (policy none at the fit
      budget, UVMP_TRACE_TIMING=1), then `uvmtrace simulate` of that trace at the pressure
      budget for each pressure policy, with the link rates of part 1.
-  4. gpt2-small at the pressure budget (16G): learned, then demand-lru.
+  4. gpt2-small at the pressure budget (16G): learned with host homes (the homes chosen on the
+     recorded trace: uvmrun --host-homes on --trace-in TRACE), learned (migration only),
+     demand-lru, and PyTorch's save_on_cpu under the same cap.
   5. Rounds 2.. of part 2, each round starting with the next mode.
 The trace comes from a run of its own because CUPTI times a kernel from its start to its end,
 faults included: a trace recorded under pressure would carry the stalls in its durations, and
@@ -49,7 +51,7 @@ import sys
 import tempfile
 
 from bench_common import (GIB, MIB, Clock, TRAIN_SCRIPT, TRAIN_WORKLOADS, add_output_arguments, execute, fmt,
-                          largest_file, markdown_table, parse_size, print_outcome, probe_link, ratio, read_stats,
+                          largest_file, markdown_table, parse_size, print_outcome, probe_link_rates, ratio, read_stats,
                           rotated, run_verdict, simulate, stop_running, text_table, timed_execute, training_summary,
                           write_atomically)
 
@@ -57,7 +59,16 @@ ASYNC_BACKEND = "backend:cudaMallocAsync"
 ALLOC_CONF_NAMES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
 UNPRESSURED_MODES = ("native", "default", "fit")
 MODE_LABELS = {"native": "native", "default": "uvmrun defaults", "fit": "uvmrun, fit budget",
-               "record": "recording (none)", "learned": "learned", "demand-lru": "demand-lru"}
+               "record": "recording (none)", "learned": "learned", "demand-lru": "demand-lru",
+               "save-on-cpu": "PyTorch save_on_cpu, capped", "host-homes": "learned, host homes"}
+# Runs without the library: the job natively, and PyTorch's own offloading under a cap
+# (torch.autograd.graph.save_on_cpu with set_per_process_memory_fraction: what a user
+# can do instead, with a one-line change).
+WITHOUT_LIBRARY = ("native", "save-on-cpu")
+# Pressure modes the library runs, each checked against the simulator's prediction.
+LIBRARY_PRESSURE_MODES = ("host-homes", "learned", "demand-lru")
+# Modes that read the recorded trace: none of them can run without it.
+NEEDS_TRACE = ("host-homes",)
 DEFAULT_RATIO_GOAL = 1.05
 FIT_RATIO_GOAL = 1.02
 MEMORY_TOLERANCE = 0.05
@@ -70,6 +81,8 @@ MIN_RUN_SECONDS = 20
 STARTUP_S = {"gpt2-small": 16.0, "resnet50": 11.0}
 STEP_S = {"gpt2-small": 0.13, "resnet50": 0.12}
 PRESSURE_STEP_S = 3.5
+# GPT-2 small under save_on_cpu at 16G: 872 ms a step (2026-12-01).
+SAVE_ON_CPU_STEP_S = 1.0
 # Link rates for the floor and the simulator when the probe fails (H200, 4 GiB moves).
 FALLBACK_H2D_GBPS = 49.0
 FALLBACK_D2H_GBPS = 15.0
@@ -115,7 +128,8 @@ def expected_seconds(entry, measured):
     known = measured.get((entry["workload"], entry["mode"]))
     if known:
         return known * 1.1
-    step = PRESSURE_STEP_S if entry["mode"] in ("learned", "demand-lru") else STEP_S[entry["workload"]]
+    step = (PRESSURE_STEP_S if entry["mode"] in LIBRARY_PRESSURE_MODES else
+            SAVE_ON_CPU_STEP_S if entry["mode"] == "save-on-cpu" else STEP_S[entry["workload"]])
     recording = 5.0 if entry["mode"] == "record" else 0.0  # CUPTI and the trace file
     return STARTUP_S[entry["workload"]] + recording + entry["steps"] * step
 
@@ -187,6 +201,9 @@ class Bench:
             "--steps", str(entry["steps"]), "--warmup", str(entry["warmup"]), "--mark-iterations", "--deterministic"]
         if mode == "native":
             return command
+        if mode == "save-on-cpu":
+            _, budget = self.budget_of(entry, resolve)
+            return command + ["--save-on-cpu", "--memory-cap", str(budget)]
         stats = os.path.join(self.workdir, f"{run_id or 'RUN'}.stats.%p.json")
         wrapper = [self.args.uvmrun, "--stats-file", stats]
         label, budget = self.budget_of(entry, resolve)
@@ -194,12 +211,14 @@ class Bench:
             wrapper += ["--budget", f"{budget // MIB}M" if budget else label]
         if mode == "record":
             wrapper += ["--policy", "none", "--trace-out", os.path.join(self.workdir, f"{workload}.trace.%p.uvmt")]
+        elif mode == "host-homes":
+            wrapper += ["--policy", "learned", "--host-homes", "on", "--trace-in", self.trace or "TRACE"]
         elif mode in self.args.pressure_policies:
             wrapper += ["--policy", mode]
         return wrapper + ["--"] + command
 
     def env_for(self, mode):
-        if mode == "native":
+        if mode in WITHOUT_LIBRARY:
             return self.native_env
         if mode == "record":
             return dict(self.uvmrun_env, UVMP_TRACE_TIMING="1")
@@ -216,6 +235,10 @@ class Bench:
                   "budget_bytes": budget, "warmup": entry["warmup"], "steps": entry["steps"], "status": "skipped",
                   "exit": None, "wall_s": None, "median_ms": None, "losses": None, "stats": None}
         self.runs.append(record)
+        if mode in NEEDS_TRACE and not self.trace:
+            record["status"] = "skipped (no trace)"
+            print(f"--- {run_id}: not run, the recording run left no trace", flush=True)
+            return record
         left = self.seconds_left()
         expected = expected_seconds(entry, self.measured_s)
         if left < max(MIN_RUN_SECONDS, expected):
@@ -240,9 +263,9 @@ class Bench:
                         "memory_allocated_bytes", "memory_reserved_bytes", "allocator_backend", "alloc_conf",
                         "deterministic", "moved_after_warmup"):
                 record[key] = summary.get(key)
-        if mode != "native":
+        if mode not in WITHOUT_LIBRARY:
             record["stats"] = read_stats(os.path.join(self.workdir, f"{run_id}.stats.*.json"))
-        record["status"], tail = run_verdict(status, output, summary, record["stats"], mode != "native")
+        record["status"], tail = run_verdict(status, output, summary, record["stats"], mode not in WITHOUT_LIBRARY)
         if tail:
             record["output_tail"] = tail
         if record["status"] == "ok":
@@ -257,15 +280,17 @@ class Bench:
         if not self.args.link_probe:
             self.link["source"] = "given (no --link-probe)"
             return
-        h2d, d2h, problem = probe_link(self.args.link_probe, timeout=min(60, max(1, self.seconds_left())),
-                                       mib=self.args.link_probe_mib)
+        figures, problem = probe_link_rates(self.args.link_probe, timeout=min(60, max(1, self.seconds_left())),
+                                            mib=self.args.link_probe_mib)
         if problem is None:
-            self.link = {"h2d_gbps": h2d, "d2h_gbps": d2h, "source": "measured"}
+            self.link = dict(figures, source="measured")
         else:
             self.link["source"] = f"given ({problem})"
 
     def run_simulations(self, workload):
         for policy in self.args.pressure_policies:
+            if policy not in LIBRARY_PRESSURE_MODES:
+                continue
             entry = {"policy": policy, "trace": self.trace, "step_ms": None, "problem": None}
             self.simulations[policy] = entry
             if not self.trace:
@@ -274,10 +299,12 @@ class Bench:
             if self.seconds_left() < 5:
                 entry["problem"] = "skipped (deadline)"
                 continue
-            result, problem = simulate(self.args.uvmtrace, self.trace, self.args.pressure_budget_bytes, policy,
-                                       self.link["h2d_gbps"], self.link["d2h_gbps"],
+            homes = policy == "host-homes"
+            result, problem = simulate(self.args.uvmtrace, self.trace, self.args.pressure_budget_bytes,
+                                       "learned" if homes else policy, self.link["h2d_gbps"], self.link["d2h_gbps"],
                                        min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
-                                       repeat_last=self.args.sim_repeat_last)
+                                       repeat_last=self.args.sim_repeat_last,
+                                       extra=simulate_homes_arguments(self.link) if homes else ())
             entry["problem"] = problem
             if result:
                 entry.update({"step_ms": result["step_seconds"] * 1e3, "in_bytes": result.get("step_in_bytes"),
@@ -285,7 +312,8 @@ class Bench:
                               "reused_bytes": result.get("reused_bytes"),
                               "footprint_bytes": result.get("footprint_bytes"),
                               "bound_ms": result.get("transfer_bound_step_seconds", 0) * 1e3,
-                              "prediction_hit_rate": result.get("prediction_hit_rate")})
+                              "prediction_hit_rate": result.get("prediction_hit_rate"),
+                              "homes": result.get("homes")})
                 print(f"simulated {policy} at {format_gib(self.args.pressure_budget_bytes)}: "
                       f"{entry['step_ms']:.1f} ms a step", flush=True)
 
@@ -298,6 +326,15 @@ class Bench:
             else:
                 self.run_training(entry)
             save(self)
+
+
+def simulate_homes_arguments(link):
+    """uvmtrace simulate's tier model, with the remote rates of this run's probe where it measured them."""
+    extra = ["--homes", "host"]
+    for key, option in (("remote_write_gbps", "--remote-write-gbps"), ("remote_read_gbps", "--remote-read-gbps")):
+        if link.get(key):
+            extra += [option, str(link[key])]
+    return extra
 
 
 def uvmrun_allocator_choice(uvmrun, env):
@@ -398,7 +435,9 @@ def pressure_figures(runs, workload, budget_bytes, link):
     peak = median_of(native, "peak_allocated_bytes")
     swapped = None if peak is None else peak - budget_bytes
     return {"peak_live_bytes": peak, "budget_bytes": budget_bytes, "swapped_bytes": swapped,
-            "floor_ms": floor_ms(swapped, link["d2h_gbps"], link["h2d_gbps"])}
+            "floor_ms": floor_ms(swapped, link["d2h_gbps"], link["h2d_gbps"]),
+            # Written to host pages and read back by kernels: what host homes would pay at best.
+            "remote_floor_ms": floor_ms(swapped, link.get("remote_write_gbps"), link.get("remote_read_gbps"))}
 
 
 def table_rows(report):
@@ -439,6 +478,7 @@ def table_rows(report):
             if pressure and workload == settings["pressure_workload"]:
                 row["swapped_bytes"] = pressure["swapped_bytes"]
                 row["floor_ms"] = pressure["floor_ms"]
+                row["remote_floor_ms"] = pressure.get("remote_floor_ms")
                 row["ratio_floor"] = ratio(median, pressure["floor_ms"])
                 simulated = report["simulations"].get(mode) or {}
                 row["sim_ms"] = simulated.get("step_ms")
@@ -469,6 +509,8 @@ def target_checks(report):
     link = report["link"]
     lines.append(check("pool: link f (fetch) / e (evict) GB/s",
                        f"{fmt(link['h2d_gbps'], 1)} / {fmt(link['d2h_gbps'], 1)} ({link['source']})", "-", None))
+    lines.append(check("pool: remote write w / read r GB/s (kernels on host pages)",
+                       f"{fmt(link.get('remote_write_gbps'), 1)} / {fmt(link.get('remote_read_gbps'), 1)}", "-", None))
     runs = report["runs"]
     started = [r for r in runs if r["status"] in ("ok", "failed", "timeout")]
     finished = [r for r in started if r["status"] == "ok"]
@@ -477,7 +519,7 @@ def target_checks(report):
     backends = sorted({str(r.get("allocator_backend")) for r in finished})
     lines.append(check("pool: allocator backend in every run", ", ".join(backends) or "n/a", "cudaMallocAsync",
                        backends == ["cudaMallocAsync"] if backends else None, skip=not backends))
-    library = [r for r in finished if r["mode"] != "native"]
+    library = [r for r in finished if r["mode"] not in WITHOUT_LIBRARY]
     frees = [(r.get("stats") or {}).get("frees_converted", 0) for r in library]
     lines.append(check("pool: library saw frees in every run", f"{sum(1 for f in frees if f)} of {len(frees)} runs",
                        "all", all(frees) if frees else None, skip=not frees))
@@ -507,7 +549,19 @@ def target_checks(report):
             lines.append(check(f"{name} step vs S/e+S/f", f"{fmt(row['median_ms'], 1)} ms vs "
                                f"{fmt(row['floor_ms'], 1)} ms ({fmt(row['ratio_floor'], 2)}x)", "-", None,
                                skip=not measured))
-            lines.append(simulation_check(name, row, report["simulations"].get(row["mode"]) or {}, not unmade))
+            lines.append(check(f"{name} step vs S/w+S/r", f"{fmt(row['median_ms'], 1)} ms vs "
+                               f"{fmt(row.get('remote_floor_ms'), 1)} ms (remote floor)", "-", None,
+                               skip=not measured))
+            if row["mode"] in LIBRARY_PRESSURE_MODES:
+                lines.append(simulation_check(name, row, report["simulations"].get(row["mode"]) or {}, not unmade))
+                for other in ("save-on-cpu", "demand-lru"):
+                    versus = next((r for r in rows if r["workload"] == row["workload"] and r["mode"] == other
+                                   and r is not row and r["median_ms"]), None)
+                    if versus:
+                        lines.append(check(f"{name} step vs {other}", f"{fmt(row['median_ms'], 1)} ms vs "
+                                           f"{fmt(versus['median_ms'], 1)} ms "
+                                           f"({fmt(ratio(versus['median_ms'], row['median_ms']), 2)}x faster)",
+                                           "-", None, skip=not measured))
         # Native runs against the first of them: the job itself must repeat its losses.
         equal = row["losses_equal"]
         if row["mode"] != "native" or equal is not None:
@@ -721,7 +775,10 @@ def parse_arguments(argv=None):
     parser.add_argument("--pressure-workload", default="gpt2-small",
                         help="the workload run under the pressure budget (default gpt2-small; 'none': no pressure runs)")
     parser.add_argument("--pressure-budget", default="16G", help="the pressure budget (default 16G)")
-    parser.add_argument("--pressure-policies", default="learned,demand-lru", help="policies under pressure, in order")
+    parser.add_argument("--pressure-policies", default="host-homes,learned,demand-lru,save-on-cpu",
+                        help="modes under pressure, in order: host-homes (learned with the homes chosen on the "
+                             "recorded trace), learned, demand-lru (the library's policies) and save-on-cpu "
+                             "(PyTorch's save_on_cpu under the same cap, without the library)")
     parser.add_argument("--pressure-warmup", type=int, default=2, help="untimed steps under pressure (default 2)")
     parser.add_argument("--pressure-steps", type=int, default=6, help="timed steps under pressure (default 6)")
     parser.add_argument("--record-warmup", type=int, default=1, help="untimed steps of the recording run (default 1)")
@@ -751,8 +808,8 @@ def parse_arguments(argv=None):
     elif args.pressure_workload not in TRAIN_WORKLOADS:
         parser.error(f"--pressure-workload {args.pressure_workload}: choose from {', '.join(TRAIN_WORKLOADS)} or none")
     args.pressure_policies = [p.strip() for p in args.pressure_policies.split(",") if p.strip()]
-    if any(p not in ("learned", "demand-lru") for p in args.pressure_policies):
-        parser.error("--pressure-policies: learned and demand-lru only")
+    if any(p not in LIBRARY_PRESSURE_MODES + ("save-on-cpu",) for p in args.pressure_policies):
+        parser.error("--pressure-policies: host-homes, learned, demand-lru and save-on-cpu only")
     if not args.pressure_workload:
         args.pressure_policies = []
     args.pressure_budget_bytes = parse_size(args.pressure_budget)

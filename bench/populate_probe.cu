@@ -12,6 +12,7 @@
 #include "probe_args.h"
 #include "probe_guard.h"
 #include "probe_timing.h"
+#include "stream_timing.h"
 
 #include <cuda_runtime.h>
 
@@ -28,28 +29,8 @@ __global__ void first_touch(unsigned int* data, size_t count) {
         data[i] = static_cast<unsigned int>(i);
 }
 
-struct Timing {
-    double host_call_ms;  // how long the call blocked the issuing thread
-    double gpu_ms;        // from the event before the call to the event after the work
-};
-
-template <typename Issue>
-Timing time_on_stream(cudaStream_t stream, Issue issue) {
-    cudaEvent_t before, after;
-    CUDA_CHECK(cudaEventCreate(&before));
-    CUDA_CHECK(cudaEventCreate(&after));
-    CUDA_CHECK(cudaEventRecord(before, stream));
-    const auto host_start = bench::Clock::now();
-    issue();
-    const double host_call_ms = bench::ms_since(host_start);
-    CUDA_CHECK(cudaEventRecord(after, stream));
-    CUDA_CHECK(cudaEventSynchronize(after));
-    float gpu_ms = 0.0f;
-    CUDA_CHECK(cudaEventElapsedTime(&gpu_ms, before, after));
-    CUDA_CHECK(cudaEventDestroy(before));
-    CUDA_CHECK(cudaEventDestroy(after));
-    return {host_call_ms, gpu_ms};
-}
+using Timing = bench::StreamTiming;
+using bench::time_on_stream;
 
 double gigabytes_per_second(size_t bytes, double ms) { return ms > 0.0 ? bytes / (ms * 1e6) : 0.0; }
 

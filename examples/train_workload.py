@@ -9,6 +9,7 @@ kernel launches and the bytes the library moved in each step (from uvmp_get_stat
 those bytes summed over the steps after warm-up, and marks iterations when asked.
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -77,7 +78,14 @@ def main():
                         help="call uvmp_mark_iteration after each step")
     parser.add_argument("--deterministic", action="store_true",
                         help="deterministic kernels, so that runs can be compared loss for loss")
+    parser.add_argument("--save-on-cpu", action="store_true",
+                        help="keep the tensors saved for backward in pinned host memory "
+                             "(torch.autograd.graph.save_on_cpu): what a PyTorch user can do instead of the library")
+    parser.add_argument("--memory-cap", type=int, default=0, metavar="BYTES",
+                        help="cap PyTorch's allocator at BYTES (set_per_process_memory_fraction of the GPU's memory)")
     args = parser.parse_args()
+    if args.memory_cap < 0:
+        parser.error("--memory-cap must be a number of bytes, at least 0")
 
     if args.deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -91,6 +99,12 @@ def main():
 
     torch.manual_seed(args.seed)
     torch.backends.cudnn.benchmark = False
+    if args.memory_cap:
+        total = torch.cuda.get_device_properties(0).total_memory
+        if args.memory_cap > total:
+            parser.error(f"--memory-cap {args.memory_cap} is more than the GPU's {total} bytes")
+        torch.cuda.set_per_process_memory_fraction(args.memory_cap / total)
+    saving = (lambda: torch.autograd.graph.save_on_cpu(pin_memory=True)) if args.save_on_cpu else contextlib.nullcontext
     counters = LibraryCounters()
     model, loss_fn = build(args, torch)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
@@ -100,9 +114,10 @@ def main():
     for step in range(args.steps):
         torch.cuda.synchronize()
         start = time.perf_counter()
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = loss_fn()
-        loss.backward()
+        with saving():
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = loss_fn()
+            loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         torch.cuda.synchronize()

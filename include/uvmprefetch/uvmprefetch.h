@@ -47,8 +47,9 @@ typedef struct uvmp_stats {
     uint64_t bytes_evicted;
 
     uint64_t iterations;            /* uvmp_mark_iteration calls */
-    uint64_t budget_bytes;          /* the emulated capacity of device 0 (0 before the first allocation) */
-    uint64_t guard_limit_bytes;     /* the physical guard's limit on device 0 */
+    uint64_t budget_bytes;          /* the emulated capacity of the first device the job allocated on
+                                       (0 before the first allocation; the stats file has each device's) */
+    uint64_t guard_limit_bytes;     /* the physical guard's limit on that device */
 
     uint64_t trace_records_written;
     uint64_t trace_records_dropped;
@@ -77,6 +78,10 @@ typedef struct uvmp_stats {
     uint64_t graph_launches_unknown; /* graph launches of graphs the library could not walk: not planned */
     uint64_t graph_steps_replayed;  /* kernel, copy and set nodes the graph launches ran, each planned
                                        as a launch of its own */
+    uint64_t launches_planned;      /* launches (graph steps included) the policy was handed; with
+                                       launches_unplanned, every one that had an access and ran */
+    uint64_t passthrough_app_managed; /* the application's own cuMemAllocManaged: counted against its
+                                         device's memory, never converted or moved */
     uint64_t host_allocs;           /* converted allocations homed on the host (UVMP_HOST_HOMES): blocks of
                                        host-homed slabs the GPU reads and writes remotely, never migrated
                                        and never counted against the budget */

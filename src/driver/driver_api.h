@@ -14,6 +14,8 @@
 // exports for the runtimes of CUDA 11.
 #undef cuGraphExecUpdate
 #undef cuGraphExecKernelNodeSetParams
+// And capture's: the plain name is its first version, without a capture mode.
+#undef cuStreamBeginCapture
 
 // Entry points the library hooks. Each stream-taking one comes in the legacy
 // and the per-thread-default-stream (_ptsz) variant; both are listed.
@@ -31,6 +33,7 @@
                                           CUstream stream))                                        \
     X(cuMemAllocFromPoolAsync_ptsz, CUresult, (CUdeviceptr * dptr, size_t bytesize,                \
                                                CUmemoryPool pool, CUstream stream))                \
+    X(cuMemAllocManaged, CUresult, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags))      \
     X(cuMemFree_v2, CUresult, (CUdeviceptr dptr))                                                   \
     X(cuMemFreeAsync, CUresult, (CUdeviceptr dptr, CUstream stream))                               \
     X(cuMemFreeAsync_ptsz, CUresult, (CUdeviceptr dptr, CUstream stream))                          \
@@ -75,7 +78,25 @@
                                                  unsigned int by, unsigned int bz,                \
                                                  unsigned int shared_bytes, CUstream stream,      \
                                                  void** params))                                  \
-    UVMP_HOOKED_GRAPH_FUNCTIONS(X)
+    UVMP_HOOKED_GRAPH_FUNCTIONS(X)                                                                  \
+    UVMP_HOOKED_CAPTURE_FUNCTIONS(X)
+
+// Every entry point that begins a stream capture (preload/capture_hooks.cpp):
+// until one is called, no launch can be captured, and the launch path does not
+// ask the driver. The first version (no capture mode) serves runtimes of CUDA 10.0.
+#define UVMP_HOOKED_CAPTURE_FUNCTIONS(X)                                                            \
+    X(cuStreamBeginCapture, CUresult, (CUstream stream))                                            \
+    X(cuStreamBeginCapture_ptsz, CUresult, (CUstream stream))                                       \
+    X(cuStreamBeginCapture_v2, CUresult, (CUstream stream, CUstreamCaptureMode mode))               \
+    X(cuStreamBeginCapture_v2_ptsz, CUresult, (CUstream stream, CUstreamCaptureMode mode))          \
+    X(cuStreamBeginCaptureToGraph, CUresult, (CUstream stream, CUgraph graph,                       \
+                                              const CUgraphNode* dependencies,                      \
+                                              const CUgraphEdgeData* edge_data, size_t count,       \
+                                              CUstreamCaptureMode mode))                            \
+    X(cuStreamBeginCaptureToGraph_ptsz, CUresult, (CUstream stream, CUgraph graph,                  \
+                                                   const CUgraphNode* dependencies,                 \
+                                                   const CUgraphEdgeData* edge_data, size_t count,  \
+                                                   CUstreamCaptureMode mode))
 
 // The graph entry points hooked (preload/graph_hooks.cpp): making, changing and
 // destroying executable graphs, and launching them. The first versions of
@@ -117,7 +138,6 @@
     X(cuInit, CUresult, (unsigned int flags))                                                      \
     X(cuDriverGetVersion, CUresult, (int* version))                                                \
     X(cuGetErrorName, CUresult, (CUresult error, const char** name))                               \
-    X(cuMemAllocManaged, CUresult, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags))      \
     X(cuCtxGetCurrent, CUresult, (CUcontext * ctx))                                                 \
     X(cuCtxSetCurrent, CUresult, (CUcontext ctx))                                                   \
     X(cuCtxGetDevice, CUresult, (CUdevice * device))                                               \

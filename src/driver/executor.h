@@ -5,6 +5,7 @@
 
 #include "driver/driver_table.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -18,6 +19,32 @@ namespace uvmp::driver {
 class Executor {
 public:
     using Task = std::function<void(Executor&)>;
+
+    // Work that reaches the worker without a task of its own: records the
+    // application's threads put in a ring (driver/launch_lane.h), so that their
+    // path takes no lock and allocates nothing. The worker drains the lane in
+    // order, and before each task everything put there before the task was
+    // posted: what the hooks saw in one order, the worker does in that order.
+    class Lane {
+    public:
+        virtual ~Lane() = default;
+        // The position the next record will take (MpscRing::end). Any thread.
+        virtual uint64_t end() const = 0;
+        // On the worker: handles the records before `end`.
+        virtual void drain_until(uint64_t end) = 0;
+        // On the worker: whether nothing was put that it has not handled.
+        virtual bool empty() const = 0;
+        // In a forked child, where nobody else uses it: empty again.
+        virtual void reset() = 0;
+    };
+
+    // Before anything is put in the lane or posted: the lane the worker drains.
+    void set_lane(Lane* lane);
+    // After a record was put in the lane. Costs a wake-up (a system call) only
+    // where the worker sleeps, which it does only once idle for kIdleBeforeSleep.
+    void lane_filled();
+    // False once stopping: what is put in the lane then is never handled.
+    bool accepting() const { return !stopping_.load(std::memory_order_acquire); }
 
     // Queues a task; starts the worker on first use. Never blocks on the task.
     void post(Task task);
@@ -37,24 +64,45 @@ public:
     void lock_for_fork() { mutex_.lock(); }
     void unlock_after_fork() { mutex_.unlock(); }
     // In a forked child, after unlock_after_fork: the worker thread does not exist
-    // there and the parent's queued tasks refer to the parent's contexts. Start
-    // afresh; the worker starts again with the child's first task.
+    // there and the parent's queued tasks and lane records refer to the parent's
+    // contexts. Start afresh; the worker starts again with the child's first task.
     void forget_after_fork();
 
 private:
-    bool enqueue(Task task, size_t limit);
-    void run();
+    struct Queued {
+        Task task;
+        uint64_t lane_end; // the lane's end when the task was posted
+    };
 
-    // How long a woken worker lets tasks gather before it starts on them. Planning a
-    // launch this much later costs nothing next to a transfer of milliseconds.
+    bool enqueue(Task task, size_t limit);
+    void start_locked();
+    void run();
+    // Under the lock: nothing to do.
+    bool idle_locked() const { return tasks_.empty() && (!lane_ || lane_->empty()); }
+    // Under the lock, while idle: polls, then sleeps until woken. False when stopping.
+    bool wait_for_work(std::unique_lock<std::mutex>& lock);
+    // Tells a sleeping worker there is work; the caller does not hold the lock.
+    void wake_if_sleeping();
+    void drain_lane(Lane& lane, uint64_t end);
+
+    // How long a woken worker lets tasks gather before it starts on them, and how
+    // often an idle one looks for work before it sleeps. Planning a launch this
+    // much later costs nothing next to a transfer of milliseconds.
     static constexpr std::chrono::microseconds kGatherTime{100};
+    // An idle worker looks for work every kGatherTime this long before it sleeps:
+    // while the application launches, the worker never sleeps, and a launch
+    // never pays for waking it.
+    static constexpr std::chrono::milliseconds kIdleBeforeSleep{20};
 
     std::mutex mutex_;
     std::condition_variable wake_;
-    std::deque<Task> tasks_;
-    bool started_ = false;
-    bool stopping_ = false;
-    bool worker_sleeping_ = false; // waiting for a task; only then does posting wake it
+    std::deque<Queued> tasks_;
+    Lane* lane_ = nullptr;
+    std::atomic<bool> started_{false};
+    std::atomic<bool> stopping_{false};
+    // Waiting for work with nothing to wake it but a notify: only then does
+    // posting or filling the lane wake it.
+    std::atomic<bool> sleeping_{false};
     std::unordered_map<CUcontext, CUstream> streams_; // worker thread only
 };
 

@@ -7,11 +7,13 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <utility>
 
 namespace uvmp::driver {
 namespace {
@@ -21,6 +23,19 @@ std::atomic<Interceptor*> g_interceptor{nullptr};
 // Launch-path scratch: one per thread, so observing a launch allocates nothing
 // once warmed up.
 thread_local std::vector<AccessHit> t_hits;
+// The kernel descriptions this thread launched with lately, so that launching a
+// kernel seen before takes no lock: they hold while the table's generation does.
+// Trivially destructible, so that reaching it needs no check that it was made.
+struct KernelCache {
+    static constexpr size_t kEntries = 32;
+    static size_t slot(const void* handle) {
+        static_assert(kEntries == 32, "the top five bits of the hash pick the entry");
+        return static_cast<size_t>((reinterpret_cast<uintptr_t>(handle) * 0x9E3779B97F4A7C15ull) >> 59);
+    }
+    uint64_t generation = 0; // no table's
+    std::array<std::pair<const void*, const KernelInfo*>, kEntries> entries{};
+};
+thread_local KernelCache t_kernels;
 // The same for the slab events of one pool call.
 thread_local std::vector<pool::SlabEvent> t_slab_events;
 
@@ -85,10 +100,7 @@ DeviceBudget* Interceptor::budget_for_current_device(const DriverTable& table, C
         if (table.cuMemGetInfo_v2(&free_bytes, &total_bytes) != CUDA_SUCCESS) return nullptr;
         budget.count_over_budget_in(&devices_over_budget_);
         budget.configure(config_, free_bytes, total_bytes);
-        if (device == 0) {
-            stats_.budget_bytes.store(budget.budget(), std::memory_order_relaxed);
-            stats_.guard_limit_bytes.store(budget.guard_limit(), std::memory_order_relaxed);
-        }
+        stats_.device_configured(device, budget.budget(), budget.guard_limit());
         log::info("device {}: {} total, {} free at start; physical guard {}, budget {}", device,
                   format_size(total_bytes), format_size(free_bytes), format_size(budget.guard_limit()),
                   format_size(budget.budget()));
@@ -132,6 +144,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     if (!block) {
         if (why.reason == SlabRefusal::Reason::Guard) {
             stats_.add(stats_.guard_refusals);
+            stats_.add(stats_.device(device).guard_refusals);
             log::warn("{}", budget->refusal_message(bytes, why.bytes));
             return ConvertOutcome::GuardRefused;
         }
@@ -144,7 +157,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     if (!host_homed) budget->add_live(block->size);
     *dptr = block->address;
     const uint32_t id = registry_.add(*dptr, bytes, device, context, stream_ordered, host_homed);
-    stats_.converted_allocated(bytes);
+    stats_.converted_allocated(device, bytes);
     if (host_homed) stats_.host_block_allocated(bytes);
     if (trace_) {
         trace::Alloc record;
@@ -161,6 +174,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     // Its pages live on the host: nothing populates, moves or counts it.
     if (host_homed) return ConvertOutcome::Converted;
     if (planner_) {
+        make_launch_lane();
         const PlannedAllocation planned{id, *dptr, bytes, device, context};
         const uint64_t limit = budget->budget();
         executor_.post([this, planned, limit](Executor&) {
@@ -204,8 +218,7 @@ void Interceptor::populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevic
                                error_name(r));
             return;
         }
-        stats_.add(stats_.populate_calls);
-        stats_.add(stats_.bytes_populated, bytes);
+        stats_.moved(device, MoveCount::Populate, bytes);
         if (trace_) {
             trace::Move move;
             move.kind = trace::MoveKind::Populate;
@@ -219,12 +232,19 @@ void Interceptor::populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevic
     });
 }
 
-void Interceptor::note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int device,
-                                          std::atomic<uint64_t>& reason) {
-    stats_.passed_through(reason, bytes);
+void Interceptor::note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, std::atomic<uint64_t>& reason,
+                                          const DriverTable& table) {
+    CUdevice device = -1;
+    if (table.cuCtxGetDevice(&device) != CUDA_SUCCESS || device < 0 ||
+        static_cast<size_t>(device) >= passthrough_live_.size()) {
+        // No device to charge: counted, and reported as the driver's own figures show it.
+        stats_.passed_through(reason, bytes);
+        return;
+    }
+    stats_.passed_through(reason, bytes, device);
     std::lock_guard lock(passthrough_mutex_);
     passthrough_[ptr] = PassthroughAllocation{bytes, device};
-    passthrough_live_[static_cast<size_t>(device) % passthrough_live_.size()] += bytes;
+    passthrough_live_[static_cast<size_t>(device)] += bytes;
 }
 
 void Interceptor::release_converted(const Allocation& allocation, uint64_t block_bytes) {
@@ -237,7 +257,7 @@ void Interceptor::release_converted(const Allocation& allocation, uint64_t block
         }
         budgets_[static_cast<size_t>(allocation.device) % budgets_.size()].remove_live(block_bytes);
     }
-    stats_.converted_freed(allocation.size);
+    stats_.converted_freed(allocation.device, allocation.size);
     if (trace_) {
         trace::Free record;
         record.id = allocation.id;
@@ -272,7 +292,8 @@ CUresult Interceptor::give_back(const Allocation& allocation, pool::StreamKey st
 void Interceptor::forget_passthrough(CUdeviceptr ptr) {
     std::lock_guard lock(passthrough_mutex_);
     if (auto it = passthrough_.find(ptr); it != passthrough_.end()) {
-        passthrough_live_[static_cast<size_t>(it->second.device) % passthrough_live_.size()] -= it->second.bytes;
+        passthrough_live_[static_cast<size_t>(it->second.device)] -= it->second.bytes;
+        stats_.passthrough_freed(it->second.device, it->second.bytes);
         passthrough_.erase(it);
     }
 }
@@ -452,9 +473,19 @@ uint64_t Interceptor::observe_launch(const LaunchSite& site) {
 }
 
 const KernelInfo& Interceptor::kernel_info(const void* handle) {
+    const uint64_t generation = kernels_.generation();
+    KernelCache& cache = t_kernels;
+    auto& [cached, cached_info] = cache.entries[KernelCache::slot(handle)];
+    if (cache.generation == generation && cached == handle) return *cached_info;
     bool first_sight = false;
     const KernelInfo& info = kernels_.lookup(handle, &first_sight);
     if (first_sight && trace_) trace_->kernel(info.id, info.name);
+    if (cache.generation != generation) {
+        cache.entries = {};
+        cache.generation = generation;
+    }
+    cached = handle;
+    cached_info = &info;
     return info;
 }
 
@@ -525,10 +556,21 @@ void Interceptor::record_launch(uint64_t seq, uint32_t kernel_id, const unsigned
 }
 
 CaptureState Interceptor::capture_of(StreamFlavor flavor, CUstream stream, bool has_accesses) const {
-    // A driver call: made only where a plan or a record depends on it.
+    // A driver call: made only where a plan or a record depends on it, and once
+    // some capture may have begun.
     if (!trace_ && !(planner_ && has_accesses)) return {};
+    if (!captures_possible()) return {};
     const DriverTable* table = driver_table_if_ready();
     return table ? capture_state(*table, flavor, stream) : CaptureState{};
+}
+
+void Interceptor::make_launch_lane() {
+    if (lane_.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(lane_mutex_);
+    if (lane_owner_) return;
+    lane_owner_ = std::make_unique<LaunchLane>(kLaneCapacity, [this](const PlannedLaunch& launch) { plan(launch); });
+    executor_.set_lane(lane_owner_.get());
+    lane_.store(lane_owner_.get(), std::memory_order_release);
 }
 
 void Interceptor::post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t kernel_id,
@@ -536,12 +578,21 @@ void Interceptor::post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t
     // The fence orders evictions after the kernels before this launch. While all
     // converted memory fits, no plan evicts, and the event record (which contends
     // with the launch itself for the driver) is not worth its cost.
-    PlannedLaunch planned{seq, kernel_id, {}, all_converted_memory_fits() ? nullptr : record_fence(site.flavor, site.stream)};
+    const LaunchOrigin origin = launch_origin();
+    const CUevent fence = all_converted_memory_fits() ? nullptr : record_fence(site.flavor, site.stream, origin.context);
+    LaunchLane* lane = lane_.load(std::memory_order_acquire);
+    if (lane && LaunchLane::fits(hits)) {
+        if (executor_.accepting() && lane->put(seq, kernel_id, hits, fence, origin)) executor_.lane_filled();
+        else count_unplanned(fence);
+        return;
+    }
+    // More accesses than a record holds (or no lane yet): a task of its own, which
+    // comes after what the lane holds now, as the launch does.
+    PlannedLaunch planned{seq, kernel_id, {}, fence, origin};
     planned.accesses.reserve(hits.size());
     for (const AccessHit& h : hits) planned.accesses.push_back({h.alloc_id, h.offset, 0});
-    const CUevent fence = planned.fence;
     const bool queued = executor_.post_unless_backlogged(
-        [this, planned = std::move(planned)](Executor&) { planner_->launch(planned); }, kMaxPlannerBacklog);
+        [this, planned = std::move(planned)](Executor&) { plan(planned); }, kMaxPlannerBacklog);
     if (!queued) count_unplanned(fence);
 }
 
@@ -550,11 +601,16 @@ void Interceptor::post_to_planner(std::vector<PlannedLaunch> steps) {
     auto shared = std::make_shared<const std::vector<PlannedLaunch>>(std::move(steps));
     const bool queued = executor_.post_unless_backlogged(
         [this, shared](Executor&) {
-            for (const PlannedLaunch& step : *shared) planner_->launch(step);
+            for (const PlannedLaunch& step : *shared) plan(step);
         },
         kMaxPlannerBacklog);
     if (!queued)
         for (const PlannedLaunch& step : *shared) count_unplanned(step.fence);
+}
+
+void Interceptor::plan(const PlannedLaunch& launch) {
+    stats_.add(stats_.launches_planned);
+    planner_->launch(launch);
 }
 
 void Interceptor::count_unplanned(CUevent fence) {
@@ -566,13 +622,13 @@ bool Interceptor::all_converted_memory_fits() const {
     return devices_over_budget_.load(std::memory_order_acquire) == 0;
 }
 
-CUevent Interceptor::record_fence(StreamFlavor flavor, CUstream stream) {
+CUevent Interceptor::record_fence(StreamFlavor flavor, CUstream stream, CUcontext context) {
     // Recorded before the launch is forwarded, so it completes when the work
     // queued before this launch has: the moves planned for the launch wait on it.
     // A fraction of a microsecond per launch.
     const DriverTable* table = driver_table_if_ready();
     if (!table) return nullptr;
-    CUevent event = fences_.acquire(*table);
+    CUevent event = context ? fences_.acquire(*table, context) : fences_.acquire(*table);
     if (!event) return nullptr;
     auto record = flavor == StreamFlavor::PerThread ? table->cuEventRecord_ptsz : table->cuEventRecord;
     if (record(event, stream) != CUDA_SUCCESS) {
@@ -581,6 +637,14 @@ CUevent Interceptor::record_fence(StreamFlavor flavor, CUstream stream) {
     }
     stats_.add(stats_.launches_fenced);
     return event;
+}
+
+LaunchOrigin Interceptor::launch_origin() const {
+    const DriverTable* table = driver_table_if_ready();
+    LaunchOrigin origin;
+    if (!table || table->cuCtxGetCurrent(&origin.context) != CUDA_SUCCESS || !origin.context) return {};
+    if (table->cuCtxGetDevice(&origin.device) != CUDA_SUCCESS) origin.device = -1;
+    return origin;
 }
 
 void Interceptor::mark_iteration() {

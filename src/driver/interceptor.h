@@ -15,6 +15,7 @@
 #include "driver/executor.h"
 #include "driver/graph_walk.h"
 #include "driver/host_home_router.h"
+#include "driver/launch_lane.h"
 #include "driver/managed_pool.h"
 #include "driver/planner.h"
 #include "driver/stream_capture.h"
@@ -87,6 +88,12 @@ public:
     void note_default_pool(CUdevice device, CUmemoryPool pool) { pools_.note_default_pool(device, pool); }
     void note_current_pool(CUdevice device, CUmemoryPool pool) { pools_.note_current_pool(device, pool); }
     void note_passthrough_host(uint64_t bytes) { stats_.passed_through(stats_.passthrough_host, bytes); }
+    // The application's own managed memory: neither converted nor moved, but it
+    // may be on the GPU as much as the library's, so it counts against the free
+    // memory reported on its device until it is freed.
+    void note_app_managed(CUdeviceptr ptr, uint64_t bytes, const DriverTable& table) {
+        note_passthrough_device(ptr, bytes, stats_.passthrough_app_managed, table);
+    }
     // Pointer-attribute answers for converted memory, when hiding is on.
     void adjust_pointer_attribute(CUpointer_attribute attribute, void* data, CUdeviceptr ptr) const;
     void note_ipc_failure(CUdeviceptr ptr, CUresult result) const;
@@ -148,6 +155,9 @@ private:
     // steps of launches) launches are not planned at all, and the predictor
     // re-synchronises when the worker catches up.
     static constexpr size_t kMaxPlannerBacklog = 1 << 16;
+    // The launch lane's records, as many as the backlog of tasks above: 16 MiB,
+    // made only in a process that converts memory under a policy.
+    static constexpr size_t kLaneCapacity = kMaxPlannerBacklog;
     // observe_launch's work, which it times now and then.
     uint64_t observe_launch_untimed(const LaunchSite& site);
     // The kernel table's entry, its name recorded in the trace on first sight.
@@ -179,8 +189,10 @@ private:
     // Every slab the pools made or gave back, with the device: logged, written to
     // the trace, and told to the planner (its dead bytes there are gone).
     void record_slab_events(int device, std::span<const pool::SlabEvent> events);
-    void note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, int device,
-                                 std::atomic<uint64_t>& reason);
+    // An allocation the driver made: it takes the memory of the device whose
+    // context is current, until it is freed.
+    void note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, std::atomic<uint64_t>& reason,
+                                 const DriverTable& table);
     struct MemoryView {
         uint64_t free = 0;
         uint64_t total = 0;
@@ -196,7 +208,10 @@ private:
     void forget_passthrough(CUdeviceptr ptr);
     void open_trace_if_needed(const DriverTable& table);
     void describe_kernel(const void* handle, KernelInfo& info) const;
-    CUevent record_fence(StreamFlavor flavor, CUstream stream);
+    CUevent record_fence(StreamFlavor flavor, CUstream stream, CUcontext context);
+    // The context current on the launching thread and its device: where the
+    // launch runs, and so where the moves planned for it go.
+    LaunchOrigin launch_origin() const;
     // True while every device's converted memory fits its budget: nothing can need evicting.
     bool all_converted_memory_fits() const;
     // Where the launch's stream stands, asked only when a planner or the trace needs it.
@@ -206,6 +221,11 @@ private:
     // The same for the steps of a graph launch, in one task.
     void post_to_planner(std::vector<PlannedLaunch> steps);
     void count_unplanned(CUevent fence);
+    // On the worker: one launch handed to the planner.
+    void plan(const PlannedLaunch& launch);
+    // Made with the first allocation the planner is told of: a process that never
+    // converts memory needs none. nullptr before.
+    void make_launch_lane();
     uint64_t now_ns() const;
     // The planner of the configured policy, or nullptr for none (or inactive).
     std::unique_ptr<Planner> make_planner();
@@ -235,6 +255,9 @@ private:
     // events: a lock for a stream, shared by a few.
     std::array<std::mutex, 16> free_order_; // 16: the hash's top four bits pick one
     std::unique_ptr<Planner> planner_; // worker thread only, once made
+    std::mutex lane_mutex_; // making the lane
+    std::unique_ptr<LaunchLane> lane_owner_;
+    std::atomic<LaunchLane*> lane_{nullptr};
     FencePool fences_;
     std::once_flag trace_once_;
     std::unique_ptr<trace::TraceWriter> trace_;

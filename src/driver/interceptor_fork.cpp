@@ -25,8 +25,7 @@ bool names_the_process(const std::string& pattern) {
 // while the log is written; the pools' locks, the kernel table's, the graph
 // table's, the registry's, the pass-through map's and the two queues' (the worker's and the
 // mover's) hold nothing of the others.
-// The fence pool's lock is not among them: it guards one push or pop, and the
-// child replaces the whole pool.
+// The fence pool takes no lock, and the child replaces the whole pool.
 void Interceptor::before_fork() {
     for (std::mutex& m : free_order_) m.lock();
     budgets_mutex_.lock();
@@ -70,12 +69,21 @@ void Interceptor::after_fork_in_child() {
     std::destroy_at(&fences_);
     new (&fences_) FencePool;
     planner_ = make_planner();
+    // The parent's thread may have been making the lane: a lane it made is the
+    // child's, emptied (the executor empties one it was given).
+    new (&lane_mutex_) std::mutex;
+    if (lane_owner_) {
+        lane_owner_->reset();
+        executor_.set_lane(lane_owner_.get());
+        lane_.store(lane_owner_.get(), std::memory_order_release);
+    }
     new (&trace_once_) std::once_flag;
     registry_.clear();
     kernels_.clear();
     graphs_.clear(); // a child cannot launch its parent's graphs
     passthrough_.clear();
     vmm_handles_.clear();
+    for (auto& bytes : passthrough_live_) bytes.store(0, std::memory_order_relaxed);
     // The parent's slabs and the guard's count of them are the parent's.
     pools_.forget_after_fork();
     host_homes_.forget_after_fork();

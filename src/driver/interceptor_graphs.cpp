@@ -122,6 +122,7 @@ void Interceptor::observe_graph_launch(StreamFlavor flavor, CUgraphExec exec, CU
 
     // The fences all stand before the graph: its nodes run with no host call between.
     const bool fenced = planner_ && !all_converted_memory_fits();
+    const LaunchOrigin origin = planner_ ? launch_origin() : LaunchOrigin{};
     std::vector<PlannedLaunch> planned;
     thread_local std::vector<trace::Access> accesses;
     for (size_t i = 0; i < steps.size(); ++i) {
@@ -131,7 +132,7 @@ void Interceptor::observe_graph_launch(StreamFlavor flavor, CUgraphExec exec, CU
         append_step_accesses(step, registry_, accesses);
         if (trace_) record_launch(first + i, info.id, step.grid, step.block, stream, accesses);
         if (planner_ && !accesses.empty())
-            planned.push_back({first + i, info.id, accesses, fenced ? record_fence(flavor, stream) : nullptr});
+            planned.push_back({first + i, info.id, accesses, fenced ? record_fence(flavor, stream, origin.context) : nullptr, origin});
     }
     if (planner_) post_to_planner(std::move(planned));
 }

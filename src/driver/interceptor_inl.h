@@ -11,14 +11,14 @@ CUresult Interceptor::allocate(CUdeviceptr* dptr, size_t bytes, CUstream stream,
     if (!active_ || !table || !dptr || bytes == 0) {
         const CUresult r = passthrough();
         if (r == CUDA_SUCCESS && dptr && table && bytes)
-            note_passthrough_device(*dptr, bytes, 0, stats_.passthrough_inactive);
+            note_passthrough_device(*dptr, bytes, stats_.passthrough_inactive, *table);
         return r;
     }
     if (stream_ordered) {
         // Managed allocation is not allowed into a graph being captured.
         if (stream_is_capturing(*table, flavor, stream)) {
             const CUresult r = passthrough();
-            if (r == CUDA_SUCCESS) note_passthrough_device(*dptr, bytes, 0, stats_.passthrough_capture);
+            if (r == CUDA_SUCCESS) note_passthrough_device(*dptr, bytes, stats_.passthrough_capture, *table);
             return r;
         }
     }
@@ -33,7 +33,7 @@ CUresult Interceptor::allocate(CUdeviceptr* dptr, size_t bytes, CUstream stream,
     // Managed allocation refused for another reason: the job must still run.
     const CUresult fallback = passthrough();
     if (fallback == CUDA_SUCCESS)
-        note_passthrough_device(*dptr, bytes, 0, stats_.passthrough_managed_failed);
+        note_passthrough_device(*dptr, bytes, stats_.passthrough_managed_failed, *table);
     return fallback;
 }
 

@@ -79,12 +79,14 @@ CUresult Interceptor::device_total_mem_v1(unsigned int* bytes, CUdevice device, 
 
 void Interceptor::note_vmm_created(CUmemGenericAllocationHandle handle, uint64_t bytes,
                                    const CUmemAllocationProp& prop) {
-    stats_.passed_through(stats_.passthrough_vmm, bytes);
     // Host-located physical memory (CU_MEM_LOCATION_TYPE_HOST...) takes nothing of the device's.
     const int device = prop.location.id;
     if (!active_ || prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE || device < 0 ||
-        static_cast<size_t>(device) >= passthrough_live_.size())
+        static_cast<size_t>(device) >= passthrough_live_.size()) {
+        stats_.passed_through(stats_.passthrough_vmm, bytes);
         return;
+    }
+    stats_.passed_through(stats_.passthrough_vmm, bytes, device);
     std::lock_guard lock(passthrough_mutex_);
     vmm_handles_[handle] = PassthroughAllocation{bytes, device};
     passthrough_live_[static_cast<size_t>(device)] += bytes;
@@ -94,6 +96,7 @@ void Interceptor::note_vmm_released(CUmemGenericAllocationHandle handle) {
     std::lock_guard lock(passthrough_mutex_);
     if (auto it = vmm_handles_.find(handle); it != vmm_handles_.end()) {
         passthrough_live_[static_cast<size_t>(it->second.device)] -= it->second.bytes;
+        stats_.passthrough_freed(it->second.device, it->second.bytes);
         vmm_handles_.erase(it);
     }
 }

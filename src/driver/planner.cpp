@@ -4,28 +4,10 @@
 #include "core/util/size_parse.h"
 #include "core/trace/reader.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace uvmp::driver {
-
-CUevent FencePool::acquire(const DriverTable& table) {
-    {
-        std::lock_guard lock(mutex_);
-        if (!free_.empty()) {
-            CUevent e = free_.back();
-            free_.pop_back();
-            return e;
-        }
-    }
-    CUevent e = nullptr;
-    if (table.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return nullptr;
-    return e;
-}
-
-void FencePool::release(CUevent event) {
-    std::lock_guard lock(mutex_);
-    free_.push_back(event);
-}
 
 Planner::Planner(ResidencyPolicy policy, uint64_t chunk_bytes, std::string trace_in, Stats& stats,
                  const Registry& registry, FencePool& fences, Executor& mover)
@@ -66,6 +48,7 @@ void Planner::check_seed(const PlannedAllocation& allocation) {
 Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
     DeviceModel& model = models_[device];
     if (!model.residency) {
+        model.device = device;
         // A long job that frees and allocates anew every step would grow the
         // per-chunk state with every byte it ever allocated: ids are reused.
         model.residency = std::make_unique<Residency>(budget, chunk_bytes_, ChunkIds::Reused);
@@ -73,6 +56,10 @@ Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
         model.residency->keep_recency_order(model.policy->reads_recency_order());
     }
     return model;
+}
+
+void Planner::publish(const DeviceModel& model) {
+    stats_.device(model.device).bytes_resident.store(model.residency->resident_bytes(), std::memory_order_relaxed);
 }
 
 void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t budget, bool populate) {
@@ -84,9 +71,11 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
     if (!chunks) return;
     model.policy->on_allocation_added(*chunks);
     const uint64_t reused = place_block(residency, model.reuse, *chunks, allocation.base, launches_, [&](ChunkRange run) {
-        if (populate) move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model);
+        if (populate)
+            move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model, allocation.context);
     });
     if (reused) bytes_reused_in_place_.fetch_add(reused, std::memory_order_relaxed);
+    publish(model);
 }
 
 void Planner::allocation_removed(uint32_t id) {
@@ -97,6 +86,7 @@ void Planner::allocation_removed(uint32_t id) {
         DeviceModel& model = found->second;
         model.reuse.note_removal(*model.residency, id, it->second.base);
         model.residency->remove_allocation(id);
+        publish(model);
     }
     allocations_.erase(it);
 }
@@ -105,14 +95,34 @@ void Planner::slab_changed(CUdevice device, uint64_t base, uint64_t bytes) {
     if (auto found = models_.find(device); found != models_.end()) found->second.reuse.forget(base, bytes);
 }
 
+std::span<const trace::Access> Planner::accesses_on(CUdevice device, const std::vector<trace::Access>& accesses) {
+    auto elsewhere = [&](const trace::Access& a) {
+        const auto it = allocations_.find(a.alloc_id);
+        return it != allocations_.end() && it->second.device != device;
+    };
+    // A job of one device, and most launches of several, name no other device's memory.
+    if (std::none_of(accesses.begin(), accesses.end(), elsewhere)) return accesses;
+    access_scratch_.clear();
+    for (const trace::Access& a : accesses)
+        if (!elsewhere(a)) access_scratch_.push_back(a);
+    return access_scratch_;
+}
+
 void Planner::launch(const PlannedLaunch& launch) {
-    // The device is that of an allocation the model holds: host-homed ones are
-    // never added, and the launch may name one first.
-    auto owner = allocations_.end();
-    for (const trace::Access& access : launch.accesses)
-        if ((owner = allocations_.find(access.alloc_id)) != allocations_.end()) break;
-    auto found = owner == allocations_.end() ? models_.end() : models_.find(owner->second.device);
-    if (found == models_.end()) {
+    // The launching device; where it is not known, that of the first allocation
+    // the model holds (host-homed blocks are never added, and the launch may
+    // name one first).
+    CUdevice device = launch.origin.device;
+    if (device < 0) {
+        auto owner = allocations_.end();
+        for (const trace::Access& access : launch.accesses)
+            if ((owner = allocations_.find(access.alloc_id)) != allocations_.end()) break;
+        device = owner == allocations_.end() ? -1 : owner->second.device;
+    }
+    const auto found = models_.find(device);
+    const std::span<const trace::Access> accesses =
+        found == models_.end() ? std::span<const trace::Access>{} : accesses_on(device, launch.accesses);
+    if (accesses.empty()) {
         if (launch.fence) fences_.release(launch.fence);
         return;
     }
@@ -120,12 +130,12 @@ void Planner::launch(const PlannedLaunch& launch) {
     Residency& residency = *model.residency;
     launches_ = launch.seq;
 
-    residency.launch_ranges(launch.accesses, range_scratch_);
+    residency.launch_ranges(accesses, range_scratch_);
 
     LaunchView view;
     view.step = launch.seq;
     view.kernel_id = launch.kernel_id;
-    view.accesses = launch.accesses;
+    view.accesses = accesses;
     view.ranges = range_scratch_;
     residency.pin_launch(range_scratch_);
     plan_.clear();
@@ -136,29 +146,35 @@ void Planner::launch(const PlannedLaunch& launch) {
         stats_.add(stats_.launches_with_demand);
         stats_.add(stats_.bytes_demand_estimated, demand);
     }
-    if (!execute(plan_, launch.fence, model) && launch.fence) fences_.release(launch.fence);
+    stats_.add(stats_.device(model.device).launches_planned);
+    publish(model);
+    if (!execute(plan_, launch.fence, model, launch.origin.context) && launch.fence) fences_.release(launch.fence);
 }
 
-bool Planner::execute(const Plan& plan, CUevent fence, DeviceModel& model) {
+bool Planner::execute(const Plan& plan, CUevent fence, DeviceModel& model, CUcontext context) {
     const bool fetch_demand = model.policy->fetches_demand();
     const ChunkSpan* first = !plan.evict.empty()                   ? &plan.evict.front()
                              : fetch_demand && !plan.demand.empty() ? &plan.demand.front()
                              : !plan.prefetch.empty()               ? &plan.prefetch.front()
                                                                     : nullptr;
     if (!first) return false;
-    if (fence) wait_for_fence(fence, model.residency->alloc_id_of(first->first));
-    for (const ChunkSpan& span : plan.evict) move(span, trace::MoveKind::Evict, model);
+    // One stream for all of them: the evictions that make room run before the
+    // fetches that need it, and all of them behind the one wait for the fence.
+    if (!context) {
+        const auto it = allocations_.find(model.residency->alloc_id_of(first->first));
+        context = it == allocations_.end() ? nullptr : it->second.context;
+    }
+    if (fence) wait_for_fence(fence, context);
+    for (const ChunkSpan& span : plan.evict) move(span, trace::MoveKind::Evict, model, context);
     if (fetch_demand)
-        for (const ChunkSpan& span : plan.demand) move(span, trace::MoveKind::Prefetch, model);
-    for (const ChunkSpan& span : plan.prefetch) move(span, trace::MoveKind::Prefetch, model);
+        for (const ChunkSpan& span : plan.demand) move(span, trace::MoveKind::Prefetch, model, context);
+    for (const ChunkSpan& span : plan.prefetch) move(span, trace::MoveKind::Prefetch, model, context);
     return true;
 }
 
-void Planner::wait_for_fence(CUevent fence, uint32_t alloc_id) {
+void Planner::wait_for_fence(CUevent fence, CUcontext context) {
     // A wait captures the event as last recorded, so the fence can be recycled
     // as soon as the wait is queued (on the mover, which then gives it back).
-    const auto it = allocations_.find(alloc_id);
-    const CUcontext context = it == allocations_.end() ? nullptr : it->second.context;
     mover_.post([this, fence, context](Executor& mover) {
         const DriverTable* table = driver_table_if_ready();
         CUstream stream = table && context ? mover.stream_for(*table, context) : nullptr;
@@ -168,14 +184,19 @@ void Planner::wait_for_fence(CUevent fence, uint32_t alloc_id) {
     });
 }
 
-void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model) {
+void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, CUcontext context) {
     if (span.count == 0) return;
     const Residency& residency = *model.residency;
     const uint32_t alloc_id = residency.alloc_id_of(span.first);
     auto it = allocations_.find(alloc_id);
     if (it == allocations_.end()) return;
-    const MoveOrder order{it->second, residency.chunk_offset(span.first),
-                          residency.bytes_of({span.first, span.first + span.count - 1}), kind, launches_};
+    const MoveOrder order{it->second,
+                          residency.chunk_offset(span.first),
+                          residency.bytes_of({span.first, span.first + span.count - 1}),
+                          kind,
+                          launches_,
+                          context ? context : it->second.context,
+                          model.device};
     mover_.post([this, order](Executor& mover) { issue(order, mover); });
 }
 
@@ -184,12 +205,12 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
     const uint64_t bytes = order.bytes;
     const DriverTable* table = driver_table_if_ready();
     if (!table || !table->cuMemPrefetchAsync_v2) return;
-    CUstream stream = mover.stream_for(*table, order.allocation.context);
+    CUstream stream = mover.stream_for(*table, order.context);
     if (!stream) return;
     CUmemLocation location{};
     if (to_gpu) {
         location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        location.id = order.allocation.device;
+        location.id = order.device;
     } else {
         location.type = CU_MEM_LOCATION_TYPE_HOST;
         location.id = 0;
@@ -197,6 +218,7 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
     const auto call_start = std::chrono::steady_clock::now();
     const CUresult r = table->cuMemPrefetchAsync_v2(order.allocation.base + order.offset, bytes, location, 0, stream);
     stats_.add(stats_.move_calls);
+    stats_.add(stats_.device(order.device).move_calls);
     stats_.add(stats_.move_call_ns, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                                               std::chrono::steady_clock::now() - call_start)
                                                               .count()));
@@ -208,14 +230,10 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
                            to_gpu ? "prefetch" : "eviction", format_size(bytes), error_name(r));
         return;
     }
-    switch (order.kind) {
-    case trace::MoveKind::Populate:
-        stats_.add(stats_.populate_calls);
-        stats_.add(stats_.bytes_populated, bytes);
-        break;
-    case trace::MoveKind::Evict: stats_.add(stats_.bytes_evicted, bytes); break;
-    default: stats_.add(stats_.bytes_prefetched, bytes); break;
-    }
+    const MoveCount what = order.kind == trace::MoveKind::Populate ? MoveCount::Populate
+                           : to_gpu                                ? MoveCount::Prefetch
+                                                                   : MoveCount::Evict;
+    stats_.moved(order.device, what, bytes);
     if (trace::TraceWriter* trace = trace_.load(std::memory_order_acquire)) {
         trace::Move record;
         record.kind = order.kind;

@@ -22,11 +22,12 @@
 #include "core/trace/writer.h"
 #include "driver/driver_table.h"
 #include "driver/executor.h"
+#include "driver/fence_pool.h"
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,6 +42,13 @@ struct PlannedAllocation {
     CUcontext context;
 };
 
+// Where a launch was made: the context current on the launching thread and its
+// device, the one the launch's moves are for.
+struct LaunchOrigin {
+    CUcontext context = nullptr;
+    CUdevice device = -1; // -1: not known, and the device of its first allocation stands in
+};
+
 struct PlannedLaunch {
     uint64_t seq;
     uint32_t kernel_id;
@@ -48,23 +56,13 @@ struct PlannedLaunch {
     // Recorded on the launch's stream just before the launch, or nullptr: it
     // completes when everything queued before the launch has run.
     CUevent fence;
-};
-
-// Events the launch path records in front of launches, so that the moves planned
-// for a launch start on the GPU's time, not the application thread's.
-class FencePool {
-public:
-    CUevent acquire(const DriverTable& table);
-    void release(CUevent event);
-
-private:
-    std::mutex mutex_;
-    std::vector<CUevent> free_;
+    LaunchOrigin origin;
 };
 
 class Planner {
 public:
-    // The budget is per device, given with each allocation. policy must not be None.
+    // One residency model and policy a device, each under that device's budget
+    // (given with each allocation). policy must not be None.
     // registry: to tell a move that failed on memory freed since it was planned
     // (expected: the mover runs behind) from one that failed on live memory.
     // trace_in: an earlier run's trace to start the learned policy from, or empty.
@@ -88,6 +86,13 @@ public:
     void allocation_removed(uint32_t id);
     // A slab of the pool made or given back: its memory holds no dead bytes to reuse.
     void slab_changed(CUdevice device, uint64_t base, uint64_t bytes);
+    // Planned in the model of the launch's device, over the allocations of that
+    // device only: memory of another device that the kernel names (peer access)
+    // is left where that device's model has it, so that a launch never evicts
+    // another device's memory to make room on its own. The moves go on the
+    // launching context's stream, behind the launch's fence. A launch whose
+    // device is not known is planned on the device of the first allocation it
+    // names that the model holds; one that plans nothing gives its fence back.
     void launch(const PlannedLaunch& launch);
 
     void set_trace(trace::TraceWriter* trace) { trace_.store(trace, std::memory_order_release); }
@@ -98,30 +103,40 @@ public:
 
 private:
     struct DeviceModel {
+        CUdevice device = 0;
         std::unique_ptr<Residency> residency;
         std::unique_ptr<uvmp::Policy> policy;
         ReuseInPlace reuse;
     };
 
     DeviceModel& model_for(CUdevice device, uint64_t budget);
+    // The model's resident bytes into the device's stats.
+    void publish(const DeviceModel& model);
     std::unique_ptr<uvmp::Policy> make_policy();
     // The seed holds only while the program allocates as it did when recorded.
     void check_seed(const PlannedAllocation& allocation);
-    // Queues the plan's moves on the mover's stream behind the launch's fence,
-    // which it releases; false when the plan moves nothing (the fence is the caller's).
-    bool execute(const Plan& plan, CUevent fence, DeviceModel& model);
-    void wait_for_fence(CUevent fence, uint32_t alloc_id);
-    // Hands one move to the mover. The model already counts it done: the move is
-    // issued whether or not the block is still live when the mover gets to it
-    // (its slab still holds the bytes, or the driver refuses a range given back).
-    void move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model);
-    // On the mover.
+    // The launch's accesses that the model of `device` may plan: all but those of
+    // allocations known to be another device's.
+    std::span<const trace::Access> accesses_on(CUdevice device, const std::vector<trace::Access>& accesses);
+    // Queues the plan's moves on the mover's stream of `context` (nullptr: the
+    // first move's allocation's) behind the launch's fence, which it releases;
+    // false when the plan moves nothing (the fence is the caller's).
+    bool execute(const Plan& plan, CUevent fence, DeviceModel& model, CUcontext context);
+    void wait_for_fence(CUevent fence, CUcontext context);
+    // Hands one move to the mover, to be issued on the stream of `context`. The
+    // model already counts it done: the move is issued whether or not the block
+    // is still live when the mover gets to it (its slab still holds the bytes, or
+    // the driver refuses a range given back).
+    void move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, CUcontext context);
+    // On the mover. A move to the GPU goes to the model's device.
     struct MoveOrder {
         PlannedAllocation allocation;
         uint64_t offset;
         uint64_t bytes;
         trace::MoveKind kind;
         uint64_t launches_before;
+        CUcontext context;
+        CUdevice device;
     };
     void issue(const MoveOrder& order, Executor& mover);
 
@@ -139,6 +154,7 @@ private:
     std::unordered_map<CUdevice, DeviceModel> models_;
     std::unordered_map<uint32_t, PlannedAllocation> allocations_;
     std::vector<ChunkRange> range_scratch_;
+    std::vector<trace::Access> access_scratch_;
     Plan plan_;
     uint64_t launches_ = 0;
     std::atomic<uint64_t> bytes_reused_in_place_{0};

@@ -2,9 +2,14 @@
 
 #include "core/util/log.h"
 
-namespace uvmp::driver {
+#include <atomic>
 
-CaptureState capture_state(const DriverTable& table, StreamFlavor flavor, CUstream stream) {
+namespace uvmp::driver {
+namespace {
+
+std::atomic<bool> g_captures_possible{false};
+
+CaptureState ask_driver(const DriverTable& table, StreamFlavor flavor, CUstream stream) {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     CaptureState state;
     const bool per_thread = flavor == StreamFlavor::PerThread;
@@ -18,6 +23,24 @@ CaptureState capture_state(const DriverTable& table, StreamFlavor flavor, CUstre
     auto is_capturing = per_thread ? table.cuStreamIsCapturing_ptsz : table.cuStreamIsCapturing;
     state.capturing = is_capturing && is_capturing(stream, &status) == CUDA_SUCCESS &&
                       status != CU_STREAM_CAPTURE_STATUS_NONE;
+    return state;
+}
+
+} // namespace
+
+bool captures_possible() { return g_captures_possible.load(std::memory_order_acquire); }
+
+void note_capture_beginning() {
+    if (!g_captures_possible.load(std::memory_order_relaxed)) g_captures_possible.store(true, std::memory_order_release);
+}
+
+CaptureState capture_state(const DriverTable& table, StreamFlavor flavor, CUstream stream) {
+    const CaptureState state = ask_driver(table, flavor, stream);
+    // Begun by an entry point the library does not hook: from now on every launch
+    // is asked about, as after a capture the hooks saw begin.
+    if (state.capturing && !g_captures_possible.exchange(true, std::memory_order_acq_rel))
+        log::info("a stream capture began that the library did not see begin; launches are checked for capture "
+                  "from now on");
     return state;
 }
 

@@ -18,6 +18,13 @@ struct CaptureState {
     uint64_t id = 0;        // the driver's id of the capture sequence, 0 when not known
 };
 
+// Whether a stream capture may have begun in this process: until one has, no
+// launch can be captured, and none needs asking about. The hooks of every entry
+// point that begins a capture say so before the capture begins; a query that
+// finds a capture begun where no hook saw it says so too.
+bool captures_possible();
+void note_capture_beginning();
+
 // Asked of the driver in the flavour the call came in by: the per-thread
 // default stream (handle 0 in a _ptsz call) is another stream than the legacy
 // one. A query the driver refuses (the legacy stream while another stream of

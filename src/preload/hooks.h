@@ -12,6 +12,12 @@ UVMP_HOOKED_DRIVER_FUNCTIONS(UVMP_DECLARE_HOOK)
 
 namespace uvmp::preload {
 
+// What a hook reached for an entry point this driver lacks (one too old for it)
+// answers: what the driver would for a name it does not know.
+inline CUresult missing_entry_point(const driver::DriverTable* table) {
+    return table ? CUDA_ERROR_NOT_FOUND : CUDA_ERROR_NOT_INITIALIZED;
+}
+
 // Our hook for an exported driver name, or nullptr when the name is not hooked.
 void* hook_for_name(const char* name);
 

@@ -87,6 +87,15 @@ extern "C" CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes
                     [&] { return table->cuMemAllocFromPoolAsync_ptsz(dptr, bytes, pool, stream); });
 }
 
+// The library's own slabs are made through the driver table, never through here.
+extern "C" CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
+    const auto* table = driver_table();
+    if (!table) return CUDA_ERROR_NOT_INITIALIZED;
+    const CUresult r = table->cuMemAllocManaged(dptr, bytes, flags);
+    if (r == CUDA_SUCCESS && dptr && bytes && interceptor()) interceptor()->note_app_managed(*dptr, bytes, *table);
+    return r;
+}
+
 extern "C" CUresult cuMemFree_v2(CUdeviceptr ptr) {
     const auto* table = driver_table();
     if (!table) return CUDA_ERROR_NOT_INITIALIZED;

@@ -23,12 +23,12 @@ CUresult unload(CUresult (*real)(Handle), Handle handle) {
 
 extern "C" CUresult cuModuleUnload(CUmodule module) {
     const auto* table = driver_table();
-    if (!table || !table->cuModuleUnload) return table ? CUDA_ERROR_NOT_FOUND : CUDA_ERROR_NOT_INITIALIZED;
+    if (!table || !table->cuModuleUnload) return uvmp::preload::missing_entry_point(table);
     return unload(table->cuModuleUnload, module);
 }
 
 extern "C" CUresult cuLibraryUnload(CUlibrary library) {
     const auto* table = driver_table();
-    if (!table || !table->cuLibraryUnload) return table ? CUDA_ERROR_NOT_FOUND : CUDA_ERROR_NOT_INITIALIZED;
+    if (!table || !table->cuLibraryUnload) return uvmp::preload::missing_entry_point(table);
     return unload(table->cuLibraryUnload, library);
 }

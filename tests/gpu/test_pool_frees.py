@@ -44,6 +44,9 @@ if "--dry-run" in options:
 env["FAKE_LIBRARY"] = "1"
 env["FAKE_POLICY"] = value("--policy") or "learned"
 env["FAKE_BUDGET"] = value("--budget") or ""
+env["FAKE_HOST_HOMES"] = value("--host-homes") or "off"
+if env["FAKE_HOST_HOMES"] == "on" and not os.path.exists(value("--trace-in") or ""):
+    sys.exit("uvmrun: --host-homes on needs the --trace-in trace")
 status = subprocess.call(command, env=env)
 stats = {"pid": os.getpid(), "active": 1, "launches_seen": 1000, "frees_converted": 500,
          "bytes_converted_peak": 25 * 2**30, "pool_reserved_peak": 26 * 2**30,
@@ -63,14 +66,20 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--model"); parser.add_argument("--batch"); parser.add_argument("--seq")
 parser.add_argument("--steps", type=int); parser.add_argument("--warmup", type=int)
 parser.add_argument("--mark-iterations", action="store_true"); parser.add_argument("--deterministic", action="store_true")
+parser.add_argument("--save-on-cpu", action="store_true"); parser.add_argument("--memory-cap", type=int, default=0)
 args = parser.parse_args()
 library = os.environ.get("FAKE_LIBRARY") == "1"
 pressured = library and os.environ.get("FAKE_BUDGET") == "16384M"
 step = 100.0 * (1.01 if library else 1.0)
 if pressured:
     step = 1000.0 if os.environ["FAKE_POLICY"] == "learned" else 1100.0
+    if os.environ["FAKE_HOST_HOMES"] == "on":
+        step = 800.0
+if args.save_on_cpu:
+    step = 900.0 if not library and args.memory_cap == 16 * 2**30 else -1.0
 losses = [10.0 - 0.25 * k for k in range(args.steps)]
-if pressured and os.environ["FAKE_POLICY"] == "learned" and os.environ.get("FAKE_BAD_LOSSES") == "1":
+if (pressured and os.environ["FAKE_POLICY"] == "learned" and os.environ["FAKE_HOST_HOMES"] == "off"
+        and os.environ.get("FAKE_BAD_LOSSES") == "1"):
     losses[1] += 1e-6
 timed = args.steps - args.warmup
 moved = ({"evicted": 8e9 * timed, "prefetched": 8e9 * timed, "populated": 0, "demand": 1e8 * timed, "frees": 90 * timed}
@@ -89,7 +98,8 @@ print("SUMMARY " + json.dumps({
 
 FAKE_LINK_PROBE = r'''
 print("fetch (host to GPU) 2048 MiB: 43.0 ms, 50.0 GB/s")
-print('{"bytes": 2147483648, "h2d_gbps": 50.0, "d2h_gbps": 16.0, "fetch_ms": 43.0, "evict_ms": 134.2}')
+print('{"bytes": 2147483648, "h2d_gbps": 50.0, "d2h_gbps": 16.0, "fetch_ms": 43.0, "evict_ms": 134.2, '
+      '"remote_write_gbps": 52.0, "remote_read_gbps": 51.0}')
 '''
 
 # uvmtrace simulate --json: a step of 1100 ms for learned and 1150 for demand-lru.
@@ -97,7 +107,10 @@ FAKE_UVMTRACE = r'''
 import json, sys
 policy = sys.argv[sys.argv.index("--policy") + 1]
 budget = int(sys.argv[sys.argv.index("--budget") + 1].rstrip("M")) * 2**20
-print(json.dumps({"policy": policy, "step_seconds": 1.1 if policy == "learned" else 1.15,
+homes = "--homes" in sys.argv
+print(json.dumps({"policy": policy, "step_seconds": 0.85 if homes else 1.1 if policy == "learned" else 1.15,
+                  "homes": {"host_bytes": 6 * 2**30, "step_remote_write_bytes": 6 * 2**30,
+                            "step_remote_read_bytes": 12 * 2**30} if homes else None,
                   "step_in_bytes": 8e9, "step_out_bytes": 8e9, "steady_steps": 6, "footprint_bytes": 25 * 2**30,
                   "budget_bytes": budget, "prefetched_bytes": 40 * 2**30, "demand_bytes": 2**30,
                   "evicted_bytes": 30 * 2**30, "transfer_bound_step_seconds": 0.7, "prediction_hit_rate": 0.9}))
@@ -161,11 +174,13 @@ class PureLogic(unittest.TestCase):
         kinds = [(e["kind"], e.get("workload"), e.get("mode"), e.get("round")) for e in plan]
         self.assertEqual(kinds[0][0], "probe")
         self.assertEqual(kinds[1:4], [("train", "gpt2-small", m, 1) for m in ("native", "default", "fit")])
-        self.assertEqual(kinds[7:11], [("train", "gpt2-small", "record", None), ("simulate", "gpt2-small", None, None),
+        self.assertEqual(kinds[7:13], [("train", "gpt2-small", "record", None), ("simulate", "gpt2-small", None, None),
+                                       ("train", "gpt2-small", "host-homes", None),
                                        ("train", "gpt2-small", "learned", None),
-                                       ("train", "gpt2-small", "demand-lru", None)])
+                                       ("train", "gpt2-small", "demand-lru", None),
+                                       ("train", "gpt2-small", "save-on-cpu", None)])
         # The second round starts with the next mode.
-        self.assertEqual(kinds[11:14], [("train", "gpt2-small", m, 2) for m in ("default", "fit", "native")])
+        self.assertEqual(kinds[13:16], [("train", "gpt2-small", m, 2) for m in ("default", "fit", "native")])
         pressured = [e for e in plan if e.get("mode") == "learned"][0]
         self.assertEqual((pressured["warmup"], pressured["steps"]), (2, 8))
 
@@ -228,6 +243,23 @@ class WholeRun(unittest.TestCase):
         self.assertAlmostEqual(learned["floor_ms"], (8 * GIB / 16e9 + 8 * GIB / 50e9) * 1e3)
         self.assertAlmostEqual(learned["sim_error"], 0.1)
         self.assertAlmostEqual(learned["steady_per_step"]["evicted"], 8e9)
+        # The remote floor from the probe's w = 52 and r = 51 GB/s; save_on_cpu runs without the
+        # library under a 16 GiB cap (the fake train script takes 900 ms only then).
+        self.assertAlmostEqual(learned["remote_floor_ms"], (8 * GIB / 52e9 + 8 * GIB / 51e9) * 1e3)
+        saving = [r for r in report["rows"] if r["mode"] == "save-on-cpu"][0]
+        self.assertEqual(saving["median_ms"], 900.0)
+        self.assertTrue(saving["losses_equal"])
+        self.assertIn("pool gpt2-small learned step vs save-on-cpu", verdicts)
+        # Host homes: learned with the recorded trace's homes, simulated with the tier model at the
+        # probe's remote rates.
+        homed = [r for r in report["rows"] if r["mode"] == "host-homes"][0]
+        self.assertEqual(homed["median_ms"], 800.0)
+        self.assertAlmostEqual(homed["sim_error"], 850.0 / 800.0 - 1)
+        self.assertEqual(verdicts["pool gpt2-small host-homes simulate error"], "PASS")
+        self.assertEqual(verdicts["pool gpt2-small host-homes losses = native"], "PASS")
+        run = [r for r in report["runs"] if r["mode"] == "host-homes"][0]
+        self.assertEqual(run["command"][run["command"].index("--trace-in") + 1], report["trace"])
+        self.assertEqual(report["simulations"]["host-homes"]["homes"]["host_bytes"], 6 * GIB)
         # Fit budget: 1.5 x the larger of 26 GiB reserved and 26 GiB pool peak.
         self.assertEqual(report["fit_budgets"]["gpt2-small"]["bytes"], 39 * GIB)
         self.assertTrue(os.path.exists(os.path.join(workdir, "pool.md")))
@@ -259,6 +291,14 @@ class WholeRun(unittest.TestCase):
         verdicts = self.verdicts(report)
         self.assertEqual(verdicts["pool: uvmrun picks backend:cudaMallocAsync"], "FAIL")
         self.assertEqual(verdicts["pool: allocator backend in every run"], "PASS")
+
+    def test_host_homes_wait_for_the_recorded_trace(self):
+        status, report, _, _ = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
+                                              "--workloads", "gpt2-small", "--pressure-policies", "host-homes",
+                                              env={"FAKE_TRACE": "/nonexistent/trace.uvmt"})
+        homed = [r for r in report["runs"] if r["mode"] == "host-homes"][0]
+        self.assertEqual(homed["status"], "skipped (no trace)")
+        self.assertIsNone(homed["exit"])
 
     def test_deadline_skips_what_does_not_fit(self):
         status, report, _, _ = self.run_bench("--deadline-s", "25")

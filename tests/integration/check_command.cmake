@@ -1,7 +1,7 @@
 # Runs a command and checks its exit status and output, for tests that need more
 # than CTest's pass/fail regular expressions.
 #
-#   cmake [-DEXIT_CODE=N] [-DOUTPUT_MATCHES_1=RE] [-DOUTPUT_MATCHES_2=RE]
+#   cmake [-DEXIT_CODE=N] [-DOUTPUT_MATCHES_1=RE] [-DOUTPUT_MATCHES_2=RE] ... (up to _6)
 #         [-DSTDERR_LINES_MATCHING=RE -DSTDERR_LINE_COUNT=N]
 #         -P check_command.cmake -- COMMAND [ARG...]
 #
@@ -37,7 +37,7 @@ set(failures)
 if(NOT exit_code STREQUAL EXIT_CODE)
   list(APPEND failures "exit status ${exit_code}, expected ${EXIT_CODE}")
 endif()
-foreach(n 1 2 3)
+foreach(n RANGE 1 6)
   if(DEFINED OUTPUT_MATCHES_${n})
     if(NOT stdout MATCHES "${OUTPUT_MATCHES_${n}}" AND NOT stderr MATCHES "${OUTPUT_MATCHES_${n}}")
       list(APPEND failures "no output matches '${OUTPUT_MATCHES_${n}}'")

@@ -2,7 +2,10 @@
 
 #include "fakecuda.h"
 
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <thread>
 
 namespace uvmp_integration {
 
@@ -27,6 +30,22 @@ CUresult launch_over(CUfunction kernel, unsigned pointers, const std::vector<CUd
 uvmp_stats library_stats(const LibraryApi& api) {
     uvmp_stats none{};
     return api.stats().value_or(none);
+}
+
+bool policy_on() {
+    const char* policy = std::getenv("UVMP_POLICY");
+    return !policy || std::string(policy) != "none";
+}
+
+uvmp_stats settled_stats(const LibraryApi& api) {
+    uvmp_stats s = library_stats(api);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (s.launches_planned + s.launches_unplanned < s.launches_with_access &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        s = library_stats(api);
+    }
+    return s;
 }
 
 void expect_result(CheckList& checks, const std::string& what, CUresult got, CUresult want) {

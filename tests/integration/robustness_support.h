@@ -24,6 +24,15 @@ CUresult launch_over(CUfunction kernel, unsigned pointers, const std::vector<CUd
 // The library's counters; zeroes (and active 0) without the library.
 uvmp_stats library_stats(const LibraryApi& api);
 
+// Whether the environment leaves a residency policy on (unset: learned).
+bool policy_on();
+
+// The library's counters once its worker, which plans behind the application,
+// has handed the policy or counted as unplanned every launch that had an access
+// (for a program that captures no launches and launches no graphs); the counters
+// as they are after 30 seconds without.
+uvmp_stats settled_stats(const LibraryApi& api);
+
 // Where the application's own call failed, it sees the driver's code.
 void expect_result(CheckList& checks, const std::string& what, CUresult got, CUresult want);
 

@@ -109,6 +109,42 @@ TEST_CASE("home choice: the chosen homes' peak is what the choice reports, on ra
     }
 }
 
+TEST_CASE("home order: of two allocations at the peak, the one read fewer times goes first", "[placement]") {
+    // Either lowers the peak by 2 GiB; the second is read four times as often.
+    const std::vector<StepAllocation> step{alloc(8 * kGiB, 0, 9, 10, false), alloc(2 * kGiB, 0, 9, 9, true),
+                                           alloc(2 * kGiB, 0, 9, 2, true)};
+    const HomeOrder order = host_home_order(step, 10, 9 * kGiB);
+    REQUIRE(order.steps.size() == 2);
+    CHECK(order.all_gpu_swapped_bytes == 3 * kGiB);
+    CHECK(order.steps[0].index == 2);
+    CHECK(order.steps[0].swapped_bytes == kGiB);
+    CHECK(order.steps[1].index == 1);
+    CHECK(order.steps[1].swapped_bytes == 0);
+    CHECK(order.steps[1].host_bytes == 4 * kGiB);
+    CHECK(order.steps[1].remote_seconds == Approx(remote_seconds(step[1], Rates{}) + remote_seconds(step[2], Rates{})));
+    // A prefix of it, whatever the estimate says.
+    const HomeChoice first = choice_of(step, order, 1, Rates{}, 0);
+    CHECK(first.homes == std::vector<Home>{Home::Gpu, Home::Gpu, Home::Host});
+    CHECK(first.taken == 1);
+    CHECK_THROWS_AS(choice_of(step, order, 3, Rates{}, 0), std::invalid_argument);
+}
+
+TEST_CASE("home choice: migration hidden behind the kernels keeps every home on the GPU", "[placement]") {
+    // The same streamed activation as above, in a step whose kernels take longer
+    // than swapping its 4 GiB: its trips would only lengthen the step.
+    const std::vector<StepAllocation> step{alloc(8 * kGiB, 0, 9, 10, false), alloc(4 * kGiB, 1, 5, 2, true),
+                                           alloc(4 * kGiB, 4, 8, 2, false)};
+    const Rates rates;
+    const double swap = estimated_step_seconds(0, 0, 4 * kGiB, rates);
+    const HomeChoice slow = choose_homes(step, 10, 12 * kGiB, rates, 2 * swap);
+    CHECK(slow.homes == std::vector<Home>{Home::Gpu, Home::Gpu, Home::Gpu});
+    CHECK(slow.estimated_seconds == Approx(2 * swap));
+    // Kernels far shorter than the swap: the host home pays.
+    const HomeChoice fast = choose_homes(step, 10, 12 * kGiB, rates, swap / 100);
+    CHECK(fast.homes[1] == Home::Host);
+    CHECK(fast.estimated_seconds == Approx(swap / 100 + remote_seconds(step[1], rates)));
+}
+
 TEST_CASE("home choice: an allocation outside the step is refused", "[placement]") {
     const std::vector<StepAllocation> step{alloc(kGiB, 3, 12, 1, true)};
     CHECK_THROWS_AS(choose_homes(step, 10, kGiB), std::invalid_argument);

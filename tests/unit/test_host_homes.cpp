@@ -1,5 +1,9 @@
 #include "core/placement/host_homes.h"
 #include "core/placement/timing_prior.h"
+#include "core/sim/home_search.h"
+#include "core/model/chunk_schedule.h"
+
+#include "trace_fixtures.h"
 
 #include <catch2/catch.hpp>
 
@@ -7,37 +11,14 @@
 
 using namespace uvmp;
 using namespace uvmp::placement;
+using uvmp::trace::fixtures::add_alloc;
+using uvmp::trace::fixtures::add_free;
+using uvmp::trace::fixtures::add_launch_naming;
 
 namespace {
 constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kGiB = 1ull << 30;
 
-void add_alloc(trace::Trace& t, uint32_t id, uint64_t size, uint64_t launches_before) {
-    trace::Alloc a;
-    a.id = id;
-    a.size = size;
-    a.kind = trace::AllocKind::Pooled;
-    a.launches_before = launches_before;
-    t.allocs.push_back(a);
-}
-
-void add_free(trace::Trace& t, uint32_t id, uint64_t launches_before) {
-    trace::Free f;
-    f.id = id;
-    f.launches_before = launches_before;
-    t.frees.push_back(f);
-}
-
-void add_launch(trace::Trace& t, uint32_t kernel, uint64_t duration_ns, std::initializer_list<uint32_t> alloc_ids) {
-    trace::Launch l;
-    l.seq = t.launches.size();
-    l.kernel_id = kernel;
-    l.duration_ns = duration_ns;
-    l.first_access = static_cast<uint32_t>(t.accesses.size());
-    l.access_count = static_cast<uint32_t>(alloc_ids.size());
-    for (uint32_t id : alloc_ids) t.accesses.push_back({id, 0, 0});
-    t.launches.push_back(l);
-}
 
 // Three steps of five launches over 2 GiB of weights (id 1). Each step makes a
 // 1 GiB activation that a streaming kernel (2: 1 GiB in 0.5 ms, 2 TB/s) writes
@@ -45,20 +26,20 @@ void add_launch(trace::Trace& t, uint32_t kernel, uint64_t duration_ns, std::ini
 // 0.2 TB/s) reads; both live over the step's peak.
 trace::Trace three_steps(std::vector<uint64_t>& bounds) {
     trace::Trace t;
-    add_alloc(t, 1, 2 * kGiB, 0);
+    add_alloc(t, 1, 2 * kGiB, 0, trace::AllocKind::Pooled);
     for (uint32_t step = 0; step < 3; ++step) {
         const uint64_t base = t.launches.size();
         bounds.push_back(base);
         const uint32_t streamed = 10 + 10 * step, reread = 11 + 10 * step;
-        add_alloc(t, streamed, kGiB, base);
-        add_alloc(t, reread, kGiB, base);
-        add_launch(t, 2, 500'000, {streamed});
-        add_launch(t, 3, 5'000'000, {reread});
-        add_launch(t, 3, 15'000'000, {1, reread}); // 3 GiB in 15 ms: the same 0.2 TB/s
-        add_launch(t, 2, 500'000, {streamed});
+        add_alloc(t, streamed, kGiB, base, trace::AllocKind::Pooled);
+        add_alloc(t, reread, kGiB, base, trace::AllocKind::Pooled);
+        add_launch_naming(t, 2, {streamed}, 500'000);
+        add_launch_naming(t, 3, {reread}, 5'000'000);
+        add_launch_naming(t, 3, {1, reread}, 15'000'000); // 3 GiB in 15 ms: the same 0.2 TB/s
+        add_launch_naming(t, 2, {streamed}, 500'000);
         add_free(t, streamed, base + 4);
         add_free(t, reread, base + 4);
-        add_launch(t, 4, 1'000, {1}); // too short to judge
+        add_launch_naming(t, 4, {1}, 1'000); // too short to judge
     }
     bounds.push_back(t.launches.size());
     return t;
@@ -95,7 +76,10 @@ TEST_CASE("host homes: the streamed activation of every step lives on the host, 
     CHECK(out.step_end == 10);
     CHECK(out.choice.host_bytes == kGiB);
     CHECK(out.choice.swapped_bytes == 0);
-    CHECK(out.host_allocations == 3); // ids 10, 20, 30: mapped by order and size
+    // Ids 10, 20 and 30, mapped by order and size. The first step also makes
+    // the weights, kept into the learned step: homed by identity, they take no
+    // place in the first step's sequence.
+    CHECK(out.host_allocations == 3);
     for (const trace::Alloc& a : out.trace.allocs) {
         const bool streamed = a.id % 10 == 0 && a.id >= 10;
         CHECK((a.kind == trace::AllocKind::Host) == streamed);
@@ -129,4 +113,32 @@ TEST_CASE("host homes: nothing moves home where all fits, a step of other sizes 
 
     const std::vector<uint64_t> none{0};
     CHECK_THROWS_AS(with_host_homes(t, none, 3 * kGiB, prior), std::invalid_argument);
+}
+
+TEST_CASE("home search: the simulated step of each prefix tried, the fastest kept", "[placement][simulator]") {
+    std::vector<uint64_t> bounds;
+    const trace::Trace t = three_steps(bounds);
+    const TimingPrior prior = TimingPrior::from_trace(t);
+    SimConfig config;
+    config.budget_bytes = 3 * kGiB;
+    config.policy = PolicyKind::Learned;
+    const SearchedHomes searched = search_host_homes(t, bounds, config, prior, Rates{});
+    // The order has the streamed activation alone: none of it, and all of it.
+    REQUIRE(searched.tried.size() == 2);
+    CHECK(searched.tried[0].taken == 0);
+    CHECK(searched.tried[0].host_bytes == 0);
+    CHECK(searched.tried[1].taken == 1);
+    CHECK(searched.tried[1].host_bytes == kGiB);
+    const auto fastest = std::min_element(searched.tried.begin(), searched.tried.end(),
+                                          [](const auto& a, const auto& b) { return a.step_seconds < b.step_seconds; });
+    CHECK(searched.result.step_seconds == fastest->step_seconds);
+    CHECK(searched.homes.choice.taken == fastest->taken);
+    // Each figure is the simulation of the trace its prefix makes.
+    for (const SearchedHomes::Tried& tried : searched.tried) {
+        const HostHomesOutcome homes = with_host_homes(t, bounds, config.budget_bytes, prior, Rates{}, tried.taken);
+        const ChunkSchedule schedule(homes.trace, config.chunk_bytes);
+        CHECK(simulate(homes.trace, schedule, bounds, config).step_seconds == tried.step_seconds);
+    }
+    // A 1 GiB eviction and fetch cost more than two trips of 1 GiB beside 21 ms of kernels: the host wins.
+    CHECK(searched.homes.choice.taken == 1);
 }

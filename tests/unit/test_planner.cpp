@@ -17,8 +17,15 @@ struct PlannerRig {
     FencePool fences;
     Planner planner{ResidencyPolicy::DemandLru, 2 * kMiB, "", stats, registry, fences, mover()};
 
-    void add(uint32_t id, CUdeviceptr base, uint64_t size, uint64_t budget) {
-        planner.allocation_added({id, base, size, 0, nullptr}, budget);
+    void add(uint32_t id, CUdeviceptr base, uint64_t size, uint64_t budget, CUdevice device = 0) {
+        planner.allocation_added({id, base, size, device, nullptr}, budget);
+    }
+
+    // A launch made on `device` naming whole allocations.
+    void launch(uint64_t seq, CUdevice device, std::initializer_list<uint32_t> ids) {
+        PlannedLaunch planned{seq, 1, {}, nullptr, {nullptr, device}};
+        for (uint32_t id : ids) planned.accesses.push_back({id, 0, 0});
+        planner.launch(planned);
     }
 
     // Its thread finds no driver and issues nothing; it outlives every rig, as
@@ -68,4 +75,34 @@ TEST_CASE("planner: a block that did not fit when made leaves nothing to reuse",
     rig.planner.allocation_removed(1);
     rig.add(2, kBase, 4 * kMiB, 8 * kMiB);
     CHECK(rig.planner.bytes_reused_in_place() == 0);
+}
+
+TEST_CASE("planner: a launch is planned on its own device and never makes room on another", "[planner]") {
+    PlannerRig rig;
+    rig.add(1, kBase, 8 * kMiB, 8 * kMiB, 0);                  // device 0's budget, full
+    rig.add(2, kBase + (1ull << 30), 8 * kMiB, 8 * kMiB, 0);   // does not fit: not resident
+    rig.add(3, kBase + (2ull << 30), 4 * kMiB, 8 * kMiB, 1);   // device 1's, resident
+    // Device 1's kernel names device 0's allocation first, as a kernel reading a peer's memory
+    // may: device 0's model must not fetch it there, nor evict allocation 1 for it.
+    rig.launch(0, 1, {2, 3});
+    rig.launch(1, 0, {1});
+    const DeviceStats* device0 = rig.stats.used_device(0);
+    const DeviceStats* device1 = rig.stats.used_device(1);
+    REQUIRE(device0);
+    REQUIRE(device1);
+    CHECK(device1->launches_planned == 1);
+    CHECK(device0->launches_planned == 1);
+    // Everything each launch needed of its own device was resident already.
+    CHECK(rig.stats.bytes_demand_estimated == 0);
+    CHECK(device0->bytes_resident == 8 * kMiB);
+    CHECK(device1->bytes_resident == 4 * kMiB);
+}
+
+TEST_CASE("planner: a launch of no known device is planned where its first allocation is", "[planner]") {
+    PlannerRig rig;
+    rig.add(1, kBase, 4 * kMiB, 8 * kMiB, 1);
+    rig.launch(0, -1, {1});
+    const DeviceStats* device1 = rig.stats.used_device(1);
+    REQUIRE(device1);
+    CHECK(device1->launches_planned == 1);
 }

@@ -141,6 +141,23 @@ TEST_CASE("kernel table describes every handle anew once code is unloaded") {
     CHECK(three.params.size() == 3);
 }
 
+TEST_CASE("kernel table's generation changes when descriptions may stop holding, and no two tables share one") {
+    auto describe = [](const void*, uvmp::KernelInfo& info) { info.layout_known = true; };
+    uvmp::KernelTable a(describe), b(describe);
+    CHECK(a.generation() != 0);
+    CHECK(a.generation() != b.generation());
+    int f = 0;
+    const uint64_t before = a.generation();
+    a.lookup(&f);
+    CHECK(a.generation() == before); // describing a handle changes nothing handed out
+    a.forget_handles();
+    const uint64_t forgotten = a.generation();
+    CHECK(forgotten != before);
+    a.clear();
+    CHECK(a.generation() != forgotten);
+    CHECK(a.generation() != b.generation());
+}
+
 TEST_CASE("the physical guard refuses past free-at-start less the reserve") {
     uvmp::Config c;
     c.reserve = 1ull << 30;

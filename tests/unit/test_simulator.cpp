@@ -394,3 +394,23 @@ TEST_CASE("iteration bounds: a shorter last step is whole when a mark follows th
     t.iterations.push_back({2, 7, 0});
     CHECK(iteration_bounds(t) == std::vector<uint64_t>{0, 4, 7}); // a mark after it says it ended
 }
+
+TEST_CASE("simulator: host memory a kernel reads is never placed, moved or counted on the GPU", "[simulator]") {
+    using trace::fixtures::add_alloc;
+    using trace::fixtures::add_launch_naming;
+    trace::Trace t;
+    add_alloc(t, 1, 64 * kMiB, 0);
+    add_alloc(t, 2, 256 * kMiB, 0, trace::AllocKind::Host);
+    for (int i = 0; i < 6; ++i) add_launch_naming(t, 1, {1, 2}, 1000);
+    for (PolicyKind kind : {PolicyKind::DemandLru, PolicyKind::Learned}) {
+        // A budget the host allocation alone would overflow.
+        const SimResult r = run(t, kind, 128 * kMiB);
+        INFO(r.policy);
+        CHECK(r.footprint_bytes == 64 * kMiB);
+        CHECK(r.demand_bytes + r.prefetched_bytes == 64 * kMiB);
+        CHECK(r.evicted_bytes == 0);
+    }
+    const ChunkSchedule schedule(t, 2 * kMiB);
+    CHECK(schedule.dangling_accesses() == 0);
+    CHECK(schedule.launch_bytes(0) == 64 * kMiB);
+}

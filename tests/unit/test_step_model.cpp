@@ -1,41 +1,19 @@
 #include "core/placement/step_model.h"
 
+#include "trace_fixtures.h"
+
 #include <catch2/catch.hpp>
 
 #include <stdexcept>
 
 using namespace uvmp;
 using namespace uvmp::placement;
+using uvmp::trace::fixtures::add_alloc;
+using uvmp::trace::fixtures::add_free;
+using uvmp::trace::fixtures::add_launch_naming;
 
 namespace {
 constexpr uint64_t kMiB = 1ull << 20;
-
-void add_alloc(trace::Trace& t, uint32_t id, uint64_t size, uint64_t launches_before,
-               trace::AllocKind kind = trace::AllocKind::Converted) {
-    trace::Alloc a;
-    a.id = id;
-    a.size = size;
-    a.kind = kind;
-    a.launches_before = launches_before;
-    t.allocs.push_back(a);
-}
-
-void add_free(trace::Trace& t, uint32_t id, uint64_t launches_before) {
-    trace::Free f;
-    f.id = id;
-    f.launches_before = launches_before;
-    t.frees.push_back(f);
-}
-
-void add_launch(trace::Trace& t, uint32_t kernel, std::initializer_list<uint32_t> alloc_ids) {
-    trace::Launch l;
-    l.seq = t.launches.size();
-    l.kernel_id = kernel;
-    l.first_access = static_cast<uint32_t>(t.accesses.size());
-    l.access_count = static_cast<uint32_t>(alloc_ids.size());
-    for (uint32_t id : alloc_ids) t.accesses.push_back({id, 0, 0});
-    t.launches.push_back(l);
-}
 
 // Weights (1) made before everything; an activation (2) made before launch 2 of
 // each step and freed before launch 4; pinned host memory (3) never counts.
@@ -46,13 +24,13 @@ trace::Trace two_steps() {
     for (uint32_t step = 0; step < 2; ++step) {
         const uint64_t base = t.launches.size();
         const uint32_t activation = 2 + 10 * step;
-        add_launch(t, 0, {1});
-        add_launch(t, 0, {1});
+        add_launch_naming(t, 0, {1});
+        add_launch_naming(t, 0, {1});
         add_alloc(t, activation, 16 * kMiB, base + 2);
-        add_launch(t, 1, {1, activation}); // a GEMM-like kernel: weights first, activation second
-        add_launch(t, 2, {activation});    // a streaming kernel
+        add_launch_naming(t, 1, {1, activation}); // a GEMM-like kernel: weights first, activation second
+        add_launch_naming(t, 2, {activation});    // a streaming kernel
         add_free(t, activation, base + 4);
-        add_launch(t, 0, {1});
+        add_launch_naming(t, 0, {1});
     }
     return t;
 }

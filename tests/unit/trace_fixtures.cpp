@@ -23,6 +23,22 @@ std::vector<std::byte> read_file(const std::string& path) {
     return bytes;
 }
 
+void add_alloc(Trace& t, uint32_t id, uint64_t size, uint64_t launches_before, AllocKind kind) {
+    Alloc a;
+    a.id = id;
+    a.size = size;
+    a.kind = kind;
+    a.launches_before = launches_before;
+    t.allocs.push_back(a);
+}
+
+void add_free(Trace& t, uint32_t id, uint64_t launches_before) {
+    Free f;
+    f.id = id;
+    f.launches_before = launches_before;
+    t.frees.push_back(f);
+}
+
 void add_launch(Trace& t, uint32_t kernel_id, std::span<const Access> accesses, uint64_t duration_ns) {
     Launch l;
     l.seq = t.launches.size();
@@ -32,6 +48,12 @@ void add_launch(Trace& t, uint32_t kernel_id, std::span<const Access> accesses, 
     l.access_count = static_cast<uint32_t>(accesses.size());
     t.accesses.insert(t.accesses.end(), accesses.begin(), accesses.end());
     t.launches.push_back(l);
+}
+
+void add_launch_naming(Trace& t, uint32_t kernel_id, std::initializer_list<uint32_t> alloc_ids, uint64_t duration_ns) {
+    std::vector<Access> accesses;
+    for (uint32_t id : alloc_ids) accesses.push_back({id, 0, 0});
+    add_launch(t, kernel_id, accesses, duration_ns);
 }
 
 Trace loop_trace(uint32_t allocations, uint64_t alloc_mib, uint32_t iterations, uint64_t kernel_us) {

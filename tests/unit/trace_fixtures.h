@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,9 +18,17 @@ namespace uvmp::trace::fixtures {
 std::string scratch_path(const std::string& name);
 std::vector<std::byte> read_file(const std::string& path);
 
+// Appends an allocation made before launch `launches_before`, and its free.
+void add_alloc(Trace& t, uint32_t id, uint64_t size, uint64_t launches_before, AllocKind kind = AllocKind::Converted);
+void add_free(Trace& t, uint32_t id, uint64_t launches_before);
+
 // Appends a launch of kernel `kernel_id` with these accesses, numbered after
 // the trace's launches so far.
 void add_launch(Trace& t, uint32_t kernel_id, std::span<const Access> accesses, uint64_t duration_ns = 0);
+
+// The same, each access naming a whole allocation (offset 0, extent unknown).
+void add_launch_naming(Trace& t, uint32_t kernel_id, std::initializer_list<uint32_t> alloc_ids,
+                       uint64_t duration_ns = 0);
 
 // A training-like loop: `allocations` buffers of `alloc_mib` MiB; launch k of each
 // iteration reads buffer k with kernel k, lasting `kernel_us`; a mark starts each iteration.

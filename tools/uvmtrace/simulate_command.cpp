@@ -6,6 +6,9 @@
 #include "usage_errors.h"
 
 #include "core/trace/access_extents.h"
+#include "core/placement/host_homes.h"
+#include "core/sim/home_search.h"
+#include "core/placement/timing_prior.h"
 #include "core/policy/policy.h"
 #include "core/sim/simulator.h"
 #include "core/util/size_parse.h"
@@ -49,6 +52,11 @@ struct SimulateOptions {
     std::string sweep_to = "110%";
     unsigned sweep_steps = 10;
     std::string plot = "simulate-sweep.svg";
+    std::string homes = "gpu";
+    std::string home_choice = "simulate";
+    double remote_write_gbps = 0;
+    double remote_read_gbps = 0;
+    double streaming_gbps = 0;
 };
 
 [[noreturn]] void bad_usage(const std::string& message) { tools::bad_usage("simulate", message); }
@@ -304,6 +312,82 @@ void run_sweep(const SimulateOptions& o, const trace::Trace& trace, const ChunkS
     if (!o.json) fmt::print("plot written to {}\n", o.plot);
 }
 
+// The tier model (core/placement/host_homes.h): the homes chosen on the trace's
+// learned step, with each kernel's tolerance judged from its local timings,
+// and the simulation of the trace they make.
+struct HomedRun {
+    placement::HostHomesOutcome homes;
+    SimResult result;
+    std::vector<SearchedHomes::Tried> tried; // with --home-choice simulate
+};
+
+HomedRun run_with_host_homes(const SimulateOptions& o, const trace::Trace& trace, const std::vector<uint64_t>& bounds,
+                             const SimConfig& config) {
+    auto rate = [](const char* name, double value, double fallback) {
+        if (value < 0 || !std::isfinite(value)) bad_usage(fmt::format("{} must be a positive number of GB/s", name));
+        return value > 0 ? value : fallback;
+    };
+    placement::Rates rates;
+    rates.remote_write_gbps = rate("--remote-write-gbps", o.remote_write_gbps, rates.remote_write_gbps);
+    rates.remote_read_gbps = rate("--remote-read-gbps", o.remote_read_gbps, rates.remote_read_gbps);
+    if (o.prefetch_gbps > 0) rates.fetch_gbps = o.prefetch_gbps;
+    if (o.evict_gbps > 0) rates.evict_gbps = o.evict_gbps;
+    placement::TimingPriorConfig prior_config;
+    prior_config.streaming_gbps = rate("--streaming-gbps", o.streaming_gbps, prior_config.streaming_gbps);
+    const auto prior = placement::TimingPrior::from_trace(trace, prior_config);
+    if (prior.kernels_judged() == 0)
+        bad_usage(fmt::format("--homes host: {} has no kernel durations (record it with UVMP_TRACE_TIMING=1)", o.file));
+    if (bounds.size() < 2) bad_usage(fmt::format("--homes host: {} has no full iteration to learn homes from", o.file));
+    if (o.home_choice == "simulate") {
+        SearchedHomes searched = search_host_homes(trace, bounds, config, prior, rates);
+        return {std::move(searched.homes), std::move(searched.result), std::move(searched.tried)};
+    }
+    HomedRun run{placement::with_host_homes(trace, bounds, config.budget_bytes, prior, rates), {}, {}};
+    const ChunkSchedule schedule(run.homes.trace, config.chunk_bytes);
+    run.result = simulate(run.homes.trace, schedule, bounds, config);
+    return run;
+}
+
+nlohmann::json homes_json(const HomedRun& run) {
+    const placement::HostHomesOutcome& h = run.homes;
+    nlohmann::json j = {{"tolerance", "local-timing prior"},
+                        {"learned_step_begin", h.step_begin},
+                        {"learned_step_end", h.step_end},
+                        {"host_bytes", h.choice.host_bytes},
+                        {"host_allocations", h.host_allocations},
+                        {"order_taken", h.choice.taken},
+                        {"order_length", h.order.size()},
+                        {"swapped_bytes", h.choice.swapped_bytes},
+                        {"all_gpu_swapped_bytes", h.choice.all_gpu_swapped_bytes},
+                        {"estimated_seconds", h.choice.estimated_seconds},
+                        {"all_gpu_estimated_seconds", h.choice.all_gpu_seconds},
+                        {"step_remote_write_bytes", h.step_remote_write_bytes},
+                        {"step_remote_read_bytes", h.step_remote_read_bytes},
+                        {"step_remote_seconds", h.step_remote_seconds}};
+    nlohmann::json tried = nlohmann::json::array();
+    for (const SearchedHomes::Tried& t : run.tried)
+        tried.push_back({{"taken", t.taken}, {"host_bytes", t.host_bytes}, {"step_seconds", t.step_seconds}});
+    j["tried"] = tried;
+    return j;
+}
+
+void print_homes(const HomedRun& run) {
+    const placement::HostHomesOutcome& h = run.homes;
+    auto line = [](const char* label, const std::string& value) { fmt::print("{:<22}{}\n", label, value); };
+    line("host homes", fmt::format("{} of the learned step's allocations live on the host ({} allocations in the trace; "
+                                   "tolerance from local timings)",
+                                   format_size(h.choice.host_bytes), h.host_allocations));
+    line("swap left", fmt::format("{} beyond the budget at the peak ({} with every home on the GPU)",
+                                  format_size(h.choice.swapped_bytes), format_size(h.choice.all_gpu_swapped_bytes)));
+    line("remote a step", fmt::format("{} written, {} read: {} of trips", format_size(h.step_remote_write_bytes),
+                                      format_size(h.step_remote_read_bytes), milliseconds(h.step_remote_seconds)));
+    if (run.tried.empty()) return;
+    std::string tried;
+    for (const SearchedHomes::Tried& t : run.tried)
+        tried += fmt::format("{}{}: {}", tried.empty() ? "" : ", ", format_size(t.host_bytes), milliseconds(t.step_seconds));
+    line("homes tried", fmt::format("host bytes: step time; {}", tried));
+}
+
 void run(const SimulateOptions& o) {
     SimConfig config;
     const auto chunk = parse_size(o.chunk);
@@ -338,7 +422,7 @@ void run(const SimulateOptions& o) {
     const ChunkSchedule schedule(trace, config.chunk_bytes);
     // Built here, on the first call, for the timing to show it in preparation
     // (a sweep runs every policy).
-    if (o.sweep || reads_next_uses(config.policy)) schedule.next_uses();
+    if (o.sweep || (reads_next_uses(config.policy) && o.homes == "gpu")) schedule.next_uses();
     if (o.timing) {
         // What comes before any policy runs, shared by all of them: reading the file and
         // turning accesses into chunks (for belady, each launch's with its next uses).
@@ -350,13 +434,23 @@ void run(const SimulateOptions& o) {
     if (schedule.dangling_accesses())
         std::cerr << "uvmtrace simulate: note: " << schedule.dangling_accesses()
                   << " accesses name an allocation that was not live; they are ignored\n";
+    if (o.sweep && o.homes != "gpu") bad_usage("--homes host needs one --budget: it does not sweep");
     if (o.sweep) return run_sweep(o, trace, schedule, bounds, config);
 
     config.budget_bytes = budget->resolve(schedule.footprint_bytes());
     if (config.budget_bytes == 0) bad_usage("--budget must be larger than zero");
-    const SimResult result = simulate(trace, schedule, bounds, config);
-    if (o.json) std::cout << to_json(result).dump(2) << "\n";
-    else print_result(result);
+    // The tier model simulates the trace as host homes would make it.
+    std::optional<HomedRun> homes;
+    if (o.homes == "host") homes = run_with_host_homes(o, trace, bounds, config);
+    const SimResult result = homes ? homes->result : simulate(trace, schedule, bounds, config);
+    if (o.json) {
+        nlohmann::json j = to_json(result);
+        if (homes) j["homes"] = homes_json(*homes);
+        std::cout << j.dump(2) << "\n";
+    } else {
+        print_result(result);
+        if (homes) print_homes(*homes);
+    }
     if (o.timing)
         (o.json ? std::cerr : std::cout)
             << timing_line(result.policy, result.launches, result.simulation_cpu_seconds, result.simulation_wall_seconds);
@@ -398,6 +492,22 @@ void register_simulate(CLI::App& app) {
     cmd->add_option("--sweep-to", options->sweep_to, "largest budget of the sweep")->capture_default_str();
     cmd->add_option("--sweep-steps", options->sweep_steps, "budgets in the sweep")->capture_default_str();
     cmd->add_option("--plot", options->plot, "where the sweep's SVG goes")->capture_default_str();
+    cmd->add_option("--homes", options->homes,
+                    "gpu: every allocation homed on the GPU, migration keeps the budget; host: the tier model, "
+                    "allocations whose readers stream them (judged from the trace's kernel timings) live on the host "
+                    "where that lowers the step's moving time")
+        ->check(CLI::IsMember({"gpu", "host"}))
+        ->capture_default_str();
+    cmd->add_option("--home-choice", options->home_choice,
+                    "with --homes host: how much of the home order to take: simulate (try prefixes of it on the trace, "
+                    "keep the fastest) or estimate (the closed-form estimate's best)")
+        ->check(CLI::IsMember({"simulate", "estimate"}))
+        ->capture_default_str();
+    cmd->add_option("--remote-write-gbps", options->remote_write_gbps, "with --homes host: kernels writing host memory (default 52.6)");
+    cmd->add_option("--remote-read-gbps", options->remote_read_gbps, "with --homes host: kernels reading host memory (default 51.2)");
+    cmd->add_option("--streaming-gbps", options->streaming_gbps,
+                    "with --homes host: named bytes per second of local run time from which a kernel counts as "
+                    "streaming its operands (default 1600)");
     cmd->callback([options] { run(*options); });
 }
 

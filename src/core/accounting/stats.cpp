@@ -20,10 +20,37 @@ void add_with_peak(std::atomic<uint64_t>& current, std::atomic<uint64_t>& peak, 
 
 } // namespace
 
-void Stats::converted_allocated(uint64_t bytes) {
+DeviceStats& Stats::device(int device) {
+    if (device < 0 || static_cast<size_t>(device) >= devices_.size()) return unreported_;
+    DeviceStats& d = devices_[static_cast<size_t>(device)];
+    // A load first: the flag is set once, and read on every change of the figures.
+    if (!d.used.load(std::memory_order_relaxed)) d.used.store(true, std::memory_order_relaxed);
+    return d;
+}
+
+const DeviceStats* Stats::used_device(int device) const {
+    if (device < 0 || static_cast<size_t>(device) >= devices_.size()) return nullptr;
+    const DeviceStats& d = devices_[static_cast<size_t>(device)];
+    return d.used.load(std::memory_order_relaxed) ? &d : nullptr;
+}
+
+void Stats::device_configured(int device, uint64_t budget, uint64_t guard_limit) {
+    DeviceStats& d = this->device(device);
+    d.budget_bytes.store(budget, std::memory_order_relaxed);
+    d.guard_limit_bytes.store(guard_limit, std::memory_order_relaxed);
+    if (budget_known_.exchange(true)) return;
+    budget_bytes.store(budget, std::memory_order_relaxed);
+    guard_limit_bytes.store(guard_limit, std::memory_order_relaxed);
+}
+
+void Stats::converted_allocated(int device, uint64_t bytes) {
     add(allocs_converted);
     add(bytes_converted, bytes);
     add_with_peak(bytes_converted_live, bytes_converted_peak, bytes);
+    DeviceStats& d = this->device(device);
+    add(d.allocs_converted);
+    add(d.bytes_converted, bytes);
+    add_with_peak(d.bytes_converted_live, d.bytes_converted_peak, bytes);
 }
 
 void Stats::slab_created(uint64_t bytes) {
@@ -55,15 +82,43 @@ void Stats::host_slab_created(uint64_t bytes) {
 
 void Stats::host_slab_released(uint64_t bytes) { host_slab_bytes.fetch_sub(bytes, std::memory_order_relaxed); }
 
-void Stats::converted_freed(uint64_t bytes) {
+void Stats::converted_freed(int device, uint64_t bytes) {
     add(frees_converted);
     bytes_converted_live.fetch_sub(bytes, std::memory_order_relaxed);
+    this->device(device).bytes_converted_live.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
-void Stats::passed_through(std::atomic<uint64_t>& reason, uint64_t bytes) {
+void Stats::passed_through(std::atomic<uint64_t>& reason, uint64_t bytes, int device) {
     add(reason);
     add(allocs_passed_through);
     add(bytes_passed_through, bytes);
+    if (device < 0) return;
+    DeviceStats& d = this->device(device);
+    add(d.allocs_passed_through);
+    add(d.bytes_passed_through_live, bytes);
+}
+
+void Stats::passthrough_freed(int device, uint64_t bytes) {
+    this->device(device).bytes_passed_through_live.fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+void Stats::moved(int device, MoveCount what, uint64_t bytes) {
+    DeviceStats& d = this->device(device);
+    switch (what) {
+    case MoveCount::Populate:
+        add(populate_calls);
+        add(bytes_populated, bytes);
+        add(d.bytes_populated, bytes);
+        break;
+    case MoveCount::Prefetch:
+        add(bytes_prefetched, bytes);
+        add(d.bytes_prefetched, bytes);
+        break;
+    case MoveCount::Evict:
+        add(bytes_evicted, bytes);
+        add(d.bytes_evicted, bytes);
+        break;
+    }
 }
 
 void Stats::fill(uvmp_stats& out, bool active) const {
@@ -85,6 +140,19 @@ std::string Stats::to_json(bool active, int pid) const {
 #define UVMP_JSON_COUNTER(name) j[#name] = name.load(std::memory_order_relaxed);
     UVMP_STAT_FIELDS(UVMP_JSON_COUNTER)
 #undef UVMP_JSON_COUNTER
+    // Each device the job used, after the process-wide figures, which keep their names.
+    nlohmann::ordered_json devices = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < devices_.size(); ++i) {
+        const DeviceStats* d = used_device(static_cast<int>(i));
+        if (!d) continue;
+        nlohmann::ordered_json entry;
+        entry["device"] = i;
+#define UVMP_JSON_DEVICE_COUNTER(name) entry[#name] = d->name.load(std::memory_order_relaxed);
+        UVMP_DEVICE_STAT_FIELDS(UVMP_JSON_DEVICE_COUNTER)
+#undef UVMP_JSON_DEVICE_COUNTER
+        devices.push_back(std::move(entry));
+    }
+    j["devices"] = std::move(devices);
     return j.dump(2);
 }
 
@@ -99,7 +167,9 @@ std::vector<std::string> Stats::summary_lines() const {
                     sz(bytes_passed_through) + "; vmm " + n(passthrough_vmm) + ", host " +
                     n(passthrough_host) + ", graph capture " + n(passthrough_capture) +
                     ", managed refused " + n(passthrough_managed_failed) + ", inactive " +
-                    n(passthrough_inactive) + ")");
+                    n(passthrough_inactive) +
+                    (v(passthrough_app_managed) ? ", the application's managed " + n(passthrough_app_managed) : "") +
+                    ")");
     const uint64_t seen = v(launches_seen);
     const double pct = seen ? 100.0 * static_cast<double>(v(launches_with_access)) /
                                   static_cast<double>(seen)
@@ -146,6 +216,23 @@ std::vector<std::string> Stats::summary_lines() const {
                         " held at exit");
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
+    std::vector<int> used;
+    for (size_t i = 0; i < devices_.size(); ++i)
+        if (used_device(static_cast<int>(i))) used.push_back(static_cast<int>(i));
+    // One device's line would repeat the process-wide figures above.
+    if (used.size() > 1)
+        for (int device : used) {
+            const DeviceStats& d = *used_device(device);
+            lines.push_back("device " + std::to_string(device) + ": budget " + sz(d.budget_bytes) +
+                            ", physical guard " + sz(d.guard_limit_bytes) + "; converted " + n(d.allocs_converted) +
+                            " (" + sz(d.bytes_converted) + ", peak live " + sz(d.bytes_converted_peak) +
+                            "), passed through " + n(d.allocs_passed_through) + " (" +
+                            sz(d.bytes_passed_through_live) + " live); " + n(d.launches_planned) +
+                            " launches planned, resident " + sz(d.bytes_resident) + "; populated " +
+                            sz(d.bytes_populated) + ", prefetched " + sz(d.bytes_prefetched) + ", evicted " +
+                            sz(d.bytes_evicted) + " in " + n(d.move_calls) + " move calls; guard refusals: " +
+                            n(d.guard_refusals));
+        }
     if (v(trace_records_written) || v(trace_records_dropped))
         lines.push_back("trace records written: " + n(trace_records_written) + ", dropped: " +
                         n(trace_records_dropped));
@@ -156,6 +243,13 @@ void Stats::reset() {
 #define UVMP_RESET_COUNTER(name) name.store(0, std::memory_order_relaxed);
     UVMP_STAT_FIELDS(UVMP_RESET_COUNTER)
 #undef UVMP_RESET_COUNTER
+    for (DeviceStats& d : devices_) {
+        d.used.store(false, std::memory_order_relaxed);
+#define UVMP_RESET_DEVICE_COUNTER(name) d.name.store(0, std::memory_order_relaxed);
+        UVMP_DEVICE_STAT_FIELDS(UVMP_RESET_DEVICE_COUNTER)
+#undef UVMP_RESET_DEVICE_COUNTER
+    }
+    budget_known_.store(false, std::memory_order_relaxed);
 }
 
 } // namespace uvmp

@@ -2,8 +2,10 @@
 // into the public uvmp_stats struct, printed as the exit summary, written as JSON.
 #pragma once
 
+#include "core/accounting/device_stats.h"
 #include "uvmprefetch/uvmprefetch.h"
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -23,20 +25,39 @@ namespace uvmp {
     X(bytes_demand_estimated) X(launches_with_demand) X(launch_calls_timed) X(launch_call_ns)        \
     X(launches_captured) X(launches_fenced) X(hooks_timed) X(hook_ns) X(pool_slabs_created)          \
     X(pool_slabs_released) X(pool_reserved_bytes) X(pool_reserved_peak) X(graph_launches)            \
-    X(graph_launches_unknown) X(graph_steps_replayed) X(host_allocs) X(host_bytes_allocated)          \
-    X(host_blocks_live) X(host_bytes_live) X(host_slabs_created) X(host_slab_bytes)
+    X(graph_launches_unknown) X(graph_steps_replayed) X(launches_planned) X(passthrough_app_managed) \
+    X(host_allocs) X(host_bytes_allocated) X(host_blocks_live) X(host_bytes_live)                  \
+    X(host_slabs_created) X(host_slab_bytes)
+
+// What a move did, for the counters it adds to.
+enum class MoveCount { Populate, Prefetch, Evict };
 
 struct Stats {
-#define UVMP_DECLARE_COUNTER(name) std::atomic<uint64_t> name{0};
+    // A cache line each: the launch path counts on the application's threads while
+    // the worker and the mover count theirs, and none of them waits on the others' lines.
+#define UVMP_DECLARE_COUNTER(name) alignas(64) std::atomic<uint64_t> name{0};
     UVMP_STAT_FIELDS(UVMP_DECLARE_COUNTER)
 #undef UVMP_DECLARE_COUNTER
 
     void add(std::atomic<uint64_t>& counter, uint64_t value = 1) {
         counter.fetch_add(value, std::memory_order_relaxed);
     }
-    void converted_allocated(uint64_t bytes);
-    void converted_freed(uint64_t bytes);
-    void passed_through(std::atomic<uint64_t>& reason, uint64_t bytes);
+    // The device's figures, from now on reported; a device past kMaxStatDevices
+    // (or none, -1) gets figures that are never reported.
+    DeviceStats& device(int device);
+    // Whether the job used the device, and its figures then.
+    const DeviceStats* used_device(int device) const;
+    // The device's budget and physical guard, once known. The first device known
+    // gives the process-wide budget_bytes and guard_limit_bytes, so that a job of
+    // one device reads them there whichever device it runs on.
+    void device_configured(int device, uint64_t budget, uint64_t guard_limit);
+    void converted_allocated(int device, uint64_t bytes);
+    void converted_freed(int device, uint64_t bytes);
+    // An allocation left as it was. `device`: the device whose memory it takes
+    // until passthrough_freed, or -1 for none (host memory).
+    void passed_through(std::atomic<uint64_t>& reason, uint64_t bytes, int device = -1);
+    void passthrough_freed(int device, uint64_t bytes);
+    void moved(int device, MoveCount what, uint64_t bytes);
     void slab_created(uint64_t bytes);
     void slab_released(uint64_t bytes);
     // Host-homed blocks and their slabs (UVMP_HOST_HOMES): converted too, but
@@ -49,8 +70,14 @@ struct Stats {
     void fill(uvmp_stats& out, bool active) const;
     std::string to_json(bool active, int pid) const;
     // Lines for the exit summary, without the "uvmprefetch: " prefix.
+    // A job of several devices also gets a line for each.
     std::vector<std::string> summary_lines() const;
     void reset();
+
+private:
+    std::array<DeviceStats, kMaxStatDevices> devices_;
+    DeviceStats unreported_;
+    std::atomic<bool> budget_known_{false};
 };
 
 } // namespace uvmp

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace uvmp {
 namespace {
@@ -34,7 +35,7 @@ std::vector<uint32_t> event_order(const LargeVector<Record>& records) {
 // among them: a slab made at the instant of an allocation comes before it, one
 // given back at the instant of a free after it.
 void order_events(const trace::Trace& trace, LargeVector<ChunkSchedule::AllocEvent>& events,
-                  std::vector<ChunkSchedule::SlabChange>& slab_changes) {
+                  std::vector<ChunkSchedule::SlabChange>& slab_changes, std::unordered_set<uint32_t>& host_ids) {
     if (trace.allocs.size() >= UINT32_MAX || trace.frees.size() >= UINT32_MAX)
         throw std::invalid_argument("the trace has too many allocations to simulate (2^32 or more)");
     const std::vector<uint32_t> allocs = event_order(trace.allocs);
@@ -62,10 +63,16 @@ void order_events(const trace::Trace& trace, LargeVector<ChunkSchedule::AllocEve
         if (!any) break;
         if (take_alloc) {
             const trace::Alloc& alloc = trace.allocs[allocs[a++]];
+            // Host memory is never on the GPU: it has no chunks to place or move.
+            if (alloc.kind == trace::AllocKind::Host) {
+                host_ids.insert(alloc.id);
+                continue;
+            }
             events.push_back({alloc.launches_before, alloc.id, alloc.size, false, kNoChunk, 0, alloc.address, alloc.kind});
             if (!frees.empty()) live[alloc.id] = &alloc;
         } else {
             const trace::Free& free = trace.frees[frees[f++]];
+            if (host_ids.count(free.id)) continue;
             ChunkSchedule::AllocEvent& e = events.emplace_back();
             e.launches_before = free.launches_before;
             e.alloc_id = free.id;
@@ -109,7 +116,9 @@ private:
 
 ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
     : chunk_bytes_(chunk_bytes) {
-    order_events(trace, events_, slab_changes_);
+    // Accesses to host memory name no chunk, and are not dangling either.
+    std::unordered_set<uint32_t> host_ids;
+    order_events(trace, events_, slab_changes_, host_ids);
     Residency layout(0, chunk_bytes, ChunkIds::Reused);
     const uint64_t launches = trace.launches.size();
     if (launches >= UINT32_MAX) throw std::invalid_argument("the trace has too many launches to simulate (2^32 or more)");
@@ -142,7 +151,10 @@ ChunkSchedule::ChunkSchedule(const trace::Trace& trace, uint64_t chunk_bytes)
         const trace::Launch& launch = trace.launches[i];
         if (!trace.has_accesses_of(launch))
             throw std::invalid_argument("launch " + std::to_string(i) + " names accesses beyond the access table");
+        const uint64_t dangling_before = dangling_accesses_;
         layout.launch_ranges(trace.accesses_of(launch), launch_ranges, &dangling_accesses_);
+        if (dangling_accesses_ != dangling_before && !host_ids.empty())
+            for (const trace::Access& access : trace.accesses_of(launch)) dangling_accesses_ -= host_ids.count(access.alloc_id);
         uint64_t bytes = 0;
         for (const ChunkRange& r : launch_ranges) {
             bytes += layout.bytes_of(r);

@@ -69,45 +69,42 @@ double remote_seconds(const StepAllocation& allocation, const Rates& rates) {
     return seconds(bytes, rates.remote_write_gbps) + reads * seconds(bytes, rates.remote_read_gbps);
 }
 
-HomeChoice choose_homes(std::span<const StepAllocation> allocations, uint32_t launches, uint64_t budget_bytes,
-                        const Rates& rates) {
+HomeOrder host_home_order(std::span<const StepAllocation> allocations, uint32_t launches, uint64_t budget_bytes,
+                          const Rates& rates) {
     LiveBytesTree live(launches);
     for (const StepAllocation& a : allocations) {
         if (a.first_launch > a.last_launch || a.last_launch >= launches)
             throw std::invalid_argument("choose_homes: an allocation's launches lie outside the step");
         live.add(a.first_launch, a.last_launch, static_cast<int64_t>(a.bytes));
     }
-    auto swap_seconds = [&](uint64_t swapped) {
-        return seconds(static_cast<double>(swapped), rates.evict_gbps) + seconds(static_cast<double>(swapped), rates.fetch_gbps);
-    };
-
-    HomeChoice choice;
-    choice.homes.assign(allocations.size(), Home::Gpu);
-    choice.all_gpu_swapped_bytes = excess(live.max(), budget_bytes);
-    choice.all_gpu_seconds = swap_seconds(choice.all_gpu_swapped_bytes);
-    choice.swapped_bytes = choice.all_gpu_swapped_bytes;
+    HomeOrder order;
+    order.all_gpu_swapped_bytes = excess(live.max(), budget_bytes);
+    uint64_t swapped_now = order.all_gpu_swapped_bytes;
     double remote_total = 0;
+    uint64_t host_bytes = 0;
 
     std::vector<size_t> candidates;
     for (size_t i = 0; i < allocations.size(); ++i)
         if (allocations[i].remote_tolerant && allocations[i].bytes > 0) candidates.push_back(i);
 
-    while (choice.swapped_bytes > 0 && !candidates.empty()) {
+    while (swapped_now > 0 && !candidates.empty()) {
         // Only an allocation live at a launch of the peak can lower the peak.
         const uint32_t peak_launch = live.argmax();
-        const double current = swap_seconds(choice.swapped_bytes);
         size_t best = candidates.size();
-        double best_gain = 0;
-        uint64_t best_swapped = choice.swapped_bytes;
+        double best_yield = 0;
+        uint64_t best_swapped = swapped_now;
         for (size_t k = 0; k < candidates.size(); ++k) {
             const StepAllocation& a = allocations[candidates[k]];
             if (peak_launch < a.first_launch || a.last_launch < peak_launch) continue;
             live.add(a.first_launch, a.last_launch, -static_cast<int64_t>(a.bytes));
             const uint64_t swapped = excess(live.max(), budget_bytes);
             live.add(a.first_launch, a.last_launch, static_cast<int64_t>(a.bytes));
-            const double gain = current - swap_seconds(swapped) - remote_seconds(a, rates);
-            if (gain > best_gain) {
-                best_gain = gain;
+            if (swapped >= swapped_now) continue;
+            // Bytes of swap saved a second of trips: an allocation read once
+            // comes before one read many times.
+            const double yield = static_cast<double>(swapped_now - swapped) / std::max(remote_seconds(a, rates), 1e-12);
+            if (yield > best_yield) {
+                best_yield = yield;
                 best = k;
                 best_swapped = swapped;
             }
@@ -116,15 +113,54 @@ HomeChoice choose_homes(std::span<const StepAllocation> allocations, uint32_t la
         const size_t index = candidates[best];
         const StepAllocation& a = allocations[index];
         live.add(a.first_launch, a.last_launch, -static_cast<int64_t>(a.bytes));
-        choice.homes[index] = Home::Host;
-        choice.host_bytes += a.bytes;
-        choice.swapped_bytes = best_swapped;
+        swapped_now = best_swapped;
         remote_total += remote_seconds(a, rates);
+        host_bytes += a.bytes;
+        order.steps.push_back({index, swapped_now, remote_total, host_bytes});
         candidates[best] = candidates.back();
         candidates.pop_back();
     }
-    choice.estimated_seconds = remote_total + swap_seconds(choice.swapped_bytes);
+    return order;
+}
+
+double estimated_step_seconds(double compute_seconds, double remote_seconds, uint64_t swapped_bytes,
+                              const Rates& rates) {
+    const double swapped = static_cast<double>(swapped_bytes);
+    return std::max(compute_seconds + remote_seconds,
+                    seconds(swapped, rates.evict_gbps) + seconds(swapped, rates.fetch_gbps));
+}
+
+HomeChoice choice_of(std::span<const StepAllocation> allocations, const HomeOrder& order, size_t taken,
+                     const Rates& rates, double compute_seconds) {
+    if (taken > order.steps.size()) throw std::invalid_argument("choice_of: more homes taken than the order has");
+    HomeChoice choice;
+    choice.homes.assign(allocations.size(), Home::Gpu);
+    for (size_t k = 0; k < taken; ++k) choice.homes[order.steps[k].index] = Home::Host;
+    choice.taken = taken;
+    choice.all_gpu_swapped_bytes = order.all_gpu_swapped_bytes;
+    choice.all_gpu_seconds = estimated_step_seconds(compute_seconds, 0, order.all_gpu_swapped_bytes, rates);
+    const HomeOrder::Step* last = taken > 0 ? &order.steps[taken - 1] : nullptr;
+    choice.swapped_bytes = last ? last->swapped_bytes : order.all_gpu_swapped_bytes;
+    choice.host_bytes = last ? last->host_bytes : 0;
+    choice.estimated_seconds =
+        estimated_step_seconds(compute_seconds, last ? last->remote_seconds : 0, choice.swapped_bytes, rates);
     return choice;
+}
+
+HomeChoice choose_homes(std::span<const StepAllocation> allocations, uint32_t launches, uint64_t budget_bytes,
+                        const Rates& rates, double compute_seconds) {
+    const HomeOrder order = host_home_order(allocations, launches, budget_bytes, rates);
+    size_t best = 0;
+    double best_seconds = estimated_step_seconds(compute_seconds, 0, order.all_gpu_swapped_bytes, rates);
+    for (size_t k = 0; k < order.steps.size(); ++k) {
+        const HomeOrder::Step& step = order.steps[k];
+        const double s = estimated_step_seconds(compute_seconds, step.remote_seconds, step.swapped_bytes, rates);
+        if (s < best_seconds) {
+            best_seconds = s;
+            best = k + 1;
+        }
+    }
+    return choice_of(allocations, order, best, rates, compute_seconds);
 }
 
 StepHomes::StepHomes(std::span<const StepAllocation> learned, std::span<const Home> homes) {

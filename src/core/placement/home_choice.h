@@ -8,11 +8,16 @@
 // reader of an allocation streams it (learned from kernel timings, not from
 // names), and only as far as it lowers the peak that migration must cover.
 //
-// The choice is greedy on one estimate of the step's moving time:
-//   sum over host-homed allocations of their remote trips
-//   + S / evict + S / fetch, S = the most the GPU-homed live bytes exceed the
-//     budget at any launch of the step,
-// taking at each round the allocation that lowers it most, until none does.
+// The choice is made in two parts. An order: greedily, among the allocations
+// live at the step's peak of GPU-homed live bytes whose host home lowers that
+// peak, the one that saves the most swap a second of its remote trips (one read
+// once before one read many times), until the peak fits the budget or none
+// lowers it. Then how much of the order to take: by default the prefix with the
+// least estimated step time,
+//   max(compute + the remote trips of the host-homed allocations,
+//       S / evict + S / fetch), S = what the peak still exceeds the budget by,
+// since migration runs beside the kernels while remote trips lengthen them;
+// the simulator can instead try prefixes on the trace (core/sim/home_search.h).
 // A wrong choice costs speed, never a result: remote access is coherent.
 #pragma once
 
@@ -49,8 +54,22 @@ struct Rates {
     double evict_gbps = 15.0;
 };
 
+// The allocations in the order their host homes pay, each with what the step
+// comes to once it and those before it are homed on the host.
+struct HomeOrder {
+    struct Step {
+        size_t index = 0;           // into the step's allocations
+        uint64_t swapped_bytes = 0; // the peak's excess over the budget that is left
+        double remote_seconds = 0;  // trips of the allocations taken so far
+        uint64_t host_bytes = 0;    // their bytes
+    };
+    std::vector<Step> steps;
+    uint64_t all_gpu_swapped_bytes = 0;
+};
+
 struct HomeChoice {
     std::vector<Home> homes; // one per allocation, in the step's order
+    size_t taken = 0;        // how much of the order is homed on the host
     // The estimate above, for the chosen homes and for all on the GPU.
     double estimated_seconds = 0;
     double all_gpu_seconds = 0;
@@ -66,8 +85,17 @@ double remote_seconds(const StepAllocation& allocation, const Rates& rates);
 
 // `launches`: the step's launch count; every allocation's interval must lie
 // within it (std::invalid_argument otherwise).
+HomeOrder host_home_order(std::span<const StepAllocation> allocations, uint32_t launches, uint64_t budget_bytes,
+                          const Rates& rates = {});
+// The estimate above. `compute_seconds`: the step's kernel time with every operand local.
+double estimated_step_seconds(double compute_seconds, double remote_seconds, uint64_t swapped_bytes,
+                              const Rates& rates);
+// The first `taken` allocations of `order` on the host, the rest on the GPU.
+HomeChoice choice_of(std::span<const StepAllocation> allocations, const HomeOrder& order, size_t taken,
+                     const Rates& rates, double compute_seconds);
+// The prefix of the order with the least estimate.
 HomeChoice choose_homes(std::span<const StepAllocation> allocations, uint32_t launches, uint64_t budget_bytes,
-                        const Rates& rates = {});
+                        const Rates& rates = {}, double compute_seconds = 0);
 
 // Carries a step's choice to later steps: the n-th allocation a later step
 // makes gets the home of the n-th of the learned step when their sizes agree

@@ -3,6 +3,7 @@
 #include "core/placement/step_model.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,16 +20,36 @@ std::vector<const trace::Alloc*> made_within(const trace::Trace& trace, uint64_t
     return made;
 }
 
-uint64_t named_bytes(const trace::Access& access, uint64_t size) {
-    if (access.offset >= size) return 0;
-    const uint64_t rest = size - access.offset;
-    return access.length ? std::min(access.length, rest) : rest;
-}
+// Follows a step's allocations along the learned sequence: an allocation of
+// the size expected next takes its home; one of another size takes the home of
+// the next entry of its size a few places ahead (a step that makes an
+// allocation fewer), else it stands in for the expected one and takes the GPU.
+// Erring towards the GPU is the cheap mistake: a GEMM's operand put on the
+// host by a misaligned match would run many times slower.
+class SequenceFollower {
+public:
+    explicit SequenceFollower(const std::vector<std::pair<uint64_t, Home>>& sequence) : sequence_(sequence) {}
+    Home next(uint64_t bytes) {
+        constexpr size_t kLookAhead = 8;
+        for (size_t q = position_; q < sequence_.size() && q < position_ + kLookAhead; ++q) {
+            if (sequence_[q].first != bytes) continue;
+            position_ = q + 1;
+            return sequence_[q].second;
+        }
+        ++position_;
+        return Home::Gpu;
+    }
+
+private:
+    const std::vector<std::pair<uint64_t, Home>>& sequence_;
+    size_t position_ = 0;
+};
 
 } // namespace
 
 HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint64_t> bounds, uint64_t budget_bytes,
-                                 const ToleranceSource& tolerance, const Rates& rates) {
+                                 const ToleranceSource& tolerance, const Rates& rates,
+                                 std::optional<size_t> taken) {
     if (bounds.size() < 2) throw std::invalid_argument("host homes need at least one full iteration of the trace");
     HostHomesOutcome out;
     const size_t learned = bounds.size() >= 3 ? 1 : 0;
@@ -36,14 +57,18 @@ HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint
     out.step_end = bounds[learned + 1];
 
     const StepModel model = step_model(trace, out.step_begin, out.step_end, &tolerance);
-    out.choice = choose_homes(model.allocations, model.launches, budget_bytes, rates);
+    const HomeOrder order = host_home_order(model.allocations, model.launches, budget_bytes, rates);
+    out.order = order.steps;
+    out.choice = taken ? choice_of(model.allocations, order, std::min(*taken, order.steps.size()), rates,
+                                   model.compute_seconds)
+                       : choose_homes(model.allocations, model.launches, budget_bytes, rates, model.compute_seconds);
     std::unordered_map<uint32_t, Home> home_by_id;
     for (size_t i = 0; i < model.alloc_ids.size(); ++i) home_by_id.emplace(model.alloc_ids[i], out.choice.homes[i]);
 
     std::unordered_set<uint32_t> host_ids;
     // Made before the learned step and live in it: homed by identity, and no
     // part of the sequence of the step that made them (the weights made in the
-    // first step would shift every ordinal after them).
+    // first step would shift every position after them).
     std::unordered_set<uint32_t> by_identity;
     for (const trace::Alloc& a : trace.allocs) {
         const auto home = home_by_id.find(a.id);
@@ -52,21 +77,25 @@ HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint
         if (home->second == Home::Host) host_ids.insert(a.id);
     }
     // The learned step's own allocations, by order and size, onto every step.
-    std::vector<StepAllocation> sequence;
-    std::vector<Home> sequence_homes;
+    std::vector<std::pair<uint64_t, Home>> sequence;
     for (const trace::Alloc* a : made_within(trace, out.step_begin, out.step_end)) {
-        StepAllocation s;
-        s.bytes = a->size;
-        sequence.push_back(s);
         const auto home = home_by_id.find(a->id);
-        sequence_homes.push_back(home == home_by_id.end() ? Home::Gpu : home->second);
+        sequence.emplace_back(a->size, home == home_by_id.end() ? Home::Gpu : home->second);
     }
-    const StepHomes step_homes(sequence, sequence_homes);
-    for (size_t k = 0; k + 1 < bounds.size(); ++k) {
-        auto made = made_within(trace, bounds[k], bounds[k + 1]);
-        std::erase_if(made, [&](const trace::Alloc* a) { return by_identity.count(a->id) != 0; });
-        for (uint32_t ordinal = 0; ordinal < made.size(); ++ordinal)
-            if (step_homes.home_of(ordinal, made[ordinal]->size) == Home::Host) host_ids.insert(made[ordinal]->id);
+    // One pass over the allocations, in the order made: each step follows the
+    // sequence from its start.
+    size_t step = 0;
+    std::optional<SequenceFollower> follower;
+    for (const trace::Alloc& a : trace.allocs) {
+        if (!trace::is_managed(a.kind) || a.launches_before < bounds.front() || a.launches_before >= bounds.back() ||
+            by_identity.count(a.id))
+            continue;
+        while (a.launches_before >= bounds[step + 1]) {
+            ++step;
+            follower.reset();
+        }
+        if (!follower) follower.emplace(sequence);
+        if (follower->next(a.size) == Home::Host) host_ids.insert(a.id);
     }
 
     out.trace = trace;
@@ -95,7 +124,7 @@ HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint
             if (size == host_size.end()) continue;
             if (std::find(named_here.begin(), named_here.end(), access.alloc_id) != named_here.end()) continue;
             named_here.push_back(access.alloc_id);
-            const uint64_t bytes = named_bytes(access, size->second);
+            const uint64_t bytes = trace::named_bytes(access, size->second);
             const bool writes = written_this_step.insert(access.alloc_id).second;
             const double gbps = writes ? rates.remote_write_gbps : rates.remote_read_gbps;
             trip_seconds += gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e9) : 0.0;

@@ -2,7 +2,9 @@
 // library would produce with host homes. The home choice (home_choice.h) runs
 // on one learned step of the trace; the choice maps onto every step by the
 // order and size of the allocations made in it (as the library maps it onto
-// later steps), and allocations made before the step keep theirs by identity.
+// later steps, allowing for a step that makes an allocation more or fewer),
+// and allocations made before the step and kept into it keep theirs by
+// identity, no part of the sequence of the step that made them.
 // A host-homed allocation becomes host memory, which the residency model and
 // every policy leave alone, and each launch naming it takes longer by its
 // remote trips: the first launch of a step that names it writes it at the
@@ -15,14 +17,18 @@
 #include "core/placement/remote_tolerance.h"
 #include "core/trace/model.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <vector>
 
 namespace uvmp::placement {
 
 struct HostHomesOutcome {
     trace::Trace trace;
     HomeChoice choice;             // for the learned step's allocations
+    std::vector<HomeOrder::Step> order; // the order the choice takes a prefix of
     uint64_t step_begin = 0;       // the learned step: launches [step_begin, step_end)
     uint64_t step_end = 0;
     uint64_t host_allocations = 0; // of the whole trace
@@ -35,8 +41,10 @@ struct HostHomesOutcome {
 // `bounds`: the trace's iterations as iteration_bounds() gives them (at least
 // one full iteration, std::invalid_argument otherwise). The learned step is the
 // second iteration when there are two or more, as the simulator's reference
-// step is, else the first.
+// step is, else the first. `taken`: how much of the home order to home on the
+// host (all of it past its end); by default the prefix of least estimate.
 HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint64_t> bounds, uint64_t budget_bytes,
-                                 const ToleranceSource& tolerance, const Rates& rates = {});
+                                 const ToleranceSource& tolerance, const Rates& rates = {},
+                                 std::optional<size_t> taken = std::nullopt);
 
 } // namespace uvmp::placement

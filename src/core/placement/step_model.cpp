@@ -38,6 +38,7 @@ StepModel step_model(const trace::Trace& trace, uint64_t begin, uint64_t end, co
     }
     for (uint64_t i = begin; i < end; ++i) {
         const trace::Launch& launch = trace.launches[i];
+        model.compute_seconds += static_cast<double>(launch.duration_ns) * 1e-9;
         if (!trace.has_accesses_of(launch)) continue;
         const auto accesses = trace.accesses_of(launch);
         for (uint32_t slot = 0; slot < accesses.size(); ++slot) {

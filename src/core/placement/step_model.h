@@ -18,6 +18,7 @@ struct StepModel {
     std::vector<StepAllocation> allocations;
     std::vector<uint32_t> alloc_ids; // the trace's id of each allocation, in the same order
     uint32_t launches = 0;
+    double compute_seconds = 0; // the step's kernel durations as recorded (0 for an untimed trace)
 };
 
 // Launches [begin, end) of the trace form the step. Managed allocations live

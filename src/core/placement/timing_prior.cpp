@@ -18,9 +18,7 @@ TimingPrior TimingPrior::from_trace(const trace::Trace& trace, TimingPriorConfig
         uint64_t bytes = 0;
         for (const trace::Access& access : trace.accesses_of(launch)) {
             const auto size = managed_size.find(access.alloc_id);
-            if (size == managed_size.end() || access.offset >= size->second) continue;
-            const uint64_t rest = size->second - access.offset;
-            bytes += access.length ? std::min(access.length, rest) : rest;
+            if (size != managed_size.end()) bytes += trace::named_bytes(access, size->second);
         }
         if (bytes == 0) continue;
         rates[launch.kernel_id].push_back(static_cast<double>(bytes) / static_cast<double>(launch.duration_ns));

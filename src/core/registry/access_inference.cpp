@@ -44,6 +44,12 @@ private:
 
 } // namespace
 
+uint64_t KernelTable::new_generation() {
+    // One count for every table: a table made where another was gets none of its generations.
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 const KernelInfo* KernelTable::find(const void* handle, bool* first_sight) const {
     std::shared_lock lock(mutex_);
     auto it = by_handle_.find(handle);
@@ -95,6 +101,7 @@ const KernelInfo& KernelTable::insert(const void* handle, std::unique_ptr<Kernel
 
 void KernelTable::forget_handles() {
     std::unique_lock lock(mutex_);
+    generation_.store(new_generation(), std::memory_order_release);
     for (auto& [handle, info] : by_handle_) {
         if (!info->name.empty()) forgotten_by_name_[info->name] = info.get();
         forgotten_.push_back(std::move(info));
@@ -114,6 +121,7 @@ void KernelTable::unlock_after_fork(bool in_child) {
 
 void KernelTable::clear() {
     std::unique_lock lock(mutex_);
+    generation_.store(new_generation(), std::memory_order_release);
     by_handle_.clear();
     forgotten_.clear();
     forgotten_by_name_.clear();

@@ -5,6 +5,7 @@
 
 #include "core/registry/registry.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -52,6 +53,12 @@ public:
     // Descriptions handed out before stay valid.
     void forget_handles();
 
+    // Changes whenever a description handed out may have stopped being its
+    // handle's (forget_handles, clear), and differs from any other table's: a
+    // cache of (handle, description) pairs made at one generation holds while the
+    // generation stays the same, without the table's lock. Never 0.
+    uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+
     // Around fork(), as Registry's.
     void lock_for_fork() { mutex_.lock(); }
     void unlock_after_fork(bool in_child);
@@ -60,7 +67,10 @@ private:
     const KernelInfo* find(const void* handle, bool* first_sight) const;
     const KernelInfo& insert(const void* handle, std::unique_ptr<KernelInfo> info, bool* first_sight);
 
+    static uint64_t new_generation();
+
     Describe describe_;
+    std::atomic<uint64_t> generation_{new_generation()};
     mutable std::shared_mutex mutex_;
     std::unordered_map<const void*, std::unique_ptr<KernelInfo>> by_handle_;
     uint32_t next_id_ = 0;

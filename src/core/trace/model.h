@@ -60,6 +60,13 @@ struct Access {
     uint64_t length = 0;
 };
 
+// The bytes an access names in an allocation of `allocation_size` bytes.
+inline uint64_t named_bytes(const Access& access, uint64_t allocation_size) {
+    if (access.offset >= allocation_size) return 0;
+    const uint64_t rest = allocation_size - access.offset;
+    return access.length && access.length < rest ? access.length : rest;
+}
+
 // Times are nanoseconds since Header::start_time_ns (CLOCK_MONOTONIC based).
 // launches_before places allocations and frees among the launches.
 struct Alloc {

@@ -1,6 +1,7 @@
-// Initialisation, the one fake device, its primary context, streams and events.
-// Nothing here runs asynchronously: work is done when queued, and only events a
-// test holds (fakecuda_hold_events) stay incomplete until waited for.
+// Initialisation, the fake devices (one unless FAKECUDA_DEVICES says more), their
+// primary contexts, streams and events. Nothing here runs asynchronously: work is
+// done when queued, and only events a test holds (fakecuda_hold_events) stay
+// incomplete until waited for.
 #include "fake_faults.h"
 #include "fake_state.h"
 
@@ -12,8 +13,6 @@ using namespace fakecuda;
 namespace {
 
 constexpr const char* kDeviceName = "Fake CUDA Device (host memory)";
-
-bool valid_device(CUdevice device) { return device == 0; }
 
 // FAKECUDA_DRIVER_VERSION in the environment makes the fake another driver (an older one).
 int reported_driver_version() {
@@ -59,15 +58,15 @@ FAKECUDA_EXPORT CUresult cuGetErrorName(CUresult error, const char** name) {
 FAKECUDA_EXPORT CUresult cuDeviceGetCount(int* count) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    *count = 1;
+    *count = device_count();
     return CUDA_SUCCESS;
 }
 
 FAKECUDA_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-    *device = 0;
+    if (!valid_device(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+    *device = ordinal;
     return CUDA_SUCCESS;
 }
 
@@ -84,7 +83,7 @@ FAKECUDA_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
     if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
-    *bytes = FAKECUDA_DEVICE_TOTAL_BYTES;
+    *bytes = device_total_bytes(device);
     return CUDA_SUCCESS;
 }
 
@@ -112,7 +111,7 @@ FAKECUDA_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice 
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
     if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
-    *pool = the_default_pool();
+    *pool = default_pool(device);
     return CUDA_SUCCESS;
 }
 
@@ -120,7 +119,7 @@ FAKECUDA_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice device)
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (pool == nullptr) return CUDA_ERROR_INVALID_VALUE;
     if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
-    *pool = current_pool();
+    *pool = current_pool(device);
     return CUDA_SUCCESS;
 }
 
@@ -128,7 +127,7 @@ FAKECUDA_EXPORT CUresult cuDeviceSetMemPool(CUdevice device, CUmemoryPool pool) 
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
     if (!with_pool(pool, [](MemPool&) {})) return CUDA_ERROR_INVALID_VALUE;
-    set_current_pool(pool);
+    set_current_pool(device, pool);
     return CUDA_SUCCESS;
 }
 
@@ -136,7 +135,7 @@ FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice devic
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
     if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
-    *ctx = the_context();
+    *ctx = primary_context(device);
     return CUDA_SUCCESS;
 }
 
@@ -145,24 +144,42 @@ FAKECUDA_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
     return valid_device(device) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
-// The fake's primary context is current on every thread as soon as cuInit ran,
+// Device 0's primary context is current on every thread as soon as cuInit ran,
 // which is what a program sees after the runtime's first call.
 FAKECUDA_EXPORT CUresult cuCtxGetCurrent(CUcontext* ctx) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (ctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    *ctx = the_context();
+    *ctx = current_context();
     return CUDA_SUCCESS;
 }
 
+// Unbinding (nullptr) leaves the thread with device 0's primary context, which
+// the fake keeps current wherever no other is.
 FAKECUDA_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-    return (ctx == nullptr || ctx == the_context()) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx != nullptr && context_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    set_current_context(ctx);
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (context_device(ctx) < 0) return CUDA_ERROR_INVALID_CONTEXT;
+    push_context(ctx);
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* ctx) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (ctx != nullptr) *ctx = current_context();
+    pop_context();
+    return CUDA_SUCCESS;
 }
 
 FAKECUDA_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    *device = 0;
+    *device = current_device();
     return CUDA_SUCCESS;
 }
 
@@ -213,10 +230,20 @@ FAKECUDA_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream stream,
     return cuStreamIsCapturing(stream, status);
 }
 
+// The event may come from another context or device, as the driver allows: the
+// waits for one recorded on another device's stream are counted.
 FAKECUDA_EXPORT CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags) {
     FAKECUDA_INJECTED_FAILURE_POINT("cuStreamWaitEvent");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-    if (!valid_stream(stream) || find_event(event) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    const CUcontext context = stream_context(stream);
+    const Event* e = find_event(event);
+    if (context == nullptr || e == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    const int device = context_device(context);
+    const int recorded = e->recorded_device.load();
+    DeviceCounters& c = device_counters(device);
+    ++c.stream_waits;
+    if (recorded >= 0 && recorded != device) ++c.foreign_event_waits;
+    if (Stream* s = find_stream(stream)) s->waited_device = recorded;
     return CUDA_SUCCESS;
 }
 
@@ -229,11 +256,18 @@ FAKECUDA_EXPORT CUresult cuEventCreate(CUevent* event, unsigned int flags) {
     return CUDA_SUCCESS;
 }
 
+// The event and the stream must be of one context, as the driver requires.
 FAKECUDA_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
     FAKECUDA_INJECTED_FAILURE_POINT("cuEventRecord");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     Event* e = find_event(event);
-    if (e == nullptr || !valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    const CUcontext context = stream_context(stream);
+    if (e == nullptr || context == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    if (e->context != context) {
+        ++counters().event_records_refused;
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    e->recorded_device = context_device(context);
     e->complete = !events_held();
     return CUDA_SUCCESS;
 }

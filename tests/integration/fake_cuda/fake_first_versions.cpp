@@ -20,16 +20,18 @@ unsigned int narrow(std::size_t bytes) {
 FAKECUDA_EXPORT CUresult cuMemGetInfo(unsigned int* free, unsigned int* total) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    const std::size_t used = live_device_bytes() + live_managed_bytes();
-    *total = narrow(FAKECUDA_DEVICE_TOTAL_BYTES);
-    *free = narrow(used >= FAKECUDA_DEVICE_TOTAL_BYTES ? 0 : FAKECUDA_DEVICE_TOTAL_BYTES - used);
+    const int device = current_device();
+    const std::uint64_t total_bytes = device_total_bytes(device);
+    const std::size_t used = live_device_bytes(device) + live_managed_bytes(device);
+    *total = narrow(total_bytes);
+    *free = narrow(used >= total_bytes ? 0 : total_bytes - used);
     return CUDA_SUCCESS;
 }
 
 FAKECUDA_EXPORT CUresult cuDeviceTotalMem(unsigned int* bytes, CUdevice device) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    if (device != 0) return CUDA_ERROR_INVALID_DEVICE;
-    *bytes = narrow(FAKECUDA_DEVICE_TOTAL_BYTES);
+    if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = narrow(device_total_bytes(device));
     return CUDA_SUCCESS;
 }

@@ -74,6 +74,7 @@ CUresult launch(std::atomic<std::uint64_t>& counter, CUfunction f, const LaunchS
     if (capture_kernel(stream, f, *kernel, shape.grid, shape.block, bytes)) return CUDA_SUCCESS;
     remember_launch_params(std::move(bytes));
     ++counter;
+    ++device_counters(context_device(stream_context(stream))).launches;
     return CUDA_SUCCESS;
 }
 

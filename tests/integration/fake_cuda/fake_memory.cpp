@@ -3,6 +3,7 @@
 #include "fake_state.h"
 
 #include <cstring>
+#include <vector>
 
 using namespace fakecuda;
 
@@ -25,7 +26,7 @@ CUresult allocate_stream_ordered(CUdeviceptr* dptr, std::size_t bytes, CUstream 
                                  std::atomic<std::uint64_t>& counter, CUmemoryPool pool = nullptr) {
     if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
     return allocate_counted(MemoryKind::device_async, dptr, bytes, counter,
-                            pool != nullptr ? pool : current_pool());
+                            pool != nullptr ? pool : current_pool(current_device()));
 }
 
 CUresult free_stream_ordered(CUdeviceptr dptr, CUstream stream) {
@@ -52,15 +53,19 @@ CUresult allocate_host(void** pp, std::size_t bytes) {
 }
 
 // Managed ranges only: the real driver refuses prefetch and advice on device memory.
-bool is_managed_range(CUdeviceptr ptr, std::size_t bytes) {
+std::optional<Allocation> managed_range(CUdeviceptr ptr, std::size_t bytes) {
     const auto allocation = find_allocation(static_cast<std::uintptr_t>(ptr));
-    return allocation && allocation->kind == MemoryKind::managed && bytes > 0 &&
-           static_cast<std::uintptr_t>(ptr) + bytes <= allocation->base + allocation->size;
+    if (allocation && allocation->kind == MemoryKind::managed && bytes > 0 &&
+        static_cast<std::uintptr_t>(ptr) + bytes <= allocation->base + allocation->size)
+        return allocation;
+    return std::nullopt;
 }
+
+bool is_managed_range(CUdeviceptr ptr, std::size_t bytes) { return managed_range(ptr, bytes).has_value(); }
 
 bool valid_location(const CUmemLocation& location) {
     switch (location.type) {
-    case CU_MEM_LOCATION_TYPE_DEVICE: return location.id == 0;
+    case CU_MEM_LOCATION_TYPE_DEVICE: return valid_device(location.id);
     case CU_MEM_LOCATION_TYPE_HOST:
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
     case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return true;
@@ -72,6 +77,15 @@ bool is_host(const CUmemLocation& location) {
     return location.type != CU_MEM_LOCATION_TYPE_DEVICE;
 }
 
+// A move belongs to one device: the one it fills, or for a move to the host the
+// one whose memory it empties. Issued on another device's stream, or behind a
+// wait for another device's event, it runs in step with the wrong device's work.
+bool across_devices(int device, CUstream stream) {
+    const Stream* s = find_stream(stream);
+    const int waited = s != nullptr ? s->waited_device.load() : -1;
+    return device != context_device(stream_context(stream)) || (waited >= 0 && waited != device);
+}
+
 CUresult prefetch_batch(CUdeviceptr* ptrs, std::size_t* sizes, std::size_t count,
                         CUmemLocation* locations, std::size_t* location_indices,
                         std::size_t location_count, CUstream stream) {
@@ -79,33 +93,41 @@ CUresult prefetch_batch(CUdeviceptr* ptrs, std::size_t* sizes, std::size_t count
     if (ptrs == nullptr || sizes == nullptr || count == 0 || locations == nullptr ||
         location_indices == nullptr || location_count == 0 || location_count > count)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!valid_stream(stream)) return CUDA_ERROR_INVALID_HANDLE;
+    if (stream_context(stream) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
     if (location_indices[0] != 0) return CUDA_ERROR_INVALID_VALUE;
     for (std::size_t i = 0; i < location_count; ++i) {
         if (!valid_location(locations[i]) || location_indices[i] >= count ||
             (i > 0 && location_indices[i] <= location_indices[i - 1]))
             return CUDA_ERROR_INVALID_VALUE;
     }
-    std::uint64_t bytes = 0;
-    std::uint64_t to_host = 0;
-    std::size_t location = 0;
+    std::vector<int> owners(count);
     for (std::size_t i = 0; i < count; ++i) {
-        if (!is_managed_range(ptrs[i], sizes[i])) {
+        const auto range = managed_range(ptrs[i], sizes[i]);
+        if (!range) {
             ++counters().prefetch_refused;
             return CUDA_ERROR_INVALID_VALUE;
         }
+        owners[i] = range->device;
+    }
+    std::size_t location = 0;
+    for (std::size_t i = 0; i < count; ++i) {
         while (location + 1 < location_count && location_indices[location + 1] <= i) ++location;
-        bytes += sizes[i];
-        const bool host = is_host(locations[location]);
-        if (host) to_host += sizes[i];
+        const bool to_host = is_host(locations[location]);
+        const int device = to_host ? owners[i] : locations[location].id;
+        counters().prefetch_bytes += sizes[i];
+        if (to_host) {
+            counters().prefetch_to_host_bytes += sizes[i];
+            device_counters(device).prefetch_to_host_bytes += sizes[i];
+        } else {
+            device_counters(device).prefetch_bytes += sizes[i];
+        }
+        if (across_devices(device, stream)) ++counters().moves_across_devices;
         with_managed_record(static_cast<std::uintptr_t>(ptrs[i]), [&](fakecuda_managed_record& record) {
             record.prefetch_bytes += sizes[i];
-            if (host) record.prefetch_to_host_bytes += sizes[i];
+            if (to_host) record.prefetch_to_host_bytes += sizes[i];
         });
     }
     ++counters().prefetch_calls;
-    counters().prefetch_bytes += bytes;
-    counters().prefetch_to_host_bytes += to_host;
     return CUDA_SUCCESS;
 }
 
@@ -142,7 +164,7 @@ CUresult fill_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr p
     const bool managed = allocation->kind == MemoryKind::managed;
     const bool host = allocation->kind == MemoryKind::host;
     switch (attribute) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT: store(data, the_context()); break;
+    case CU_POINTER_ATTRIBUTE_CONTEXT: store(data, primary_context(allocation->device)); break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         store(data, static_cast<unsigned int>(host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE));
         break;
@@ -154,7 +176,7 @@ CUresult fill_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr p
         store(data, static_cast<unsigned long long>(allocation->buffer_id));
         break;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: store(data, managed ? 1 : 0); break;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: store(data, 0); break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: store(data, allocation->device); break;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
         store(data, allocation->kind == MemoryKind::device ? 1 : 0);
         break;
@@ -164,7 +186,7 @@ CUresult fill_attribute(void* data, CUpointer_attribute attribute, CUdeviceptr p
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: store(data, allocation->size); break;
     case CU_POINTER_ATTRIBUTE_MAPPED: store(data, 1); break;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-        store(data, allocation->kind == MemoryKind::device_async ? the_default_pool() : nullptr);
+        store(data, allocation->kind == MemoryKind::device_async ? default_pool(allocation->device) : nullptr);
         break;
     default: break;
     }
@@ -251,9 +273,11 @@ FAKECUDA_EXPORT CUresult cuMemGetInfo_v2(size_t* free, size_t* total) {
     ++counters().mem_get_info_calls;
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
-    const std::size_t used = live_device_bytes() + live_managed_bytes();
-    *total = FAKECUDA_DEVICE_TOTAL_BYTES;
-    *free = used >= FAKECUDA_DEVICE_TOTAL_BYTES ? 0 : FAKECUDA_DEVICE_TOTAL_BYTES - used;
+    const int device = current_device();
+    const std::uint64_t total_bytes = device_total_bytes(device);
+    const std::size_t used = live_device_bytes(device) + live_managed_bytes(device);
+    *total = total_bytes;
+    *free = used >= total_bytes ? 0 : total_bytes - used;
     return CUDA_SUCCESS;
 }
 

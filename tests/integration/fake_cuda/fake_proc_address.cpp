@@ -48,6 +48,8 @@ const ProcVersion kProcTable[] = {
     FAKECUDA_PROC("cuDevicePrimaryCtxRelease", 11000, cuDevicePrimaryCtxRelease_v2),
     FAKECUDA_PROC("cuCtxGetCurrent", 4000, cuCtxGetCurrent),
     FAKECUDA_PROC("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
+    FAKECUDA_PROC("cuCtxPushCurrent", 4000, cuCtxPushCurrent_v2),
+    FAKECUDA_PROC("cuCtxPopCurrent", 4000, cuCtxPopCurrent_v2),
     FAKECUDA_PROC("cuCtxGetDevice", 2000, cuCtxGetDevice),
     FAKECUDA_PROC("cuCtxSynchronize", 2000, cuCtxSynchronize),
     FAKECUDA_PROC("cuMemAlloc", 3020, cuMemAlloc_v2),

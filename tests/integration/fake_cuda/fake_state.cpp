@@ -31,10 +31,54 @@ struct Registry {
     std::unordered_map<const void*, std::unique_ptr<Stream>> streams;
     std::unordered_map<const void*, std::unique_ptr<Event>> events;
     std::vector<unsigned char> last_launch_params;
-    MemPool default_pool;
+    MemPool default_pools[kMaxDevices];  // a device's handle is its pool's address
     std::unordered_map<const void*, std::unique_ptr<MemPool>> pools;  // made with cuMemPoolCreate
-    CUmemoryPool current_pool = nullptr;  // nullptr: the default pool
+    CUmemoryPool current_pools[kMaxDevices] = {};  // nullptr: the device's default pool
 };
+
+struct DeviceSetup {
+    int count = 1;
+    std::uint64_t total_bytes[kMaxDevices] = {};
+};
+
+// "64M" and the like: bytes, with an optional K, M or G; 0 for anything else.
+std::uint64_t parse_size(const char* text, char** end) {
+    std::uint64_t value = std::strtoull(text, end, 10);
+    switch (**end) {
+    case 'K': value <<= 10; ++*end; break;
+    case 'M': value <<= 20; ++*end; break;
+    case 'G': value <<= 30; ++*end; break;
+    default: break;
+    }
+    return value;
+}
+
+// Read once from the environment: a test sets it for the whole process.
+const DeviceSetup& device_setup() {
+    static const DeviceSetup setup = [] {
+        DeviceSetup s;
+        if (const char* count = std::getenv("FAKECUDA_DEVICES"))
+            s.count = std::clamp(std::atoi(count), 1, kMaxDevices);
+        std::uint64_t size = FAKECUDA_DEVICE_TOTAL_BYTES;
+        const char* sizes = std::getenv("FAKECUDA_DEVICE_MEMORY");
+        for (int d = 0; d < kMaxDevices; ++d) {
+            if (sizes != nullptr && *sizes != '\0') {
+                char* end = nullptr;
+                if (const std::uint64_t parsed = parse_size(sizes, &end); parsed != 0) size = parsed;
+                sizes = *end == ',' ? end + 1 : end;
+            }
+            s.total_bytes[d] = size;
+        }
+        return s;
+    }();
+    return setup;
+}
+
+// Their addresses are the contexts' handles.
+int g_context_objects[kMaxDevices];
+
+thread_local CUcontext t_current_context = nullptr;  // nullptr: device 0's primary context
+thread_local std::vector<CUcontext> t_context_stack;
 
 std::atomic<bool> g_events_held{false};
 
@@ -56,14 +100,17 @@ bool counts_as_device(MemoryKind kind) {
     return kind == MemoryKind::device || kind == MemoryKind::device_async;
 }
 
+bool on_device(const Allocation& a, int device) { return device < 0 || a.device == device; }
+
 std::uint64_t round_to_pool_granularity(std::uint64_t bytes) {
     return (bytes + kPoolGranularity - 1) / kPoolGranularity * kPoolGranularity;
 }
 
 // A new object kept in one of the registry's handle tables; its address is its handle.
-template <typename Handle, typename T>
-Handle keep_new(std::unordered_map<const void*, std::unique_ptr<T>>& table) {
+template <typename Handle, typename T, typename Setup = void (*)(T&)>
+Handle keep_new(std::unordered_map<const void*, std::unique_ptr<T>>& table, Setup setup = [](T&) {}) {
     auto object = std::make_unique<T>();
+    setup(*object);
     auto handle = reinterpret_cast<Handle>(object.get());
     std::lock_guard lock(registry().mutex);
     table.emplace(handle, std::move(object));
@@ -72,7 +119,8 @@ Handle keep_new(std::unordered_map<const void*, std::unique_ptr<T>>& table) {
 
 // The caller holds the registry's lock.
 MemPool* pool_locked(Registry& r, CUmemoryPool pool) {
-    if (pool == the_default_pool()) return &r.default_pool;
+    for (int d = 0; d < device_count(); ++d)
+        if (pool == default_pool(d)) return &r.default_pools[d];
     auto it = r.pools.find(pool);
     return it == r.pools.end() ? nullptr : it->second.get();
 }
@@ -100,15 +148,46 @@ void mark_initialized() {
     registry().initialized = true;
 }
 
-CUcontext the_context() {
-    static int context_object;
-    return reinterpret_cast<CUcontext>(&context_object);
+int device_count() { return device_setup().count; }
+
+bool valid_device(CUdevice device) { return device >= 0 && device < device_count(); }
+
+std::uint64_t device_total_bytes(int device) { return device_setup().total_bytes[device]; }
+
+DeviceCounters& device_counters(int device) {
+    static DeviceCounters* instance = new DeviceCounters[kMaxDevices];
+    return instance[device];
 }
 
-CUmemoryPool the_default_pool() {
-    static int pool_object;
-    return reinterpret_cast<CUmemoryPool>(&pool_object);
+CUcontext primary_context(int device) { return reinterpret_cast<CUcontext>(&g_context_objects[device]); }
+
+int context_device(CUcontext context) {
+    for (int d = 0; d < device_count(); ++d)
+        if (context == primary_context(d)) return d;
+    return -1;
 }
+
+CUcontext current_context() { return t_current_context != nullptr ? t_current_context : primary_context(0); }
+
+int current_device() { return context_device(current_context()); }
+
+void set_current_context(CUcontext context) { t_current_context = context; }
+
+void push_context(CUcontext context) {
+    t_context_stack.push_back(current_context());
+    t_current_context = context;
+}
+
+void pop_context() {
+    if (t_context_stack.empty()) {
+        t_current_context = nullptr;
+        return;
+    }
+    t_current_context = t_context_stack.back();
+    t_context_stack.pop_back();
+}
+
+CUmemoryPool default_pool(int device) { return reinterpret_cast<CUmemoryPool>(&registry().default_pools[device]); }
 
 CUresult allocate(MemoryKind kind, std::size_t size, std::uintptr_t* out, CUmemoryPool pool) {
     if (size == 0 || out == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -116,18 +195,19 @@ CUresult allocate(MemoryKind kind, std::size_t size, std::uintptr_t* out, CUmemo
     std::lock_guard lock(r.mutex);
     MemPool* from = kind == MemoryKind::device_async ? pool_locked(r, pool) : nullptr;
     if (kind == MemoryKind::device_async && from == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    const int device = current_device();
     if (counts_as_device(kind)) {
         std::size_t used = 0;
         for (const auto& [base, a] : r.allocations)
-            if (a.kind != MemoryKind::host) used += a.size;
-        if (used + size > FAKECUDA_DEVICE_TOTAL_BYTES) return CUDA_ERROR_OUT_OF_MEMORY;
+            if (a.kind != MemoryKind::host && a.device == device) used += a.size;
+        if (used + size > device_total_bytes(device)) return CUDA_ERROR_OUT_OF_MEMORY;
     }
     const std::size_t rounded = (size + kAllocationAlignment - 1) / kAllocationAlignment *
                                 kAllocationAlignment;
     void* memory = std::aligned_alloc(kAllocationAlignment, rounded);
     if (memory == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
     const auto base = reinterpret_cast<std::uintptr_t>(memory);
-    Allocation& made = r.allocations[base] = Allocation{base, size, kind, r.next_buffer_id++, pool};
+    Allocation& made = r.allocations[base] = Allocation{base, size, kind, r.next_buffer_id++, pool, device};
     made.managed.preferred_location_type = -1;
     made.managed.accessed_by_device = -1;
     if (from != nullptr) {
@@ -178,19 +258,19 @@ bool with_managed_record(std::uintptr_t address, const std::function<void(fakecu
     return true;
 }
 
-std::size_t live_device_bytes() {
+std::size_t live_device_bytes(int device) {
     std::lock_guard lock(registry().mutex);
     std::size_t total = 0;
     for (const auto& [base, a] : registry().allocations)
-        if (counts_as_device(a.kind)) total += a.size;
+        if (counts_as_device(a.kind) && on_device(a, device)) total += a.size;
     return total;
 }
 
-std::size_t live_managed_bytes() {
+std::size_t live_managed_bytes(int device) {
     std::lock_guard lock(registry().mutex);
     std::size_t total = 0;
     for (const auto& [base, a] : registry().allocations)
-        if (a.kind == MemoryKind::managed) total += a.size;
+        if (a.kind == MemoryKind::managed && on_device(a, device)) total += a.size;
     return total;
 }
 
@@ -256,7 +336,17 @@ Stream* find_stream(CUstream stream) {
     return it == registry().streams.end() ? nullptr : it->second.get();
 }
 
-CUstream make_stream() { return keep_new<CUstream>(registry().streams); }
+CUstream make_stream() {
+    const CUcontext context = current_context();
+    return keep_new<CUstream>(registry().streams, [&](Stream& s) { s.context = context; });
+}
+
+CUcontext stream_context(CUstream stream) {
+    if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
+        return current_context();
+    const Stream* s = find_stream(stream);
+    return s != nullptr ? s->context : nullptr;
+}
 
 bool destroy_stream(CUstream stream) {
     std::lock_guard lock(registry().mutex);
@@ -269,7 +359,10 @@ Event* find_event(CUevent event) {
     return it == registry().events.end() ? nullptr : it->second.get();
 }
 
-CUevent make_event() { return keep_new<CUevent>(registry().events); }
+CUevent make_event() {
+    const CUcontext context = current_context();
+    return keep_new<CUevent>(registry().events, [&](Event& e) { e.context = context; });
+}
 
 bool destroy_event(CUevent event) {
     std::lock_guard lock(registry().mutex);
@@ -307,18 +400,20 @@ CUmemoryPool make_pool() { return keep_new<CUmemoryPool>(registry().pools); }
 bool destroy_pool(CUmemoryPool pool) {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
-    if (r.current_pool == pool) r.current_pool = nullptr;
+    for (CUmemoryPool& current : r.current_pools)
+        if (current == pool) current = nullptr;
     return r.pools.erase(pool) == 1;
 }
 
-CUmemoryPool current_pool() {
+CUmemoryPool current_pool(int device) {
     std::lock_guard lock(registry().mutex);
-    return registry().current_pool != nullptr ? registry().current_pool : the_default_pool();
+    const CUmemoryPool set = registry().current_pools[device];
+    return set != nullptr ? set : default_pool(device);
 }
 
-void set_current_pool(CUmemoryPool pool) {
+void set_current_pool(int device, CUmemoryPool pool) {
     std::lock_guard lock(registry().mutex);
-    registry().current_pool = pool;
+    registry().current_pools[device] = pool;
 }
 
 void remember_launch_params(std::vector<unsigned char> bytes) {
@@ -345,6 +440,18 @@ FAKECUDA_EXPORT fakecuda_counts fakecuda_counters(void) {
     out.live_device_bytes = live_device_bytes();
     out.live_managed_bytes = live_managed_bytes();
     out.live_events = live_event_count();
+    return out;
+}
+
+FAKECUDA_EXPORT fakecuda_device_counts fakecuda_device_counters(int device) {
+    fakecuda_device_counts out{};
+    if (!valid_device(device)) return out;
+    const DeviceCounters& c = device_counters(device);
+#define FAKECUDA_COPY_COUNTER(field) out.field = c.field.load();
+    FAKECUDA_DEVICE_COUNTER_FIELDS(FAKECUDA_COPY_COUNTER)
+#undef FAKECUDA_COPY_COUNTER
+    out.live_device_bytes = live_device_bytes(device);
+    out.live_managed_bytes = live_managed_bytes(device);
     return out;
 }
 

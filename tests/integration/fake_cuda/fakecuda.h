@@ -47,7 +47,12 @@ CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec exec, CUstream stream);
 CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream);
 CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream);
 
-/* The fake device: this much memory, minus live device and managed allocations, is free. */
+/* A fake device: this much memory, minus its live device and managed allocations, is free.
+ * There is one device unless FAKECUDA_DEVICES in the environment asks for more (up to 8);
+ * FAKECUDA_DEVICE_MEMORY ("64M,32M") gives the devices other sizes, the n-th size the n-th
+ * device's and the last one those after it. Each device has its primary context and its
+ * default memory pool; device and managed memory is the device's whose context is current
+ * when it is made. Every thread starts with device 0's primary context current. */
 #define FAKECUDA_DEVICE_TOTAL_BYTES (16ull << 30)
 /* cuDriverGetVersion's answer, unless FAKECUDA_DRIVER_VERSION is set in the environment. */
 #define FAKECUDA_DRIVER_VERSION 13000
@@ -97,9 +102,28 @@ typedef struct fakecuda_counts {
     uint64_t graph_kernel_runs;        /* kernel nodes those launches ran */
     uint64_t graph_memsets;            /* set nodes they ran */
     uint64_t graph_memcpys;            /* copy nodes they ran */
+
+    uint64_t event_records_refused;    /* cuEventRecord of an event on another context's stream */
+    uint64_t moves_across_devices;     /* prefetches (to a device, or to the host of a device's memory)
+                                          issued on another device's stream, or on a stream that last
+                                          waited for an event recorded on another device's stream */
 } fakecuda_counts;
 
 fakecuda_counts fakecuda_counters(void);
+
+/* Counts of one device since the fake was loaded. */
+typedef struct fakecuda_device_counts {
+    uint64_t launches;                 /* kernel launches on the device's streams */
+    uint64_t prefetch_bytes;           /* bytes prefetched to the device */
+    uint64_t prefetch_to_host_bytes;   /* bytes of the device's memory prefetched to the host */
+    uint64_t stream_waits;             /* cuStreamWaitEvent on the device's streams */
+    uint64_t foreign_event_waits;      /* those waiting for an event recorded on another device's stream */
+    uint64_t live_device_bytes;        /* the device's device allocations not yet freed */
+    uint64_t live_managed_bytes;       /* its managed allocations not yet freed */
+} fakecuda_device_counts;
+
+/* All zero for a device the fake does not have. */
+fakecuda_device_counts fakecuda_device_counters(int device);
 
 /* A kernel with `count` parameters at the given byte offsets and sizes. The
  * CUfunction flavour answers cuFuncGetParamInfo / cuFuncGetName; the CUkernel

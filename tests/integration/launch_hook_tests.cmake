@@ -1,0 +1,20 @@
+# The launch hook's own work a launch on the fake driver (launch_hook_timing.cpp, the loop of
+# bench/empty_launch.cu): printed, not checked, with a budget the one allocation fits under and
+# the default policy, as uvmrun runs. Each run also checks that the planner was handed, or
+# counted as unplanned, every launch, the threaded one with four threads launching at once.
+# Included from CMakeLists.txt, after robustness_tests.cmake.
+add_executable(launch_hook_timing launch_hook_timing.cpp robustness_support.cpp)
+target_link_libraries(launch_hook_timing PRIVATE uvmp_intercept_scenario uvmp_fake_cuda Threads::Threads)
+target_compile_options(launch_hook_timing PRIVATE ${UVMP_WARNINGS})
+
+set(UVMP_LAUNCH_HOOK_TIMING $<TARGET_FILE:launch_hook_timing>)
+set(UVMP_HOOK_FIGURE "OUTPUT_MATCHES_2=launch hook: [0-9]+ ns of the library's own work a launch")
+uvmp_integration_checked_test(integration.launch_hook.timing
+  CHECKS "${UVMP_ALL_CHECKS_PASSED}" "${UVMP_HOOK_FIGURE}"
+  COMMAND env ${UVMP_PRELOAD_ENV} UVMP_BUDGET=1G ${UVMP_LAUNCH_HOOK_TIMING})
+uvmp_integration_checked_test(integration.launch_hook.threads
+  CHECKS "${UVMP_ALL_CHECKS_PASSED}" "${UVMP_HOOK_FIGURE}"
+  COMMAND env ${UVMP_PRELOAD_ENV} UVMP_BUDGET=1G ${UVMP_LAUNCH_HOOK_TIMING} 50000 4)
+uvmp_integration_checked_test(integration.launch_hook.without_library
+  CHECKS "${UVMP_ALL_CHECKS_PASSED}"
+  COMMAND ${UVMP_LAUNCH_HOOK_TIMING})

@@ -1,0 +1,98 @@
+#include "core/accounting/stats.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <string>
+
+using namespace uvmp;
+
+namespace {
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+bool has_line_starting(const std::vector<std::string>& lines, const std::string& start) {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(start, 0) == 0; });
+}
+
+} // namespace
+
+TEST_CASE("stats: each device the job used has its own budget and figures in the stats file", "[stats]") {
+    Stats stats;
+    stats.device_configured(1, 8 * kMiB, 60 * kMiB);
+    stats.device_configured(0, 16 * kMiB, 120 * kMiB);
+    stats.converted_allocated(0, 32 * kMiB);
+    stats.converted_allocated(1, 4 * kMiB);
+    stats.converted_allocated(1, 4 * kMiB);
+    stats.converted_freed(1, 4 * kMiB);
+    stats.passed_through(stats.passthrough_capture, 2 * kMiB, 1);
+    stats.passed_through(stats.passthrough_host, kMiB); // host memory: no device's
+    stats.moved(0, MoveCount::Prefetch, 6 * kMiB);
+    stats.moved(1, MoveCount::Evict, 2 * kMiB);
+    stats.moved(1, MoveCount::Populate, kMiB);
+
+    const auto j = nlohmann::json::parse(stats.to_json(true, 42));
+    // The process-wide figures keep their names; the budget is the first device's known.
+    CHECK(j["budget_bytes"] == 8 * kMiB);
+    CHECK(j["guard_limit_bytes"] == 60 * kMiB);
+    CHECK(j["bytes_converted"] == 40 * kMiB);
+    CHECK(j["bytes_prefetched"] == 6 * kMiB);
+    CHECK(j["bytes_evicted"] == 2 * kMiB);
+    CHECK(j["bytes_populated"] == kMiB);
+    CHECK(j["allocs_passed_through"] == 2);
+
+    REQUIRE(j["devices"].size() == 2);
+    const auto& d0 = j["devices"][0];
+    const auto& d1 = j["devices"][1];
+    CHECK(d0["device"] == 0);
+    CHECK(d0["budget_bytes"] == 16 * kMiB);
+    CHECK(d0["guard_limit_bytes"] == 120 * kMiB);
+    CHECK(d0["bytes_converted_live"] == 32 * kMiB);
+    CHECK(d0["bytes_prefetched"] == 6 * kMiB);
+    CHECK(d0["bytes_evicted"] == 0);
+    CHECK(d0["bytes_passed_through_live"] == 0);
+    CHECK(d1["device"] == 1);
+    CHECK(d1["budget_bytes"] == 8 * kMiB);
+    CHECK(d1["allocs_converted"] == 2);
+    CHECK(d1["bytes_converted_live"] == 4 * kMiB);
+    CHECK(d1["bytes_converted_peak"] == 8 * kMiB);
+    CHECK(d1["allocs_passed_through"] == 1);
+    CHECK(d1["bytes_passed_through_live"] == 2 * kMiB);
+    CHECK(d1["bytes_evicted"] == 2 * kMiB);
+    CHECK(d1["bytes_populated"] == kMiB);
+
+    stats.passthrough_freed(1, 2 * kMiB);
+    CHECK(nlohmann::json::parse(stats.to_json(true, 42))["devices"][1]["bytes_passed_through_live"] == 0);
+
+    const auto lines = stats.summary_lines();
+    CHECK(has_line_starting(lines, "budget 8.0 MiB, physical guard 60.0 MiB"));
+    CHECK(has_line_starting(lines, "device 0: budget 16.0 MiB, physical guard 120.0 MiB; converted 1 (32.0 MiB"));
+    CHECK(has_line_starting(lines, "device 1: budget 8.0 MiB, physical guard 60.0 MiB; converted 2 (8.0 MiB"));
+}
+
+TEST_CASE("stats: a job of one device reads as before, with that device listed", "[stats]") {
+    Stats stats;
+    stats.device_configured(0, 16 * kMiB, 120 * kMiB);
+    stats.converted_allocated(0, 4 * kMiB);
+    const auto j = nlohmann::json::parse(stats.to_json(true, 1));
+    CHECK(j["budget_bytes"] == 16 * kMiB);
+    REQUIRE(j["devices"].size() == 1);
+    CHECK(j["devices"][0]["bytes_converted_live"] == 4 * kMiB);
+    // No line of its own: it would repeat the process-wide ones.
+    CHECK_FALSE(has_line_starting(stats.summary_lines(), "device 0:"));
+
+    stats.reset();
+    CHECK(nlohmann::json::parse(stats.to_json(true, 1))["devices"].empty());
+    stats.device_configured(2, 4 * kMiB, 8 * kMiB);
+    CHECK(nlohmann::json::parse(stats.to_json(true, 1))["budget_bytes"] == 4 * kMiB);
+}
+
+TEST_CASE("stats: a device past those kept apart counts only in the process-wide figures", "[stats]") {
+    Stats stats;
+    stats.converted_allocated(static_cast<int>(kMaxStatDevices), kMiB);
+    stats.converted_allocated(-1, kMiB);
+    const auto j = nlohmann::json::parse(stats.to_json(true, 1));
+    CHECK(j["bytes_converted"] == 2 * kMiB);
+    CHECK(j["devices"].empty());
+}
