@@ -27,7 +27,8 @@ void HostHomeRouter::set_up(int device, uint64_t budget_bytes) {
     std::string why_not;
     std::optional<placement::RecordedHomes> homes;
     try {
-        homes = placement::recorded_homes(trace::read_trace_file(config_.trace_in), budget_bytes, &why_not);
+        homes = placement::recorded_homes(trace::read_trace_file(config_.trace_in), budget_bytes, config_.chunk_size,
+                                          &why_not);
     } catch (const std::exception& e) {
         why_not = e.what();
     }
@@ -39,10 +40,12 @@ void HostHomeRouter::set_up(int device, uint64_t budget_bytes) {
     }
     const auto& chosen = homes->choice.homes;
     log::info("host homes from {}: {} of the {} allocations live in its learned step ({}) on the host; migration must "
-              "move {} a step instead of {} ({} kernels judged by their timing)",
+              "move {} a step instead of {} ({} kernels judged by their timing); its step simulated at {:.1f} ms "
+              "against {:.1f} ms with every home on the GPU",
               config_.trace_in, std::count(chosen.begin(), chosen.end(), placement::Home::Host), chosen.size(),
               format_size(homes->choice.host_bytes), format_size(homes->choice.swapped_bytes),
-              format_size(homes->choice.all_gpu_swapped_bytes), homes->kernels_judged);
+              format_size(homes->choice.all_gpu_swapped_bytes), homes->kernels_judged,
+              homes->simulated_step_seconds * 1e3, homes->all_gpu_step_seconds * 1e3);
     {
         std::lock_guard lock(mutex_);
         sequence_ = placement::HomeSequence(std::move(homes->prologue), std::move(homes->step));

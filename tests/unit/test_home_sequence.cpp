@@ -135,7 +135,7 @@ trace::Trace marked_steps(bool timed) {
 TEST_CASE("recorded homes: the transform's homes as the prologue and the step of the recorded run", "[placement]") {
     const trace::Trace t = marked_steps(true);
     std::string why;
-    const auto homes = recorded_homes(t, 3 * kGiB, &why);
+    const auto homes = recorded_homes(t, 3 * kGiB, 2 << 20, &why);
     REQUIRE(homes);
     CHECK(homes->step_begin == 4);
     CHECK(homes->step_end == 7);
@@ -150,6 +150,9 @@ TEST_CASE("recorded homes: the transform's homes as the prologue and the step of
     CHECK(homes->step[0].home == H);
     CHECK(homes->step[1].home == G);
     CHECK(homes->host_entries() == 2);
+    // Chosen by simulating the recorded run: the host home shortens its step.
+    CHECK(homes->simulated_step_seconds > 0);
+    CHECK(homes->simulated_step_seconds < homes->all_gpu_step_seconds);
 
     // Routed over a run that allocates as the recorded one did.
     HomeSequence sequence(homes->prologue, homes->step);
@@ -161,16 +164,16 @@ TEST_CASE("recorded homes: the transform's homes as the prologue and the step of
 TEST_CASE("recorded homes: refused without timing or without a full iteration; all fits: no host home",
           "[placement]") {
     std::string why;
-    CHECK_FALSE(recorded_homes(marked_steps(false), 3 * kGiB, &why));
+    CHECK_FALSE(recorded_homes(marked_steps(false), 3 * kGiB, 2 << 20, &why));
     CHECK(why.find("UVMP_TRACE_TIMING") != std::string::npos);
 
     trace::Trace one = marked_steps(true);
     one.iterations.clear();
     one.launches.resize(3);
-    CHECK_FALSE(recorded_homes(one, 3 * kGiB, &why));
+    CHECK_FALSE(recorded_homes(one, 3 * kGiB, 2 << 20, &why));
     CHECK(why.find("iteration") != std::string::npos);
 
-    const auto roomy = recorded_homes(marked_steps(true), 16 * kGiB, &why);
+    const auto roomy = recorded_homes(marked_steps(true), 16 * kGiB, 2 << 20, &why);
     REQUIRE(roomy);
     CHECK(roomy->host_entries() == 0);
 }

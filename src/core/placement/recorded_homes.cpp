@@ -2,6 +2,7 @@
 
 #include "core/placement/host_homes.h"
 #include "core/placement/timing_prior.h"
+#include "core/sim/home_search.h"
 #include "core/sim/simulator.h"
 
 #include <algorithm>
@@ -14,8 +15,8 @@ uint64_t RecordedHomes::host_entries() const {
                                  std::count_if(step.begin(), step.end(), host));
 }
 
-std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, std::string* why_not,
-                                            const Rates& rates) {
+std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, uint64_t chunk_bytes,
+                                            std::string* why_not, const Rates& rates) {
     auto refuse = [&](const char* why) {
         if (why_not) *why_not = why;
         return std::nullopt;
@@ -28,9 +29,19 @@ std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t 
     const TimingPrior prior = TimingPrior::from_trace(trace);
     if (prior.kernels_judged() == 0) return refuse("no kernel of the trace ran long enough to be judged");
 
-    const HostHomesOutcome outcome = with_host_homes(trace, bounds, budget_bytes, prior, rates);
+    // How much of the home order to take, by simulating the recorded run with
+    // each of a few prefixes under the learned policy, as the library runs it.
+    SimConfig config;
+    config.budget_bytes = budget_bytes;
+    config.chunk_bytes = chunk_bytes;
+    config.policy = PolicyKind::Learned;
+    const SearchedHomes searched = search_host_homes(trace, bounds, config, prior, rates);
+    const HostHomesOutcome& outcome = searched.homes;
     RecordedHomes out;
     out.choice = outcome.choice;
+    out.simulated_step_seconds = searched.result.step_seconds;
+    for (const SearchedHomes::Tried& t : searched.tried)
+        if (t.taken == 0) out.all_gpu_step_seconds = t.step_seconds;
     out.step_begin = outcome.step_begin;
     out.step_end = outcome.step_end;
     out.kernels_judged = prior.kernels_judged();

@@ -1,8 +1,10 @@
 // The homes of a live run, learned from an earlier run's trace of the same
 // program recorded with kernel timing: the host-home transform the simulator
 // applies (host_homes.h: the learned step as it picks it, the timing prior as
-// the tolerance judge, the home choice against the budget), read back as the
-// sequence of the recorded run's allocations that HomeSequence routes by.
+// the tolerance judge, the home order against the budget), with as much of the
+// order as simulating the recorded run under the learned policy says pays
+// (core/sim/home_search.h), read back as the sequence of the recorded run's
+// allocations that HomeSequence routes by.
 #pragma once
 
 #include "core/placement/home_choice.h"
@@ -25,12 +27,16 @@ struct RecordedHomes {
     uint64_t step_begin = 0;     // the learned step: launches [step_begin, step_end)
     uint64_t step_end = 0;
     uint64_t kernels_judged = 0; // by the timing prior
+    // The recorded run's step, simulated with these homes and with every home on the GPU.
+    double simulated_step_seconds = 0;
+    double all_gpu_step_seconds = 0;
     uint64_t host_entries() const;
 };
 
 // nullopt, with the reason in *why_not, for a trace the transform cannot use:
 // no full iteration, or no kernel timing (UVMP_TRACE_TIMING=1) to judge by.
-std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, std::string* why_not,
-                                            const Rates& rates = {});
+// `chunk_bytes`: the residency model's chunk, as the run's (UVMP_CHUNK_SIZE).
+std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, uint64_t chunk_bytes,
+                                            std::string* why_not, const Rates& rates = {});
 
 } // namespace uvmp::placement
