@@ -45,6 +45,7 @@ import argparse
 import json
 import math
 import os
+import re
 import signal
 import statistics
 import sys
@@ -94,7 +95,7 @@ FIT_FALLBACK_BYTES = 48 * GIB
 def make_plan(args):
     """The runs in the order they are made: dicts with kind (probe, train, simulate), and for
     training runs workload, mode, round, warmup and steps."""
-    def train(workload, mode, round_index=None):
+    def train(workload, mode, round_index=None, pressure=None):
         if mode in args.pressure_policies:
             warmup, steps = args.pressure_warmup, args.pressure_steps
         elif mode == "record":
@@ -102,7 +103,7 @@ def make_plan(args):
         else:
             warmup, steps = args.warmup, args.steps
         return {"kind": "train", "workload": workload, "mode": mode, "round": round_index,
-                "warmup": warmup, "steps": warmup + steps}
+                "warmup": warmup, "steps": warmup + steps, "pressure": pressure}
 
     plan = [{"kind": "probe"}]
     plan += [train(w, mode, 1) for w in args.workloads for mode in UNPRESSURED_MODES]
@@ -110,8 +111,9 @@ def make_plan(args):
         if args.pressure_workload not in args.workloads:
             plan.append(train(args.pressure_workload, "native", 1))  # its peak live gives S
         plan.append(train(args.pressure_workload, "record"))
-        plan.append({"kind": "simulate", "workload": args.pressure_workload})
-        plan += [train(args.pressure_workload, policy) for policy in args.pressure_policies]
+        for pressure in args.pressure_budgets:
+            plan.append({"kind": "simulate", "workload": args.pressure_workload, "pressure": pressure})
+            plan += [train(args.pressure_workload, policy, pressure=pressure) for policy in args.pressure_policies]
     for round_index in range(1, args.rounds):
         plan += [train(w, mode, round_index + 1) for w in args.workloads
                  for mode in rotated(UNPRESSURED_MODES, round_index)]
@@ -169,11 +171,21 @@ class Bench:
         if mode in ("native", "default"):
             return "-", None
         if mode in self.args.pressure_policies:
-            return format_gib(self.args.pressure_budget_bytes), self.args.pressure_budget_bytes
+            budget = self.pressure_bytes(entry["pressure"], resolve)
+            digits = 1 if entry["pressure"].startswith("peak/") else 0
+            return (format_gib(budget, digits), budget) if budget else (entry["pressure"], None)
         if not resolve and workload not in self.fit_budgets:
             return "FIT", None
         fit = self.fit_budget(workload)
         return format_gib(fit), fit
+
+    def pressure_bytes(self, spec, resolve=True):
+        """Bytes of a pressure budget: a size, or peak/X with peak the native runs' max_memory_allocated
+        (None until a native run has measured it, or with resolve False)."""
+        return resolve_pressure(spec, self.native_peak() if resolve else None)
+
+    def native_peak(self):
+        return median_of(self.ok_runs(self.args.pressure_workload, "native"), "peak_allocated_bytes")
 
     def fit_budget(self, workload):
         if workload in self.fit_budgets:
@@ -232,9 +244,14 @@ class Bench:
         run_id = f"run{len(self.runs) + 1:02d}-{workload}-{mode}" + (f"-r{entry['round']}" if entry["round"] else "")
         label, budget = self.budget_of(entry)
         record = {"id": run_id, "workload": workload, "mode": mode, "round": entry["round"], "budget": label,
+                  "pressure": entry.get("pressure"),
                   "budget_bytes": budget, "warmup": entry["warmup"], "steps": entry["steps"], "status": "skipped",
                   "exit": None, "wall_s": None, "median_ms": None, "losses": None, "stats": None}
         self.runs.append(record)
+        if mode in self.args.pressure_policies and budget is None:
+            record["status"] = "skipped (no native peak)"
+            print(f"--- {run_id}: not run, {entry['pressure']} needs the native run's peak", flush=True)
+            return record
         if mode in NEEDS_TRACE and not self.trace:
             record["status"] = "skipped (no trace)"
             print(f"--- {run_id}: not run, the recording run left no trace", flush=True)
@@ -287,12 +304,16 @@ class Bench:
         else:
             self.link["source"] = f"given ({problem})"
 
-    def run_simulations(self, workload):
+    def run_simulations(self, workload, pressure):
+        budget = self.pressure_bytes(pressure)
         for policy in self.args.pressure_policies:
             if policy not in LIBRARY_PRESSURE_MODES:
                 continue
-            entry = {"policy": policy, "trace": self.trace, "step_ms": None, "problem": None}
-            self.simulations[policy] = entry
+            entry = {"policy": policy, "pressure": pressure, "trace": self.trace, "step_ms": None, "problem": None}
+            self.simulations[simulation_key(policy, pressure)] = entry
+            if budget is None:
+                entry["problem"] = f"{pressure}: no native peak measured"
+                continue
             if not self.trace:
                 entry["problem"] = "no trace: the recording run did not finish"
                 continue
@@ -300,7 +321,7 @@ class Bench:
                 entry["problem"] = "skipped (deadline)"
                 continue
             homes = policy == "host-homes"
-            result, problem = simulate(self.args.uvmtrace, self.trace, self.args.pressure_budget_bytes,
+            result, problem = simulate(self.args.uvmtrace, self.trace, budget,
                                        "learned" if homes else policy, self.link["h2d_gbps"], self.link["d2h_gbps"],
                                        min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
                                        repeat_last=self.args.sim_repeat_last,
@@ -314,7 +335,7 @@ class Bench:
                               "bound_ms": result.get("transfer_bound_step_seconds", 0) * 1e3,
                               "prediction_hit_rate": result.get("prediction_hit_rate"),
                               "homes": result.get("homes")})
-                print(f"simulated {policy} at {format_gib(self.args.pressure_budget_bytes)}: "
+                print(f"simulated {policy} at {format_gib(budget)}: "
                       f"{entry['step_ms']:.1f} ms a step", flush=True)
 
     def measure(self, plan):
@@ -322,10 +343,21 @@ class Bench:
             if entry["kind"] == "probe":
                 self.run_probe()
             elif entry["kind"] == "simulate":
-                self.run_simulations(entry["workload"])
+                self.run_simulations(entry["workload"], entry["pressure"])
             else:
                 self.run_training(entry)
             save(self)
+
+
+def resolve_pressure(spec, peak):
+    """Bytes of a pressure budget spec (16G, or peak/1.5: the peak over 1.5, whole MiB), or None."""
+    if spec.startswith("peak/"):
+        return None if not peak else int(peak / float(spec[len("peak/"):])) // MIB * MIB
+    return parse_size(spec)
+
+
+def simulation_key(policy, pressure):
+    return f"{policy} at {pressure}"
 
 
 def simulate_homes_arguments(link):
@@ -429,12 +461,13 @@ def round_ratios(runs, native_runs):
     return [r["median_ms"] / native[r["round"]] for r in runs if native.get(r["round"])]
 
 
-def pressure_figures(runs, workload, budget_bytes, link):
-    """S, the floor, from the native runs of the workload."""
+def pressure_figures(runs, workload, pressure, link):
+    """S, the floor, from the native runs of the workload, at one pressure budget."""
     native = [r for r in runs if r["workload"] == workload and r["mode"] == "native" and r["status"] == "ok"]
     peak = median_of(native, "peak_allocated_bytes")
-    swapped = None if peak is None else peak - budget_bytes
-    return {"peak_live_bytes": peak, "budget_bytes": budget_bytes, "swapped_bytes": swapped,
+    budget_bytes = resolve_pressure(pressure, peak)
+    swapped = None if peak is None or budget_bytes is None else peak - budget_bytes
+    return {"pressure": pressure, "peak_live_bytes": peak, "budget_bytes": budget_bytes, "swapped_bytes": swapped,
             "floor_ms": floor_ms(swapped, link["d2h_gbps"], link["h2d_gbps"]),
             # Written to host pages and read back by kernels: what host homes would pay at best.
             "remote_floor_ms": floor_ms(swapped, link.get("remote_write_gbps"), link.get("remote_read_gbps"))}
@@ -444,19 +477,21 @@ def table_rows(report):
     """One row per workload and mode, in the order of the plan's modes."""
     runs, settings = report["runs"], report["settings"]
     rows = []
-    modes = list(UNPRESSURED_MODES) + ["record"] + settings["pressure_policies"]
     pressure_workload = [settings["pressure_workload"]] if settings["pressure_workload"] else []
     for workload in dict.fromkeys(settings["workloads"] + pressure_workload):
         native_runs = [r for r in runs if r["workload"] == workload and r["mode"] == "native" and r["status"] == "ok"]
         native_ms = pooled_median(native_runs)
         reference = native_runs[0] if native_runs else None
-        for mode in modes:
-            mode_runs = [r for r in runs if r["workload"] == workload and r["mode"] == mode]
+        groups = [(mode, None) for mode in list(UNPRESSURED_MODES) + ["record"]]
+        groups += [(mode, pressure) for pressure in settings["pressure_budgets"] for mode in settings["pressure_policies"]]
+        for mode, pressure_spec in groups:
+            mode_runs = [r for r in runs if r["workload"] == workload and r["mode"] == mode
+                         and r.get("pressure") == pressure_spec]
             if not mode_runs:
                 continue
             ok = [r for r in mode_runs if r["status"] == "ok"]
             median = pooled_median(ok)
-            row = {"workload": workload, "mode": mode, "budget": mode_runs[0]["budget"],
+            row = {"workload": workload, "mode": mode, "budget": mode_runs[0]["budget"], "pressure": pressure_spec,
                    "runs": len(mode_runs), "runs_ok": len(ok),
                    "runs_started": sum(1 for r in mode_runs if r["status"] in ("ok", "failed", "timeout")),
                    "status": "ok" if ok else mode_runs[-1]["status"],
@@ -474,13 +509,13 @@ def table_rows(report):
             verdicts = [v for v in verdicts if v is not None]
             row["losses_equal"] = all(verdicts) if verdicts else None
             row["losses_compared"] = len(verdicts)
-            pressure = report["pressure"] if mode in settings["pressure_policies"] else None
+            pressure = report["pressure"].get(pressure_spec) if pressure_spec else None
             if pressure and workload == settings["pressure_workload"]:
                 row["swapped_bytes"] = pressure["swapped_bytes"]
                 row["floor_ms"] = pressure["floor_ms"]
                 row["remote_floor_ms"] = pressure.get("remote_floor_ms")
                 row["ratio_floor"] = ratio(median, pressure["floor_ms"])
-                simulated = report["simulations"].get(mode) or {}
+                simulated = report["simulations"].get(simulation_key(mode, pressure_spec)) or {}
                 row["sim_ms"] = simulated.get("step_ms")
                 predicted_over_measured = ratio(row["sim_ms"], median)
                 row["sim_error"] = None if predicted_over_measured is None else predicted_over_measured - 1
@@ -525,7 +560,7 @@ def target_checks(report):
                        "all", all(frees) if frees else None, skip=not frees))
 
     for row in rows:
-        name = f"pool {row['workload']} {row['mode']}"
+        name = row_name(row)
         measured = row["status"] == "ok"
         # Skipped only when none of the mode's runs was started; a run that failed fails its targets.
         unmade = not row["runs_started"]
@@ -553,10 +588,11 @@ def target_checks(report):
                                f"{fmt(row.get('remote_floor_ms'), 1)} ms (remote floor)", "-", None,
                                skip=not measured))
             if row["mode"] in LIBRARY_PRESSURE_MODES:
-                lines.append(simulation_check(name, row, report["simulations"].get(row["mode"]) or {}, not unmade))
+                simulated = report["simulations"].get(simulation_key(row["mode"], row["pressure"])) or {}
+                lines.append(simulation_check(name, row, simulated, not unmade))
                 for other in ("save-on-cpu", "demand-lru"):
                     versus = next((r for r in rows if r["workload"] == row["workload"] and r["mode"] == other
-                                   and r is not row and r["median_ms"]), None)
+                                   and r["pressure"] == row["pressure"] and r is not row and r["median_ms"]), None)
                     if versus:
                         lines.append(check(f"{name} step vs {other}", f"{fmt(row['median_ms'], 1)} ms vs "
                                            f"{fmt(versus['median_ms'], 1)} ms "
@@ -569,6 +605,13 @@ def target_checks(report):
             lines.append(check(f"{name} {what}", f"{equal} ({row['losses_compared']} runs)", "True",
                                equal, skip=unmade))
     return lines
+
+
+def row_name(row):
+    """The prefix of a row's checks: workload and mode, and a pressure run's budget."""
+    spec = row.get("pressure")
+    at = "" if not spec else f" at {spec} ({row['budget']})" if spec.startswith("peak/") else f" at {spec}"
+    return f"pool {row['workload']} {row['mode']}{at}"
 
 
 def simulation_check(name, row, simulated, started):
@@ -591,7 +634,7 @@ def build_report(bench):
     args = bench.args
     report = {
         "settings": {"workloads": args.workloads, "rounds": args.rounds, "warmup": args.warmup, "steps": args.steps,
-                     "pressure_workload": args.pressure_workload, "pressure_budget": args.pressure_budget,
+                     "pressure_workload": args.pressure_workload, "pressure_budgets": args.pressure_budgets,
                      "pressure_policies": args.pressure_policies, "pressure_warmup": args.pressure_warmup,
                      "pressure_steps": args.pressure_steps, "record_warmup": args.record_warmup,
                      "record_steps": args.record_steps, "fit_factor": args.fit_factor,
@@ -608,7 +651,8 @@ def build_report(bench):
         "trace": bench.trace,
         "runs": bench.runs,
     }
-    report["pressure"] = pressure_figures(bench.runs, args.pressure_workload, args.pressure_budget_bytes, bench.link)
+    report["pressure"] = {spec: pressure_figures(bench.runs, args.pressure_workload, spec, bench.link)
+                          for spec in args.pressure_budgets}
     report["rows"] = table_rows(report)
     report["checks"] = target_checks(report)
     report["loss_mismatches"] = loss_mismatches(bench.runs)
@@ -627,7 +671,7 @@ def loss_mismatches(runs):
 
 
 def row_verdict(row, checks):
-    prefix = f"pool {row['workload']} {row['mode']} "
+    prefix = row_name(row) + " "
     failed = [c["what"][len(prefix):] for c in checks if c["what"].startswith(prefix) and c["verdict"] == "FAIL"]
     judged = [c for c in checks if c["what"].startswith(prefix) and c["verdict"] in ("PASS", "FAIL")]
     if failed:
@@ -703,15 +747,18 @@ def notes(report):
         "Fit budgets: " + (", ".join(f"{w} {format_gib(b['bytes'])} ({b['source']})"
                                      for w, b in report["fit_budgets"].items()) or "none yet") + ".",
     ]
-    if settings["pressure_workload"]:
+    for spec, pressure in report["pressure"].items():
         lines.append(
-            f"Pressure: {settings['pressure_workload']} at {settings['pressure_budget']}; peak live (native "
-            f"max_memory_allocated) {format_gib(pressure['peak_live_bytes'], 2)}, S = {gb(pressure['swapped_bytes'])} "
-            f"GB, S/e+S/f = {fmt(pressure['floor_ms'], 1)} ms. GB/step: the library's evicted, prefetched, populated "
-            "and late (demand estimate) bytes per step after warm-up, from its counters read in the job.")
+            f"Pressure: {settings['pressure_workload']} at {spec} ({format_gib(pressure['budget_bytes'], 2)}); peak "
+            f"live (native max_memory_allocated) {format_gib(pressure['peak_live_bytes'], 2)}, "
+            f"S = {gb(pressure['swapped_bytes'])} GB, S/e+S/f = {fmt(pressure['floor_ms'], 1)} ms, "
+            f"S/w+S/r = {fmt(pressure.get('remote_floor_ms'), 1)} ms.")
+    if report["pressure"]:
+        lines.append("GB/step: the library's evicted, prefetched, populated and late (demand estimate) bytes per step "
+                     "after warm-up, from its counters read in the job.")
         lines.append(
             f"Simulated with `uvmtrace simulate --repeat-last {settings['sim_repeat_last']}` on the trace of the "
-            "recording run: " + ("; ".join(simulation_text(p, s) for p, s in report["simulations"].items())
+            "recording run: " + ("; ".join(simulation_text(key, s) for key, s in report["simulations"].items())
                                  or "not yet") + ".")
     return lines
 
@@ -764,7 +811,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--train-script", default=TRAIN_SCRIPT, help="the Python training workload")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the workloads")
     parser.add_argument("--workloads", default="gpt2-small,resnet50", help="comma-separated, in the order they run "
-                        "(default gpt2-small,resnet50)")
+                        "(default gpt2-small,resnet50); none: only the pressure workload's runs")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of native, defaults and fit (default 3)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps of unpressured runs (default 5)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps of unpressured runs (default 20)")
@@ -774,7 +821,9 @@ def parse_arguments(argv=None):
     parser.add_argument("--fit-budget", help="a fixed fit budget instead, such as 48G")
     parser.add_argument("--pressure-workload", default="gpt2-small",
                         help="the workload run under the pressure budget (default gpt2-small; 'none': no pressure runs)")
-    parser.add_argument("--pressure-budget", default="16G", help="the pressure budget (default 16G)")
+    parser.add_argument("--pressure-budget", default="16G",
+                        help="the pressure budgets, comma-separated: sizes (16G) or shares of the native peak "
+                             "max_memory_allocated (peak/1.5); every pressure mode runs at each (default 16G)")
     parser.add_argument("--pressure-policies", default="host-homes,learned,demand-lru,save-on-cpu",
                         help="modes under pressure, in order: host-homes (learned with the homes chosen on the "
                              "recorded trace), learned, demand-lru (the library's policies) and save-on-cpu "
@@ -798,9 +847,11 @@ def parse_arguments(argv=None):
     if args.rows:
         return args
 
-    args.workloads = list(dict.fromkeys(w.strip() for w in args.workloads.split(",") if w.strip()))
+    no_workloads = args.workloads == "none"
+    args.workloads = [] if no_workloads else list(
+        dict.fromkeys(w.strip() for w in args.workloads.split(",") if w.strip()))
     unknown = [w for w in args.workloads if w not in TRAIN_WORKLOADS]
-    if unknown or not args.workloads:
+    if unknown or (not args.workloads and not no_workloads):
         parser.error(f"--workloads: unknown {', '.join(unknown) or '(none given)'}; "
                      f"choose from {', '.join(TRAIN_WORKLOADS)}")
     if args.pressure_workload == "none":
@@ -812,9 +863,14 @@ def parse_arguments(argv=None):
         parser.error("--pressure-policies: host-homes, learned, demand-lru and save-on-cpu only")
     if not args.pressure_workload:
         args.pressure_policies = []
-    args.pressure_budget_bytes = parse_size(args.pressure_budget)
-    if not args.pressure_budget_bytes:
-        parser.error(f"--pressure-budget '{args.pressure_budget}' is not a size such as 16G")
+    args.pressure_budgets = list(dict.fromkeys(b.strip() for b in args.pressure_budget.split(",") if b.strip()))
+    for spec in args.pressure_budgets or [""]:
+        divisor = spec[len("peak/"):] if spec.startswith("peak/") else None
+        valid = (re.fullmatch(r"[0-9]+(\.[0-9]+)?", divisor) is not None and float(divisor) > 0 if divisor is not None
+                 else bool(parse_size(spec)))
+        if not valid:
+            parser.error(f"--pressure-budget '{spec}' is not a size such as 16G or a share of the peak such as "
+                         "peak/1.5")
     args.fit_budget_bytes = parse_size(args.fit_budget) if args.fit_budget else None
     if args.fit_budget and not args.fit_budget_bytes:
         parser.error(f"--fit-budget '{args.fit_budget}' is not a size such as 48G")
@@ -852,7 +908,7 @@ def print_plan(bench, plan):
         if entry["kind"] == "probe":
             what = f"link probe: {args.link_probe or '(none: given rates)'} {args.link_probe_mib}"
         elif entry["kind"] == "simulate":
-            what = (f"uvmtrace simulate the recorded trace at {args.pressure_budget}: "
+            what = (f"uvmtrace simulate the recorded trace at {entry['pressure']}: "
                     f"{', '.join(args.pressure_policies)} (--repeat-last {args.sim_repeat_last})")
         else:
             extra = " UVMP_TRACE_TIMING=1" if entry["mode"] == "record" else ""

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import textwrap
 import unittest
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
@@ -234,7 +234,7 @@ class WholeRun(unittest.TestCase):
         self.assertEqual(failed, {}, printed)
         self.assertEqual(verdicts["pool gpt2-small default step x native"], "PASS")
         self.assertEqual(verdicts["pool resnet50 fit step x native"], "PASS")
-        self.assertEqual(verdicts["pool gpt2-small learned simulate error"], "PASS")
+        self.assertEqual(verdicts["pool gpt2-small learned at 16G simulate error"], "PASS")
         self.assertEqual(verdicts["pool: uvmrun picks backend:cudaMallocAsync"], "PASS")
         self.assertFalse(report["allocator"]["set_by_benchmark"])
         learned = [r for r in report["rows"] if r["mode"] == "learned"][0]
@@ -249,17 +249,17 @@ class WholeRun(unittest.TestCase):
         saving = [r for r in report["rows"] if r["mode"] == "save-on-cpu"][0]
         self.assertEqual(saving["median_ms"], 900.0)
         self.assertTrue(saving["losses_equal"])
-        self.assertIn("pool gpt2-small learned step vs save-on-cpu", verdicts)
+        self.assertIn("pool gpt2-small learned at 16G step vs save-on-cpu", verdicts)
         # Host homes: learned with the recorded trace's homes, simulated with the tier model at the
         # probe's remote rates.
         homed = [r for r in report["rows"] if r["mode"] == "host-homes"][0]
         self.assertEqual(homed["median_ms"], 800.0)
         self.assertAlmostEqual(homed["sim_error"], 850.0 / 800.0 - 1)
-        self.assertEqual(verdicts["pool gpt2-small host-homes simulate error"], "PASS")
-        self.assertEqual(verdicts["pool gpt2-small host-homes losses = native"], "PASS")
+        self.assertEqual(verdicts["pool gpt2-small host-homes at 16G simulate error"], "PASS")
+        self.assertEqual(verdicts["pool gpt2-small host-homes at 16G losses = native"], "PASS")
         run = [r for r in report["runs"] if r["mode"] == "host-homes"][0]
         self.assertEqual(run["command"][run["command"].index("--trace-in") + 1], report["trace"])
-        self.assertEqual(report["simulations"]["host-homes"]["homes"]["host_bytes"], 6 * GIB)
+        self.assertEqual(report["simulations"]["host-homes at 16G"]["homes"]["host_bytes"], 6 * GIB)
         # Fit budget: 1.5 x the larger of 26 GiB reserved and 26 GiB pool peak.
         self.assertEqual(report["fit_budgets"]["gpt2-small"]["bytes"], 39 * GIB)
         self.assertTrue(os.path.exists(os.path.join(workdir, "pool.md")))
@@ -273,13 +273,13 @@ class WholeRun(unittest.TestCase):
                                   os.path.join(workdir, "pool.json")], capture_output=True, text=True, check=True)
         lines = [line.split("\t") for line in printed.stdout.splitlines()]
         self.assertTrue(lines and all(len(fields) == 4 for fields in lines))
-        self.assertIn("pool gpt2-small learned losses = native", [fields[0] for fields in lines])
+        self.assertIn("pool gpt2-small learned at 16G losses = native", [fields[0] for fields in lines])
 
     def test_losses_that_differ_fail(self):
         status, report, _, _ = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
                                               "--workloads", "gpt2-small", env={"FAKE_BAD_LOSSES": "1"})
         self.assertEqual(status, 1)
-        self.assertEqual(self.verdicts(report)["pool gpt2-small learned losses = native"], "FAIL")
+        self.assertEqual(self.verdicts(report)["pool gpt2-small learned at 16G losses = native"], "FAIL")
         self.assertEqual(len(report["loss_mismatches"]), 1)
 
     def test_allocator_set_when_uvmrun_does_not_pick_it(self):
@@ -299,6 +299,34 @@ class WholeRun(unittest.TestCase):
         homed = [r for r in report["runs"] if r["mode"] == "host-homes"][0]
         self.assertEqual(homed["status"], "skipped (no trace)")
         self.assertIsNone(homed["exit"])
+
+    def test_several_pressure_budgets_without_unpressured_runs(self):
+        status, report, printed, _ = self.run_bench("--rounds", "1", "--workloads", "none",
+                                                    "--pressure-budget", "peak/1.5,16G",
+                                                    "--pressure-policies", "host-homes,demand-lru")
+        self.assertEqual(status, 0, printed)
+        modes = [(r["mode"], r["pressure"]) for r in report["runs"]]
+        self.assertEqual(modes, [("native", None), ("record", None), ("host-homes", "peak/1.5"),
+                                 ("demand-lru", "peak/1.5"), ("host-homes", "16G"), ("demand-lru", "16G")])
+        # The native peak is 24 GiB: peak/1.5 is 16 GiB, whole MiB.
+        self.assertEqual(report["pressure"]["peak/1.5"]["budget_bytes"], 16 * GIB)
+        run = [r for r in report["runs"] if r["pressure"] == "peak/1.5"][0]
+        self.assertEqual(run["command"][run["command"].index("--budget") + 1], "16384M")
+        verdicts = self.verdicts(report)
+        self.assertEqual(verdicts["pool gpt2-small host-homes at 16G simulate error"], "PASS")
+        self.assertIn("pool gpt2-small host-homes at 16G step vs demand-lru", verdicts)
+        rows = [(r["mode"], r["pressure"]) for r in report["rows"]]
+        self.assertIn(("demand-lru", "peak/1.5"), rows)
+        self.assertIn("host-homes at peak/1.5", report["simulations"])
+        self.assertIn("pool gpt2-small demand-lru at peak/1.5 (16.0G) losses = native", verdicts)
+
+    def test_pressure_budget_specs(self):
+        self.assertEqual(pool_frees.resolve_pressure("peak/2", 10 * GIB + 5), 5 * GIB)
+        self.assertIsNone(pool_frees.resolve_pressure("peak/2", None))
+        self.assertEqual(pool_frees.resolve_pressure("12G", None), 12 * GIB)
+        for bad in ("peak/0", "peak/x", "lots"):
+            with self.assertRaises(SystemExit), redirect_stderr(io.StringIO()):
+                pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__, "--pressure-budget", bad])
 
     def test_deadline_skips_what_does_not_fit(self):
         status, report, _, _ = self.run_bench("--deadline-s", "25")
