@@ -643,7 +643,17 @@ LaunchOrigin Interceptor::launch_origin() const {
     const DriverTable* table = driver_table_if_ready();
     LaunchOrigin origin;
     if (!table || table->cuCtxGetCurrent(&origin.context) != CUDA_SUCCESS || !origin.context) return {};
-    if (table->cuCtxGetDevice(&origin.device) != CUDA_SUCCESS) origin.device = -1;
+    // A thread launches in one context as a rule: its device is asked once a
+    // context, not once a launch. (A context destroyed and made anew at the same
+    // address on another device would keep the old device here: its launches'
+    // moves would be planned on the wrong model, a loss of speed only.)
+    thread_local CUcontext t_context = nullptr;
+    thread_local CUdevice t_device = -1;
+    if (origin.context != t_context) {
+        if (table->cuCtxGetDevice(&t_device) != CUDA_SUCCESS) t_device = -1;
+        t_context = origin.context;
+    }
+    origin.device = t_device;
     return origin;
 }
 
