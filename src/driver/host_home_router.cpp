@@ -38,6 +38,16 @@ void HostHomeRouter::set_up(int device, uint64_t budget_bytes) {
                   format_size(budget_bytes), config_.trace_in);
         return;
     }
+    if (!placement::homes_pay(*homes)) {
+        log::info("UVMP_HOST_HOMES=on: under a budget of {}, host homes would shorten {}'s step by {:.1f}% in "
+                  "simulation ({:.1f} ms against {:.1f} ms), less than the {:.0f}% the simulator can be trusted "
+                  "with; every allocation is homed on the GPU",
+                  format_size(budget_bytes), config_.trace_in,
+                  100.0 * (1.0 - homes->simulated_step_seconds / homes->all_gpu_step_seconds),
+                  homes->simulated_step_seconds * 1e3, homes->all_gpu_step_seconds * 1e3,
+                  100.0 * placement::kMinSimulatedGain);
+        return;
+    }
     const auto& chosen = homes->choice.homes;
     log::info("host homes from {}: {} of the {} allocations live in its learned step ({}) on the host; migration must "
               "move {} a step instead of {} ({} kernels judged by their timing); its step simulated at {:.1f} ms "

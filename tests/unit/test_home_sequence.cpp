@@ -153,6 +153,11 @@ TEST_CASE("recorded homes: the transform's homes as the prologue and the step of
     // Chosen by simulating the recorded run: the host home shortens its step.
     CHECK(homes->simulated_step_seconds > 0);
     CHECK(homes->simulated_step_seconds < homes->all_gpu_step_seconds);
+    CHECK(homes_pay(*homes));
+    // A gain within what the simulator misses is not taken.
+    RecordedHomes slight = *homes;
+    slight.simulated_step_seconds = 0.95 * slight.all_gpu_step_seconds;
+    CHECK_FALSE(homes_pay(slight));
 
     // Routed over a run that allocates as the recorded one did.
     HomeSequence sequence(homes->prologue, homes->step);

@@ -15,6 +15,11 @@ uint64_t RecordedHomes::host_entries() const {
                                  std::count_if(step.begin(), step.end(), host));
 }
 
+bool homes_pay(const RecordedHomes& homes) {
+    return homes.host_entries() > 0 && homes.all_gpu_step_seconds > 0 &&
+           homes.simulated_step_seconds <= (1.0 - kMinSimulatedGain) * homes.all_gpu_step_seconds;
+}
+
 std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, uint64_t chunk_bytes,
                                             std::string* why_not, const Rates& rates) {
     auto refuse = [&](const char* why) {
