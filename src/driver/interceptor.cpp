@@ -688,9 +688,7 @@ void Interceptor::open_trace_if_needed(const DriverTable& table) {
         }
         int version = 0;
         if (table.cuDriverGetVersion(&version) == CUDA_SUCCESS) header.driver_version = version;
-        const char* rank = std::getenv("RANK");
-        if (!rank) rank = std::getenv("LOCAL_RANK");
-        header.rank = rank ? std::atoi(rank) : -1;
+        header.rank = process_rank(&process_getenv).value_or(-1);
 
         trace::TraceWriter::Options options;
         options.path = expand_path_pattern(config_.trace_out, getpid(), &uvmp::process_getenv);
@@ -730,9 +728,9 @@ void Interceptor::finish() {
                               stats_.allocs_passed_through.load();
     host_homes_.report();
     if (config_.summary && did_anything) {
-        for (const std::string& line : stats_.summary_lines()) log::raw_stderr_line("uvmprefetch: " + line);
+        for (const std::string& line : stats_.summary_lines()) log::raw_stderr_line(log::prefix() + line);
         if (planner_)
-            log::raw_stderr_line("uvmprefetch: policy " + std::string(to_string(config_.policy)) +
+            log::raw_stderr_line(log::prefix() + "policy " + std::string(to_string(config_.policy)) +
                                  ", prediction hit rate " +
                                  std::to_string(planner_->prediction_hit_rate()));
     }
@@ -740,7 +738,7 @@ void Interceptor::finish() {
         const std::string path = expand_path_pattern(config_.stats_file, getpid(), &uvmp::process_getenv);
         std::ofstream out(path);
         if (out) out << stats_.to_json(active_, getpid()) << "\n";
-        else log::raw_stderr_line("uvmprefetch: cannot write the stats file '" + path + "'");
+        else log::raw_stderr_line(log::prefix() + "cannot write the stats file '" + path + "'");
     }
 }
 

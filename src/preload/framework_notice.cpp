@@ -59,7 +59,7 @@ void note_stream_ordered_allocation() {
     if (libraries.empty() || dl_iterate_phdr(&find_loaded, &libraries) == 0) return;
     // PyTorch's CUDA graph trees do not run on its cudaMallocAsync backend.
     const bool pytorch = g_setting.starts_with("PYTORCH_");
-    log::raw_stderr_line("uvmprefetch: uvmrun set " + g_setting +
+    log::raw_stderr_line(log::prefix() + "uvmrun set " + g_setting +
                          " so that the library sees every free (uvmrun --framework-settings off keeps "
                          "the framework's own allocator" +
                          (pytorch ? std::string(", which torch.compile(mode=\"reduce-overhead\") needs)") : ")"));

@@ -17,7 +17,7 @@ using uvmp::driver::Interceptor;
 void print_options(const uvmp::Config& config) {
     for (const auto& [key, value] : config.values) {
         const uvmp::OptionSpec* spec = uvmp::find_option(key);
-        uvmp::log::raw_stderr_line("uvmprefetch: option " + std::string(spec ? spec->env : key) + "=" +
+        uvmp::log::raw_stderr_line(uvmp::log::prefix() + "option " + std::string(spec ? spec->env : key) + "=" +
                                    (value.empty() ? std::string("(unset)") : value));
     }
 }
@@ -49,7 +49,7 @@ __attribute__((constructor)) void uvmp_library_start() {
     active = active && config.enable;
     const std::string log_file =
         config.log_file.empty() ? std::string() : uvmp::expand_path_pattern(config.log_file, getpid(), &uvmp::process_getenv);
-    uvmp::log::setup(config.log_level, log_file);
+    uvmp::log::setup(config.log_level, log_file, uvmp::process_rank(&uvmp::process_getenv));
     if (config.verbose) print_options(config);
     uvmp::preload::arm_framework_notice(config.framework_settings,
                                         active && config.log_level <= uvmp::LogLevel::Warn);

@@ -130,6 +130,19 @@ TEST_CASE("path patterns expand pid and rank") {
     CHECK(uvmp::expand_path_pattern("a%%b-%r", 1, &fake_getenv) == "a%b-0");
 }
 
+TEST_CASE("the process's rank: RANK, else LOCAL_RANK, a number or nothing") {
+    g_env = {{"RANK", "5"}, {"LOCAL_RANK", "1"}};
+    CHECK(uvmp::process_rank(&fake_getenv) == 5);
+    g_env = {{"LOCAL_RANK", "1"}};
+    CHECK(uvmp::process_rank(&fake_getenv) == 1);
+    g_env = {{"RANK", "x1"}};
+    CHECK_FALSE(uvmp::process_rank(&fake_getenv));
+    g_env = {{"RANK", "-2"}, {"LOCAL_RANK", "2"}};
+    CHECK(uvmp::process_rank(&fake_getenv) == 2);
+    g_env = {};
+    CHECK_FALSE(uvmp::process_rank(&fake_getenv));
+}
+
 TEST_CASE("every option has an env name, a key and help") {
     for (const auto& spec : uvmp::option_table()) {
         CHECK(spec.env.substr(0, 5) == "UVMP_");

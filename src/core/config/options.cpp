@@ -377,6 +377,17 @@ std::optional<uint64_t> parse_duration_ns(std::string_view text) {
     return static_cast<uint64_t>(ns);
 }
 
+std::optional<int> process_rank(GetEnv getenv_fn) {
+    for (const char* name : {"RANK", "LOCAL_RANK"}) {
+        const char* value = getenv_fn(name);
+        if (!value || !*value) continue;
+        char* end = nullptr;
+        const long rank = std::strtol(value, &end, 10);
+        if (*end == '\0' && rank >= 0 && rank <= INT32_MAX) return static_cast<int>(rank);
+    }
+    return std::nullopt;
+}
+
 std::string expand_path_pattern(std::string_view pattern, int pid, GetEnv getenv_fn) {
     std::string out;
     for (size_t i = 0; i < pattern.size(); ++i) {
@@ -384,9 +395,7 @@ std::string expand_path_pattern(std::string_view pattern, int pid, GetEnv getenv
             const char c = pattern[i + 1];
             if (c == 'p') { out += std::to_string(pid); ++i; continue; }
             if (c == 'r') {
-                const char* rank = getenv_fn("RANK");
-                if (!rank || !*rank) rank = getenv_fn("LOCAL_RANK");
-                out += rank && *rank ? rank : "0";
+                out += std::to_string(process_rank(getenv_fn).value_or(0));
                 ++i;
                 continue;
             }

@@ -81,6 +81,10 @@ std::optional<ConfigError> load_config(Config& out, GetEnv getenv_fn);
 // "250us", "100ns"; a plain number is seconds.
 std::optional<uint64_t> parse_duration_ns(std::string_view text);
 
+// The process's rank in a distributed job (RANK, else LOCAL_RANK, as torchrun
+// and most launchers set them), or nullopt outside one.
+std::optional<int> process_rank(GetEnv getenv_fn);
+
 // Expands %p (pid) and %r (rank, from RANK or LOCAL_RANK, else 0) in a path.
 std::string expand_path_pattern(std::string_view pattern, int pid, GetEnv getenv_fn);
 

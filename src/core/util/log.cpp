@@ -9,6 +9,7 @@ namespace uvmp::log {
 namespace {
 
 std::atomic<spdlog::logger*> g_logger{nullptr};
+std::string g_prefix = "uvmprefetch: ";
 std::shared_ptr<spdlog::logger> g_owner;
 
 // Both sinks take spdlog's console mutex, so that one lock covers all output
@@ -32,7 +33,7 @@ spdlog::level::level_enum to_spdlog(LogLevel level) {
 
 } // namespace
 
-bool setup(LogLevel level, const std::string& file) {
+bool setup(LogLevel level, const std::string& file, std::optional<int> rank) {
     std::shared_ptr<spdlog::logger> logger;
     bool ok = true;
     if (!file.empty()) {
@@ -50,7 +51,10 @@ bool setup(LogLevel level, const std::string& file) {
             "uvmprefetch", std::make_shared<spdlog::sinks::stderr_sink_mt>());
     // The logger is private: never registered with spdlog's global registry, so
     // an application's own spdlog is left alone.
-    logger->set_pattern(file.empty() || !ok ? "uvmprefetch: %v" : "%Y-%m-%d %H:%M:%S.%e [%P] %l: %v");
+    const std::string marked = rank ? " [rank " + std::to_string(*rank) + "]" : std::string();
+    g_prefix = "uvmprefetch" + marked + ": ";
+    logger->set_pattern(file.empty() || !ok ? "uvmprefetch" + marked + ": %v"
+                                            : "%Y-%m-%d %H:%M:%S.%e [%P]" + marked + " %l: %v");
     logger->set_level(to_spdlog(level));
     logger->flush_on(spdlog::level::warn);
     g_owner = logger;
@@ -61,6 +65,8 @@ bool setup(LogLevel level, const std::string& file) {
 void shutdown() {
     if (auto* l = g_logger.exchange(nullptr)) l->flush();
 }
+
+const std::string& prefix() { return g_prefix; }
 
 spdlog::logger* get() { return g_logger.load(std::memory_order_acquire); }
 

@@ -7,15 +7,20 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <optional>
 #include <string>
 
 namespace uvmp::log {
 
 // Creates the logger: stderr, or file (already expanded) when not empty.
-// Messages are prefixed "uvmprefetch: ". Returns false (and logs to stderr) when the
-// file cannot be opened.
-bool setup(LogLevel level, const std::string& file);
+// Messages are prefixed "uvmprefetch: ", or "uvmprefetch [rank N]: " for a rank
+// of a distributed job, whose ranks share one terminal. Returns false (and logs
+// to stderr) when the file cannot be opened.
+bool setup(LogLevel level, const std::string& file, std::optional<int> rank = std::nullopt);
 void shutdown();
+// The prefix setup gave the messages ("uvmprefetch: " before it), for lines
+// written past the logger.
+const std::string& prefix();
 
 spdlog::logger* get();
 
