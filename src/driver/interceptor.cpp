@@ -628,7 +628,8 @@ CUevent Interceptor::record_fence(StreamFlavor flavor, CUstream stream, CUcontex
     // A fraction of a microsecond per launch.
     const DriverTable* table = driver_table_if_ready();
     if (!table) return nullptr;
-    CUevent event = context ? fences_.acquire(*table, context) : fences_.acquire(*table);
+    // No context (launch_origin found none): no event can be recorded.
+    CUevent event = fences_.acquire(*table, context);
     if (!event) return nullptr;
     auto record = flavor == StreamFlavor::PerThread ? table->cuEventRecord_ptsz : table->cuEventRecord;
     if (record(event, stream) != CUDA_SUCCESS) {

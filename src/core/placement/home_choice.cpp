@@ -147,9 +147,7 @@ HomeChoice choice_of(std::span<const StepAllocation> allocations, const HomeOrde
     return choice;
 }
 
-HomeChoice choose_homes(std::span<const StepAllocation> allocations, uint32_t launches, uint64_t budget_bytes,
-                        const Rates& rates, double compute_seconds) {
-    const HomeOrder order = host_home_order(allocations, launches, budget_bytes, rates);
+size_t least_estimate_prefix(const HomeOrder& order, const Rates& rates, double compute_seconds) {
     size_t best = 0;
     double best_seconds = estimated_step_seconds(compute_seconds, 0, order.all_gpu_swapped_bytes, rates);
     for (size_t k = 0; k < order.steps.size(); ++k) {
@@ -160,7 +158,14 @@ HomeChoice choose_homes(std::span<const StepAllocation> allocations, uint32_t la
             best = k + 1;
         }
     }
-    return choice_of(allocations, order, best, rates, compute_seconds);
+    return best;
+}
+
+HomeChoice choose_homes(std::span<const StepAllocation> allocations, uint32_t launches, uint64_t budget_bytes,
+                        const Rates& rates, double compute_seconds) {
+    const HomeOrder order = host_home_order(allocations, launches, budget_bytes, rates);
+    return choice_of(allocations, order, least_estimate_prefix(order, rates, compute_seconds), rates,
+                     compute_seconds);
 }
 
 StepHomes::StepHomes(std::span<const StepAllocation> learned, std::span<const Home> homes) {

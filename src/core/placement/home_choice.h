@@ -93,6 +93,8 @@ double estimated_step_seconds(double compute_seconds, double remote_seconds, uin
 // The first `taken` allocations of `order` on the host, the rest on the GPU.
 HomeChoice choice_of(std::span<const StepAllocation> allocations, const HomeOrder& order, size_t taken,
                      const Rates& rates, double compute_seconds);
+// How much of the order has the least estimate.
+size_t least_estimate_prefix(const HomeOrder& order, const Rates& rates, double compute_seconds);
 // The prefix of the order with the least estimate.
 HomeChoice choose_homes(std::span<const StepAllocation> allocations, uint32_t launches, uint64_t budget_bytes,
                         const Rates& rates = {}, double compute_seconds = 0);

@@ -59,9 +59,9 @@ HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint
     const StepModel model = step_model(trace, out.step_begin, out.step_end, &tolerance);
     const HomeOrder order = host_home_order(model.allocations, model.launches, budget_bytes, rates);
     out.order = order.steps;
-    out.choice = taken ? choice_of(model.allocations, order, std::min(*taken, order.steps.size()), rates,
-                                   model.compute_seconds)
-                       : choose_homes(model.allocations, model.launches, budget_bytes, rates, model.compute_seconds);
+    const size_t homed = taken ? std::min(*taken, order.steps.size())
+                               : least_estimate_prefix(order, rates, model.compute_seconds);
+    out.choice = choice_of(model.allocations, order, homed, rates, model.compute_seconds);
     std::unordered_map<uint32_t, Home> home_by_id;
     for (size_t i = 0; i < model.alloc_ids.size(); ++i) home_by_id.emplace(model.alloc_ids[i], out.choice.homes[i]);
 
