@@ -31,8 +31,10 @@ bool valid_device(int device) { return device >= 0 && static_cast<size_t>(device
 // Slabs: managed allocations in the context current when each is made, counted
 // against the device's physical guard before they are asked of the driver.
 // Host-homed slabs (UVMP_HOST_HOMES) are managed allocations too, advised once
-// when made to live on the host and be reached by the device: their pages stay
-// on the host, so the guard, which keeps the GPU's own memory, never counts them.
+// when made to live on the host and be reached by the device. Their pages stay
+// on the host, but the guard counts them all the same: it bounds the managed
+// memory the library asks of the driver, which must never exceed what the
+// device had free, wherever the driver would put its pages.
 class SlabMaker final : public pool::SlabSource {
 public:
     SlabMaker(int device, placement::Home home, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing)
@@ -41,7 +43,7 @@ public:
 
     std::optional<uint64_t> create(uint64_t bytes) override {
         const uint64_t size = round_up(bytes, kSlabGranularity);
-        if (!host_ && !budget_.try_reserve(size)) {
+        if (!budget_.try_reserve(size)) {
             t_refusal = {SlabRefusal::Reason::Guard, size, CUDA_SUCCESS};
             return std::nullopt;
         }
@@ -51,7 +53,7 @@ public:
                                ? table->cuMemAllocManaged(&base, size, CU_MEM_ATTACH_GLOBAL)
                                : CUDA_ERROR_NOT_INITIALIZED;
         if (r != CUDA_SUCCESS) {
-            if (!host_) budget_.release(size);
+            budget_.release(size);
             t_refusal = {SlabRefusal::Reason::Driver, size, r};
             return std::nullopt;
         }
@@ -59,9 +61,11 @@ public:
             if (const CUresult advised = advise_host_home(*table, base, size); advised != CUDA_SUCCESS) {
                 // Unadvised, the driver would migrate its pages like any other's:
                 // it is no host home, and the allocation takes a GPU slab instead.
+                // (Freed, its bytes leave the guard; else the driver may still hold them.)
                 if (const CUresult freed = table->cuMemFree_v2(base); freed != CUDA_SUCCESS)
                     log::debug("device {}: freeing a host slab whose advice failed failed too ({})", device_,
                                error_name(freed));
+                else budget_.release(size);
                 t_refusal = {SlabRefusal::Reason::Advice, size, advised};
                 return std::nullopt;
             }
@@ -121,12 +125,9 @@ public:
                 return;
             }
         }
-        if (host_) {
-            stats_.host_slab_released(slab.bytes);
-            return;
-        }
         budget_.release(slab.bytes);
-        stats_.slab_released(slab.bytes);
+        if (host_) stats_.host_slab_released(slab.bytes);
+        else stats_.slab_released(slab.bytes);
     }
 
 private:
