@@ -1,16 +1,23 @@
 // Which converted allocations of this run live on the host (UVMP_HOST_HOMES):
 // the homes learned from an earlier run's trace recorded with kernel timing
-// (core/placement/recorded_homes.h), routed by allocation order and size
-// (core/placement/home_sequence.h). Set up on the first conversion, once the
-// device's budget is known; every later conversion asks it in order.
+// (core/placement/recorded_homes.h), or from this run's own first steps
+// (driver/home_learner.h), routed by allocation order and size
+// (core/placement/home_sequence.h). A trace is read on the first conversion,
+// once the device's budget is known; homes learned in the run arrive later,
+// and routing starts with the allocation after them. Every conversion asks it
+// in order.
 #pragma once
 
 #include "core/config/options.h"
 #include "core/placement/home_sequence.h"
+#include "core/placement/recorded_homes.h"
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
 
 namespace uvmp::driver {
 
@@ -22,8 +29,19 @@ public:
     // whose budget is `budget_bytes`. Any thread; the calls' order is the
     // order the sequence follows.
     placement::Home home_of(int device, uint64_t bytes, uint64_t budget_bytes);
+    // Whether this run learns its homes from itself: UVMP_HOST_HOMES=auto
+    // without UVMP_TRACE_IN, with policy learned and a budget.
+    bool learns_in_run() const;
+    // The homes learned from this run's recording on `device` (nullopt: none,
+    // for the reason `why_not`). `allocations_recorded` counts the managed
+    // allocations the recording holds: the run's place in the learned step.
+    void adopt_learned(int device, uint64_t budget_bytes, std::optional<placement::RecordedHomes> homes,
+                       const std::string& why_not, const std::function<uint64_t()>& allocations_recorded);
     // What routing did, in one log line (at exit).
     void report() const;
+    // Whether routing has begun, and the launch number at which it did (0:
+    // from the start, by a trace).
+    bool routing() const { return routing_.load(std::memory_order_acquire); }
 
     // Around fork(): the sequence's lock, held while the process is copied. A
     // child allocates as nothing recorded: it homes everything on the GPU.
@@ -33,6 +51,13 @@ public:
 
 private:
     void set_up(int device, uint64_t budget_bytes);
+    // Logs what the homes are and starts routing by them where they pay.
+    // `source`: where they were learned, for the log. `position`: where in
+    // the learned step the run is (nullopt: before its prologue).
+    void adopt(int device, uint64_t budget_bytes, placement::RecordedHomes& homes, const std::string& source,
+               const std::function<std::optional<uint64_t>()>& position);
+    // Whether homes may be chosen at all under this configuration.
+    bool enabled() const;
 
     const Config& config_;
     std::once_flag once_;

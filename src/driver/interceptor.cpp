@@ -3,6 +3,7 @@
 #include "core/util/log.h"
 #include "core/util/size_parse.h"
 #include "driver/current_context.h"
+#include "core/trace/trace_tee.h"
 #include "driver/kernel_timing.h"
 
 #include <unistd.h>
@@ -72,9 +73,10 @@ pool::StreamKey stream_key(StreamFlavor flavor, CUstream stream) {
 Interceptor::Interceptor(Config config, bool active)
     : config_(std::move(config)), active_(active),
       kernels_([this](const void* handle, KernelInfo& info) { describe_kernel(handle, info); }),
-      pools_(config_, stats_), host_homes_(config_), start_ns_(monotonic_ns()) {
+      pools_(config_, stats_), host_homes_(config_), learner_(config_, host_homes_), start_ns_(monotonic_ns()) {
     planner_ = make_planner();
-    if (active_ && !config_.trace_in.empty() && config_.policy != ResidencyPolicy::Learned && !config_.host_homes)
+    if (active_ && !config_.trace_in.empty() && config_.policy != ResidencyPolicy::Learned &&
+        config_.host_homes != HostHomes::On)
         log::warn("UVMP_TRACE_IN is used only with UVMP_POLICY=learned or UVMP_HOST_HOMES=on; ignored");
 }
 
@@ -159,7 +161,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     const uint32_t id = registry_.add(*dptr, bytes, device, context, stream_ordered, host_homed);
     stats_.converted_allocated(device, bytes);
     if (host_homed) stats_.host_block_allocated(bytes);
-    if (trace_) {
+    if (trace::TraceWriter* trace = this->trace()) {
         trace::Alloc record;
         record.id = id;
         record.address = *dptr;
@@ -169,8 +171,10 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
         record.device = device;
         record.time_ns = now_ns();
         record.launches_before = launch_seq_.load(std::memory_order_relaxed);
-        trace_->alloc(record);
+        trace->alloc(record);
     }
+    // After its record: as the recording begins, this allocation is one of the live.
+    learn_homes_if_over_budget(device, *budget, table);
     // Its pages live on the host: nothing populates, moves or counts it.
     if (host_homed) return ConvertOutcome::Converted;
     if (planner_) {
@@ -219,7 +223,7 @@ void Interceptor::populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevic
             return;
         }
         stats_.moved(device, MoveCount::Populate, bytes);
-        if (trace_) {
+        if (trace::TraceWriter* trace = this->trace()) {
             trace::Move move;
             move.kind = trace::MoveKind::Populate;
             move.alloc_id = id;
@@ -227,7 +231,7 @@ void Interceptor::populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevic
             move.time_ns = start;
             move.duration_ns = now_ns() - start;
             move.launches_before = launch_seq_.load(std::memory_order_relaxed);
-            trace_->move(move);
+            trace->move(move);
         }
     });
 }
@@ -258,12 +262,12 @@ void Interceptor::release_converted(const Allocation& allocation, uint64_t block
         budgets_[static_cast<size_t>(allocation.device) % budgets_.size()].remove_live(block_bytes);
     }
     stats_.converted_freed(allocation.device, allocation.size);
-    if (trace_) {
+    if (trace::TraceWriter* trace = this->trace()) {
         trace::Free record;
         record.id = allocation.id;
         record.time_ns = now_ns();
         record.launches_before = launch_seq_.load(std::memory_order_relaxed);
-        trace_->free(record);
+        trace->free(record);
     }
 }
 
@@ -388,7 +392,7 @@ void Interceptor::record_slab_events(int device, std::span<const pool::SlabEvent
     for (const pool::SlabEvent& e : events) {
         log::debug("device {}: slab {} ({} at {:#x}) {}", device, e.slab, format_size(e.bytes),
                    static_cast<unsigned long long>(e.base), e.released ? "given back" : "made");
-        if (trace_) {
+        if (trace::TraceWriter* trace = this->trace()) {
             trace::Slab record;
             record.action = e.released ? trace::SlabAction::Released : trace::SlabAction::Created;
             record.id = e.slab;
@@ -397,7 +401,7 @@ void Interceptor::record_slab_events(int device, std::span<const pool::SlabEvent
             record.device = device;
             record.time_ns = now_ns();
             record.launches_before = launch_seq_.load(std::memory_order_relaxed);
-            trace_->slab(record);
+            trace->slab(record);
         }
         // Whatever the planner remembered of dead bytes there no longer holds.
         if (planner_)
@@ -479,7 +483,7 @@ const KernelInfo& Interceptor::kernel_info(const void* handle) {
     if (cache.generation == generation && cached == handle) return *cached_info;
     bool first_sight = false;
     const KernelInfo& info = kernels_.lookup(handle, &first_sight);
-    if (first_sight && trace_) trace_->kernel(info.id, info.name);
+    if (trace::TraceWriter* trace = this->trace(); first_sight && trace) trace->kernel(info.id, info.name);
     if (cache.generation != generation) {
         cache.entries = {};
         cache.generation = generation;
@@ -520,7 +524,7 @@ uint64_t Interceptor::observe_launch_untimed(const LaunchSite& site) {
         // change the application's graph. It takes no sequence number: it is no
         // launch of the ones that ran.
         stats_.add(stats_.launches_captured);
-        if (trace_) {
+        if (trace::TraceWriter* trace = this->trace()) {
             trace::CapturedLaunch record;
             record.capture_id = capture.id;
             record.kernel_id = info.id;
@@ -531,18 +535,20 @@ uint64_t Interceptor::observe_launch_untimed(const LaunchSite& site) {
             record.stream = reinterpret_cast<uint64_t>(site.stream);
             record.time_ns = now_ns();
             record.launches_before = launch_seq_.load(std::memory_order_relaxed);
-            trace_->captured_launch(record, hits_as_accesses());
+            trace->captured_launch(record, hits_as_accesses());
         }
         return kNotRun;
     }
     const uint64_t seq = launch_seq_.fetch_add(1, std::memory_order_relaxed);
     if (!t_hits.empty() && planner_) post_to_planner(site, seq, info.id, t_hits);
-    if (trace_) record_launch(seq, info.id, site.grid, site.block, site.stream, hits_as_accesses());
+    if (trace::TraceWriter* trace = this->trace())
+        record_launch(*trace, seq, info.id, site.grid, site.block, site.stream, hits_as_accesses());
     return seq;
 }
 
-void Interceptor::record_launch(uint64_t seq, uint32_t kernel_id, const unsigned (&grid)[3], const unsigned (&block)[3],
-                                CUstream stream, std::span<const trace::Access> accesses) {
+void Interceptor::record_launch(trace::TraceWriter& trace, uint64_t seq, uint32_t kernel_id,
+                                const unsigned (&grid)[3], const unsigned (&block)[3], CUstream stream,
+                                std::span<const trace::Access> accesses) {
     trace::Launch record;
     record.seq = seq;
     record.kernel_id = kernel_id;
@@ -552,13 +558,13 @@ void Interceptor::record_launch(uint64_t seq, uint32_t kernel_id, const unsigned
     }
     record.stream = reinterpret_cast<uint64_t>(stream);
     record.time_ns = now_ns();
-    trace_->launch(record, accesses);
+    trace.launch(record, accesses);
 }
 
 CaptureState Interceptor::capture_of(StreamFlavor flavor, CUstream stream, bool has_accesses) const {
     // A driver call: made only where a plan or a record depends on it, and once
     // some capture may have begun.
-    if (!trace_ && !(planner_ && has_accesses)) return {};
+    if (!trace() && !(planner_ && has_accesses)) return {};
     if (!captures_possible()) return {};
     const DriverTable* table = driver_table_if_ready();
     return table ? capture_state(*table, flavor, stream) : CaptureState{};
@@ -660,56 +666,104 @@ LaunchOrigin Interceptor::launch_origin() const {
 
 void Interceptor::mark_iteration() {
     const uint64_t index = stats_.iterations.fetch_add(1, std::memory_order_relaxed);
-    if (trace_) {
+    if (trace::TraceWriter* trace = this->trace()) {
         trace::Iteration record;
         record.index = index;
         record.launches_before = launch_seq_.load(std::memory_order_relaxed);
         record.time_ns = now_ns();
-        trace_->iteration(record);
+        trace->iteration(record);
     }
+}
+
+trace::Header Interceptor::trace_header(const DriverTable& table) const {
+    trace::Header header;
+    header.library_version = UVMP_VERSION_STRING;
+    header.chunk_bytes = config_.chunk_size;
+    header.pid = static_cast<int32_t>(getpid());
+    header.start_time_ns = static_cast<uint64_t>(std::time(nullptr)) * 1000000000ull;
+    for (const auto& [key, value] : config_.values) header.options[key] = value;
+    CUdevice device = 0;
+    if (table.cuCtxGetDevice(&device) == CUDA_SUCCESS) {
+        char name[256] = {};
+        if (table.cuDeviceGetName(name, sizeof name - 1, device) == CUDA_SUCCESS) header.device_name = name;
+        size_t total = 0;
+        if (table.cuDeviceTotalMem_v2(&total, device) == CUDA_SUCCESS) header.device_total_bytes = total;
+        header.budget_bytes = budgets_[static_cast<size_t>(device) % budgets_.size()].budget();
+    }
+    int version = 0;
+    if (table.cuDriverGetVersion(&version) == CUDA_SUCCESS) header.driver_version = version;
+    header.rank = process_rank(&process_getenv).value_or(-1);
+    return header;
 }
 
 void Interceptor::open_trace_if_needed(const DriverTable& table) {
     if (config_.trace_out.empty()) return;
     std::call_once(trace_once_, [&] {
-        trace::Header header;
-        header.library_version = UVMP_VERSION_STRING;
-        header.chunk_bytes = config_.chunk_size;
-        header.pid = static_cast<int32_t>(getpid());
-        header.start_time_ns = static_cast<uint64_t>(std::time(nullptr)) * 1000000000ull;
-        for (const auto& [key, value] : config_.values) header.options[key] = value;
-        CUdevice device = 0;
-        if (table.cuCtxGetDevice(&device) == CUDA_SUCCESS) {
-            char name[256] = {};
-            if (table.cuDeviceGetName(name, sizeof name - 1, device) == CUDA_SUCCESS)
-                header.device_name = name;
-            size_t total = 0;
-            if (table.cuDeviceTotalMem_v2(&total, device) == CUDA_SUCCESS) header.device_total_bytes = total;
-            header.budget_bytes = budgets_[static_cast<size_t>(device) % budgets_.size()].budget();
-        }
-        int version = 0;
-        if (table.cuDriverGetVersion(&version) == CUDA_SUCCESS) header.driver_version = version;
-        header.rank = process_rank(&process_getenv).value_or(-1);
-
         trace::TraceWriter::Options options;
         options.path = expand_path_pattern(config_.trace_out, getpid(), &uvmp::process_getenv);
         options.buffer_bytes = config_.trace_buffer;
         std::string error;
-        trace_ = trace::TraceWriter::open(options, header, error);
-        if (!trace_) {
+        trace_file_ = trace::TraceWriter::open(options, trace_header(table), error);
+        if (!trace_file_) {
             log::warn("cannot record the trace: {}", error);
             return;
         }
         log::info("recording the access trace to {}", options.path);
+        route_trace_records(nullptr);
         if (planner_) {
-            trace::TraceWriter* writer = trace_.get();
+            trace::TraceWriter* writer = trace_file_.get();
             executor_.post([this, writer](Executor&) { planner_->set_trace(writer); });
         }
-        if (config_.trace_timing) {
-            trace::TraceWriter* writer = trace_.get();
-            auto sink = [writer](uint64_t seq, uint64_t duration) { writer->kernel_duration(seq, duration); };
-            if (!KernelTiming::start(sink, error)) log::warn("{}", error);
+        if (config_.trace_timing && !start_kernel_timing(error)) log::warn("{}", error);
+    });
+}
+
+void Interceptor::route_trace_records(trace::TraceWriter* recording) {
+    std::lock_guard lock(trace_route_mutex_);
+    trace::TraceWriter* file = trace_file_.get();
+    if (file && recording) {
+        if (!trace_tee_) trace_tee_ = std::make_unique<trace::TraceTee>(*file, *recording);
+        trace_.store(trace_tee_.get(), std::memory_order_release);
+    } else {
+        trace_.store(file ? file : recording, std::memory_order_release);
+    }
+}
+
+bool Interceptor::start_kernel_timing(std::string& error) {
+    // Started once in the process, for the trace file, the learner or both.
+    return KernelTiming::running() ||
+           KernelTiming::start([this](uint64_t seq, uint64_t duration) { kernel_timed(seq, duration); }, error);
+}
+
+void Interceptor::kernel_timed(uint64_t seq, uint64_t duration_ns) {
+    if (config_.trace_timing && trace_file_) trace_file_->kernel_duration(seq, duration_ns);
+    learner_.kernel_timed(seq, duration_ns);
+}
+
+void Interceptor::learn_homes_if_over_budget(int device, const DeviceBudget& budget, const DriverTable& table) {
+    if (!learner_.armed() || budget.converted_live() <= budget.budget()) return;
+    std::call_once(learning_once_, [&] {
+        std::vector<trace::Alloc> live;
+        const uint64_t launches_before = launch_seq_.load(std::memory_order_relaxed);
+        for (const Allocation& a : registry_.snapshot()) {
+            trace::Alloc record;
+            record.id = a.id;
+            record.address = a.base;
+            record.size = a.size;
+            record.kind = a.host_homed ? trace::AllocKind::Host : trace::AllocKind::Pooled;
+            record.device = a.device;
+            record.launches_before = launches_before;
+            live.push_back(record);
         }
+        trace::MemoryRecorder* recording = learner_.begin(device, budget.budget(), trace_header(table), live, [this] {
+            if (host_homes_.routing()) stats_.host_homes_learned_at(launch_seq_.load(std::memory_order_relaxed));
+            route_trace_records(nullptr);
+            if (!config_.trace_timing) KernelTiming::stop();
+        });
+        if (!recording) return;
+        std::string error;
+        if (!start_kernel_timing(error)) return learner_.give_up(error);
+        route_trace_records(recording);
     });
 }
 
@@ -719,11 +773,12 @@ void Interceptor::finish() {
     mover_.stop();
     // What the job freed goes back to the driver, so that the counts below are final.
     pools_.trim_all([this](int device, std::span<const pool::SlabEvent> events) { record_slab_events(device, events); });
-    if (trace_) {
+    learner_.stop();
+    if (trace_file_) {
         KernelTiming::flush();
-        trace_->close();
-        stats_.trace_records_written.store(trace_->records_written(), std::memory_order_relaxed);
-        stats_.trace_records_dropped.store(trace_->records_dropped(), std::memory_order_relaxed);
+        trace_file_->close();
+        stats_.trace_records_written.store(trace_file_->records_written(), std::memory_order_relaxed);
+        stats_.trace_records_dropped.store(trace_file_->records_dropped(), std::memory_order_relaxed);
     }
     const bool did_anything = stats_.launches_seen.load() || stats_.allocs_converted.load() ||
                               stats_.allocs_passed_through.load();

@@ -14,6 +14,7 @@
 #include "driver/driver_table.h"
 #include "driver/executor.h"
 #include "driver/graph_walk.h"
+#include "driver/home_learner.h"
 #include "driver/host_home_router.h"
 #include "driver/launch_lane.h"
 #include "driver/managed_pool.h"
@@ -169,8 +170,20 @@ private:
     // What `graph` runs, its steps said to come from `owner` (nullptr: each from its
     // own node); nullopt, said once in the log, where the walk fails.
     std::optional<GraphReplay> walk(CUgraph graph, CUgraphNode owner);
-    void record_launch(uint64_t seq, uint32_t kernel_id, const unsigned (&grid)[3], const unsigned (&block)[3],
-                       CUstream stream, std::span<const trace::Access> accesses);
+    void record_launch(trace::TraceWriter& trace, uint64_t seq, uint32_t kernel_id, const unsigned (&grid)[3],
+                       const unsigned (&block)[3], CUstream stream, std::span<const trace::Access> accesses);
+    // Where records go: the trace file, the recording host homes are learned
+    // from (learner_), both, or nowhere (nullptr).
+    trace::TraceWriter* trace() const { return trace_.load(std::memory_order_acquire); }
+    // The writers records go to once the recording of learner_ is added or taken away.
+    void route_trace_records(trace::TraceWriter* recording);
+    // With host homes learned in the run: once `device` is over its budget, the
+    // learner starts recording (once in the process).
+    void learn_homes_if_over_budget(int device, const DeviceBudget& budget, const DriverTable& table);
+    trace::Header trace_header(const DriverTable& table) const;
+    // Kernel durations, from the kernel timing, to whoever wants them.
+    void kernel_timed(uint64_t seq, uint64_t duration_ns);
+    bool start_kernel_timing(std::string& error);
     struct PassthroughAllocation {
         uint64_t bytes;
         int device;
@@ -260,7 +273,14 @@ private:
     std::atomic<LaunchLane*> lane_{nullptr};
     FencePool fences_;
     std::once_flag trace_once_;
-    std::unique_ptr<trace::TraceWriter> trace_;
+    std::unique_ptr<trace::TraceWriter> trace_file_; // UVMP_TRACE_OUT
+    std::atomic<trace::TraceWriter*> trace_{nullptr};
+    // Feeds the file and the learner's recording while both are wanted; never
+    // destroyed, since a hook may still hold it.
+    std::unique_ptr<trace::TraceWriter> trace_tee_;
+    std::mutex trace_route_mutex_;
+    HomeLearner learner_;
+    std::once_flag learning_once_;
     // In a forked child, the parents' planners and trace writers: their threads
     // are gone and they may have been caught mid-change, so they are never used
     // or destroyed there, only kept reachable.

@@ -64,7 +64,12 @@ void Interceptor::after_fork_in_child() {
     // The parent's worker may have been inside the planner, and the mover's and
     // the trace writer's threads are gone: neither object is touched again.
     if (planner_) parent_planners_.push_back(std::move(planner_));
-    if (trace_) parent_traces_.push_back(std::move(trace_));
+    if (trace_file_) parent_traces_.push_back(std::move(trace_file_));
+    if (trace_tee_) parent_traces_.push_back(std::move(trace_tee_));
+    trace_.store(nullptr, std::memory_order_relaxed);
+    new (&trace_route_mutex_) std::mutex;
+    // The recording and its thread are the parent's: the child learns nothing.
+    learner_.forget_after_fork();
     // Its events are the parent's.
     std::destroy_at(&fences_);
     new (&fences_) FencePool;

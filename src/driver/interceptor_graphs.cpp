@@ -26,7 +26,7 @@ const KernelInfo& Interceptor::step_kernel(const GraphStep& step) {
     case GraphStep::Kind::Memcpy: info = &kernels_.lookup_named(&kCopyNodeKey, "[graph memcpy node]", &first_sight); break;
     case GraphStep::Kind::Memset: info = &kernels_.lookup_named(&kSetNodeKey, "[graph memset node]", &first_sight); break;
     }
-    if (first_sight && trace_) trace_->kernel(info->id, info->name);
+    if (trace::TraceWriter* trace = this->trace(); first_sight && trace) trace->kernel(info->id, info->name);
     return *info;
 }
 
@@ -99,14 +99,14 @@ void Interceptor::observe_graph_launch(StreamFlavor flavor, CUgraphExec exec, CU
     if (table && capture_state(*table, flavor, stream).capturing) {
         record.flags = trace::kGraphLaunchCaptured;
         record.launches_before = launch_seq_.load(std::memory_order_relaxed);
-        if (trace_) trace_->graph_launch(record);
+        if (trace::TraceWriter* trace = this->trace()) trace->graph_launch(record);
         return;
     }
     if (!graph.replay) {
         stats_.add(stats_.graph_launches_unknown);
         record.flags = trace::kGraphLaunchUnknown;
         record.launches_before = launch_seq_.load(std::memory_order_relaxed);
-        if (trace_) trace_->graph_launch(record);
+        if (trace::TraceWriter* trace = this->trace()) trace->graph_launch(record);
         return;
     }
     const std::vector<GraphStep>& steps = graph.replay->steps;
@@ -117,8 +117,9 @@ void Interceptor::observe_graph_launch(StreamFlavor flavor, CUgraphExec exec, CU
     record.launches_before = first;
     record.replayed = static_cast<uint32_t>(steps.size());
     record.nodes_skipped = graph.replay->nodes_skipped;
-    if (trace_) trace_->graph_launch(record);
-    if (!trace_ && !planner_) return;
+    trace::TraceWriter* trace = this->trace();
+    if (trace) trace->graph_launch(record);
+    if (!trace && !planner_) return;
 
     // The fences all stand before the graph: its nodes run with no host call between.
     const bool fenced = planner_ && !all_converted_memory_fits();
@@ -130,7 +131,7 @@ void Interceptor::observe_graph_launch(StreamFlavor flavor, CUgraphExec exec, CU
         const KernelInfo& info = step_kernel(step);
         accesses.clear();
         append_step_accesses(step, registry_, accesses);
-        if (trace_) record_launch(first + i, info.id, step.grid, step.block, stream, accesses);
+        if (trace) record_launch(*trace, first + i, info.id, step.grid, step.block, stream, accesses);
         if (planner_ && !accesses.empty())
             planned.push_back({first + i, info.id, accesses, fenced ? record_fence(flavor, stream, origin.context) : nullptr, origin});
     }

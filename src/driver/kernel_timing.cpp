@@ -16,6 +16,7 @@ namespace {
 struct CuptiApi {
     decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
     decltype(&cuptiActivityEnable) enable = nullptr;
+    decltype(&cuptiActivityDisable) disable = nullptr;
     decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
     decltype(&cuptiActivityFlushAll) flush_all = nullptr;
     decltype(&cuptiSubscribe) subscribe = nullptr;
@@ -36,6 +37,7 @@ constexpr size_t kBufferBytes = 4u << 20;
 constexpr size_t kBufferAlignment = 8;
 
 CuptiApi g_api;
+CUpti_SubscriberHandle g_subscriber = nullptr;
 std::atomic<bool> g_running{false};
 KernelTiming::Sink g_sink;
 
@@ -117,6 +119,7 @@ bool KernelTiming::start(Sink sink, std::string& error) {
         }
         if (!resolve(library, "cuptiActivityRegisterCallbacks", g_api.register_callbacks) ||
             !resolve(library, "cuptiActivityEnable", g_api.enable) ||
+            !resolve(library, "cuptiActivityDisable", g_api.disable) ||
             !resolve(library, "cuptiActivityGetNextRecord", g_api.next_record) ||
             !resolve(library, "cuptiActivityFlushAll", g_api.flush_all) ||
             !resolve(library, "cuptiSubscribe", g_api.subscribe) ||
@@ -125,10 +128,9 @@ bool KernelTiming::start(Sink sink, std::string& error) {
             return;
         }
         g_sink = std::move(sink);
-        CUpti_SubscriberHandle subscriber = nullptr;
-        bool callbacks_ok = g_api.subscribe(&subscriber, &on_driver_call, nullptr) == CUPTI_SUCCESS;
+        bool callbacks_ok = g_api.subscribe(&g_subscriber, &on_driver_call, nullptr) == CUPTI_SUCCESS;
         for (CUpti_CallbackId id : kLaunchCallbacks)
-            callbacks_ok = callbacks_ok && g_api.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
+            callbacks_ok = callbacks_ok && g_api.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
                                                                  id) == CUPTI_SUCCESS;
         if (!callbacks_ok || g_api.register_callbacks(&buffer_requested, &buffer_completed) != CUPTI_SUCCESS ||
             g_api.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
@@ -154,6 +156,15 @@ void KernelTiming::after_launch() { t_launch_seq = UINT64_MAX; }
 
 void KernelTiming::flush() {
     if (running()) g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+void KernelTiming::stop() {
+    if (!g_running.exchange(false, std::memory_order_acq_rel)) return;
+    g_api.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    for (CUpti_CallbackId id : kLaunchCallbacks)
+        g_api.enable_callback(0, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    // The records of kernels timed so far still reach the sink.
+    g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 }
 
 void KernelTiming::forget_after_fork() { g_running.store(false, std::memory_order_release); }

@@ -25,6 +25,9 @@ public:
 
     // Delivers every record CUPTI still holds. At exit, before the trace closes.
     static void flush();
+    // Times no more launches (the driver callbacks and kernel records are turned
+    // off) and delivers what was timed. Once started, timing is not started again.
+    static void stop();
 
     // In a forked child: CUPTI's threads and the parent's trace stay with the
     // parent; nothing is timed in the child.

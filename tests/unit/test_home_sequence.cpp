@@ -182,3 +182,51 @@ TEST_CASE("recorded homes: refused without timing or without a full iteration; a
     REQUIRE(roomy);
     CHECK(roomy->host_entries() == 0);
 }
+
+TEST_CASE("home sequence: a run that learned its step from itself starts part of the way into it", "[placement]") {
+    HomeSequence sequence({{8 * kMiB, H}}, four());
+    sequence.start_in_step(6); // the step's third, two steps and a half in
+    CHECK_FALSE(sequence.in_prologue());
+    CHECK(route(sequence, {3 * kMiB, 4 * kMiB, kMiB, 2 * kMiB}) == std::vector<Home>{H, G, H, G});
+    CHECK(sequence.counts().resyncs == 0);
+    HomeSequence empty;
+    empty.start_in_step(3);
+    CHECK(empty.next(kMiB) == G);
+}
+
+TEST_CASE("recorded homes in the run: only what the step makes is a candidate, routed from where the run is",
+          "[placement]") {
+    // State made before the steps (an optimizer's) that every streaming launch
+    // also reads: a host home for a trace learned beforehand, not for the run
+    // that made it already, on the GPU.
+    trace::Trace t = marked_steps(true);
+    add_alloc(t, 2, kGiB, 0);
+    for (trace::Launch& l : t.launches) {
+        if (l.kernel_id != 2) continue;
+        const auto old = t.accesses_of(l);
+        std::vector<trace::Access> both(old.begin(), old.end());
+        both.push_back({2, 0, 0});
+        l.first_access = static_cast<uint32_t>(t.accesses.size());
+        l.access_count = static_cast<uint32_t>(both.size());
+        t.accesses.insert(t.accesses.end(), both.begin(), both.end());
+    }
+    std::string why;
+    const auto before = recorded_homes(t, 3 * kGiB, 2 << 20, &why);
+    const auto in_run = recorded_homes(t, 3 * kGiB, 2 << 20, &why, {}, HomeScope::MadeInStep);
+    REQUIRE(before);
+    REQUIRE(in_run);
+    // The prologue: the weights, the first step's pair, then the state (made last).
+    REQUIRE(before->prologue.size() == 4);
+    CHECK(before->prologue[3].home == H);
+    REQUIRE(in_run->prologue.size() == 4);
+    CHECK(in_run->prologue[3].home == G);
+    REQUIRE(in_run->step.size() == 2);
+    CHECK(in_run->step[0].home == H);
+    CHECK(in_run->step[1].home == G);
+
+    // The run has made the prologue's allocations and three more: routing
+    // starts at the step's second entry.
+    HomeSequence sequence(in_run->prologue, in_run->step);
+    sequence.start_in_step(3);
+    CHECK(route(sequence, {kGiB, kGiB, kGiB}) == std::vector<Home>{G, H, G});
+}

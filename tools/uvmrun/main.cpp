@@ -76,10 +76,11 @@ int main(int argc, char** argv) {
     app.add_option("--trace-in", trace_in, "an earlier trace of the same program to start from")
         ->check(CLI::ExistingFile);
     app.add_option("--host-homes", host_homes,
-                   "on: allocations the --trace-in trace (recorded with UVMP_TRACE_TIMING=1) shows "
-                   "streamed live on the host under the budget; off (the default)")
-        ->check(CLI::IsMember({"on", "off"}));
-    app.add_option("--stats-file", stats_file, "write the counters as JSON at exit (%p pid)");
+                   "auto (the default): under a budget with policy learned, allocations that only streaming "
+                   "kernels read live on the host, learned from --trace-in when given, else within the run; "
+                   "on: only from --trace-in (recorded with UVMP_TRACE_TIMING=1); off: migration only")
+        ->check(CLI::IsMember({"auto", "on", "off"}));
+    app.add_option("--stats-file", stats_file, "write the counters as JSON at exit (%p pid, %r rank)");
     app.add_option("--set", settings, "any library option as KEY=VALUE (repeatable)");
     app.add_option("--framework-settings", framework_settings,
                    "auto: unless the job sets PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF, set "

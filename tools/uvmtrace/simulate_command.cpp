@@ -7,6 +7,7 @@
 
 #include "core/trace/access_extents.h"
 #include "core/placement/host_homes.h"
+#include "core/placement/recorded_homes.h"
 #include "core/sim/home_search.h"
 #include "core/placement/timing_prior.h"
 #include "core/policy/policy.h"
@@ -319,10 +320,15 @@ struct HomedRun {
     placement::HostHomesOutcome homes;
     SimResult result;
     std::vector<SearchedHomes::Tried> tried; // with --home-choice simulate
+    // With --homes auto: the share of the all-GPU step the homes save, and
+    // whether that is enough for the library to use them (else `result` is
+    // the all-GPU simulation).
+    double gain = 0;
+    bool used = true;
 };
 
 HomedRun run_with_host_homes(const SimulateOptions& o, const trace::Trace& trace, const std::vector<uint64_t>& bounds,
-                             const SimConfig& config) {
+                             const SimConfig& config, placement::HomeScope scope) {
     auto rate = [](const char* name, double value, double fallback) {
         if (value < 0 || !std::isfinite(value)) bad_usage(fmt::format("{} must be a positive number of GB/s", name));
         return value > 0 ? value : fallback;
@@ -336,13 +342,16 @@ HomedRun run_with_host_homes(const SimulateOptions& o, const trace::Trace& trace
     prior_config.streaming_gbps = rate("--streaming-gbps", o.streaming_gbps, prior_config.streaming_gbps);
     const auto prior = placement::TimingPrior::from_trace(trace, prior_config);
     if (prior.kernels_judged() == 0)
-        bad_usage(fmt::format("--homes host: {} has no kernel durations (record it with UVMP_TRACE_TIMING=1)", o.file));
-    if (bounds.size() < 2) bad_usage(fmt::format("--homes host: {} has no full iteration to learn homes from", o.file));
+        bad_usage(fmt::format("--homes {}: {} has no kernel durations (record it with UVMP_TRACE_TIMING=1)", o.homes, o.file));
+    if (bounds.size() < 2) bad_usage(fmt::format("--homes {}: {} has no full iteration to learn homes from", o.homes, o.file));
     if (o.home_choice == "simulate") {
-        SearchedHomes searched = search_host_homes(trace, bounds, config, prior, rates);
-        return {std::move(searched.homes), std::move(searched.result), std::move(searched.tried)};
+        SearchedHomes searched = search_host_homes(trace, bounds, config, prior, rates, scope);
+        HomedRun run{std::move(searched.homes), std::move(searched.result), std::move(searched.tried)};
+        for (const SearchedHomes::Tried& t : run.tried)
+            if (t.taken == 0) run.gain = placement::simulated_gain(run.result.step_seconds, t.step_seconds);
+        return run;
     }
-    HomedRun run{placement::with_host_homes(trace, bounds, config.budget_bytes, prior, rates), {}, {}};
+    HomedRun run{placement::with_host_homes(trace, bounds, config.budget_bytes, prior, rates, std::nullopt, scope), {}, {}};
     const ChunkSchedule schedule(run.homes.trace, config.chunk_bytes);
     run.result = simulate(run.homes.trace, schedule, bounds, config);
     return run;
@@ -364,6 +373,8 @@ nlohmann::json homes_json(const HomedRun& run) {
                         {"step_remote_write_bytes", h.step_remote_write_bytes},
                         {"step_remote_read_bytes", h.step_remote_read_bytes},
                         {"step_remote_seconds", h.step_remote_seconds}};
+    j["used"] = run.used;
+    j["simulated_gain"] = run.gain;
     nlohmann::json tried = nlohmann::json::array();
     for (const SearchedHomes::Tried& t : run.tried)
         tried.push_back({{"taken", t.taken}, {"host_bytes", t.host_bytes}, {"step_seconds", t.step_seconds}});
@@ -381,6 +392,10 @@ void print_homes(const HomedRun& run) {
                                   format_size(h.choice.swapped_bytes), format_size(h.choice.all_gpu_swapped_bytes)));
     line("remote a step", fmt::format("{} written, {} read: {} of trips", format_size(h.step_remote_write_bytes),
                                       format_size(h.step_remote_read_bytes), milliseconds(h.step_remote_seconds)));
+    if (!run.used)
+        line("homes used", fmt::format("no: {:.1f}% shorter in simulation, under the {:.0f}% the library asks; the result "
+                                       "above is every home on the GPU",
+                                       100.0 * run.gain, 100.0 * placement::kMinSimulatedGain));
     if (run.tried.empty()) return;
     std::string tried;
     for (const SearchedHomes::Tried& t : run.tried)
@@ -434,15 +449,24 @@ void run(const SimulateOptions& o) {
     if (schedule.dangling_accesses())
         std::cerr << "uvmtrace simulate: note: " << schedule.dangling_accesses()
                   << " accesses name an allocation that was not live; they are ignored\n";
-    if (o.sweep && o.homes != "gpu") bad_usage("--homes host needs one --budget: it does not sweep");
+    if (o.sweep && o.homes != "gpu") bad_usage(fmt::format("--homes {} needs one --budget: it does not sweep", o.homes));
+    if (o.homes == "auto" && o.home_choice != "simulate")
+        bad_usage("--homes auto takes as much of the home order as simulating says, as the library does: it does not "
+                  "go with --home-choice estimate");
     if (o.sweep) return run_sweep(o, trace, schedule, bounds, config);
 
     config.budget_bytes = budget->resolve(schedule.footprint_bytes());
     if (config.budget_bytes == 0) bad_usage("--budget must be larger than zero");
     // The tier model simulates the trace as host homes would make it.
     std::optional<HomedRun> homes;
-    if (o.homes == "host") homes = run_with_host_homes(o, trace, bounds, config);
-    const SimResult result = homes ? homes->result : simulate(trace, schedule, bounds, config);
+    if (o.homes != "gpu")
+        homes = run_with_host_homes(o, trace, bounds, config,
+                                    o.homes == "auto" ? placement::HomeScope::MadeInStep : placement::HomeScope::LiveInStep);
+    // What the library's default does: homes only where they pay enough.
+    if (homes && o.homes == "auto")
+        homes->used = homes->homes.choice.host_bytes > 0 && homes->gain >= placement::kMinSimulatedGain;
+    const SimResult result =
+        homes && homes->used ? homes->result : simulate(trace, schedule, bounds, config);
     if (o.json) {
         nlohmann::json j = to_json(result);
         if (homes) j["homes"] = homes_json(*homes);
@@ -495,8 +519,10 @@ void register_simulate(CLI::App& app) {
     cmd->add_option("--homes", options->homes,
                     "gpu: every allocation homed on the GPU, migration keeps the budget; host: the tier model, "
                     "allocations whose readers stream them (judged from the trace's kernel timings) live on the host "
-                    "where that lowers the step's moving time")
-        ->check(CLI::IsMember({"gpu", "host"}))
+                    "where that lowers the step's moving time; auto: what the library does by default, learning in "
+                    "the run: only allocations made within the step are candidates, and the homes are used only "
+                    "where they shorten the simulated step by 10% or more")
+        ->check(CLI::IsMember({"gpu", "host", "auto"}))
         ->capture_default_str();
     cmd->add_option("--home-choice", options->home_choice,
                     "with --homes host: how much of the home order to take: simulate (try prefixes of it on the trace, "

@@ -66,6 +66,11 @@ struct Stats {
     void host_block_freed(uint64_t bytes);
     void host_slab_created(uint64_t bytes);
     void host_slab_released(uint64_t bytes);
+    // Host homes learned within the run began to be used before launch
+    // `launch` (JSON and summary only: not in the C API's struct).
+    void host_homes_learned_at(uint64_t launch) {
+        host_homes_learned_at_launch_.store(launch + 1, std::memory_order_relaxed);
+    }
 
     void fill(uvmp_stats& out, bool active) const;
     std::string to_json(bool active, int pid) const;
@@ -78,6 +83,7 @@ private:
     std::array<DeviceStats, kMaxStatDevices> devices_;
     DeviceStats unreported_;
     std::atomic<bool> budget_known_{false};
+    std::atomic<uint64_t> host_homes_learned_at_launch_{0}; // launch + 1; 0: never
 };
 
 } // namespace uvmp

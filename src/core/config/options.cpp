@@ -58,7 +58,7 @@ constexpr std::array kOptions = {
     OptionSpec{"summary", "UVMP_SUMMARY", OptionType::Bool, "0", "",
                "Print a summary of the counters at exit (uvmrun turns it on)."},
     OptionSpec{"stats_file", "UVMP_STATS_FILE", OptionType::Path, "", "",
-               "Write the counters as JSON at exit (%p: process id)."},
+               "Write the counters as JSON at exit (%p: process id, %r: rank)."},
     OptionSpec{"trace_out", "UVMP_TRACE_OUT", OptionType::Path, "", "",
                "Record an access trace to this file (%p: process id, %r: rank)."},
     OptionSpec{"trace_timing", "UVMP_TRACE_TIMING", OptionType::Bool, "0", "",
@@ -69,13 +69,16 @@ constexpr std::array kOptions = {
     OptionSpec{"trace_in", "UVMP_TRACE_IN", OptionType::Path, "", "",
                "With policy learned: start from the last iteration of this earlier trace of the "
                "same program (allocations matched by order and size) instead of learning it first. "
-               "With UVMP_HOST_HOMES=on: the trace the host homes are learned from."},
-    OptionSpec{"host_homes", "UVMP_HOST_HOMES", OptionType::Choice, "off", "off|on",
-               "on: allocations whose every reader streams them (judged from the kernel timings of "
-               "UVMP_TRACE_IN, an earlier trace of the same program recorded with UVMP_TRACE_TIMING=1) "
-               "live on the host, read and written remotely by the GPU and never migrated, where that "
-               "lowers what migration must move under UVMP_BUDGET. Needs both; off: every allocation is "
-               "homed on the GPU."},
+               "With UVMP_HOST_HOMES=auto or on: the trace the host homes are learned from."},
+    OptionSpec{"host_homes", "UVMP_HOST_HOMES", OptionType::Choice, "auto", "auto|on|off",
+               "With policy learned and UVMP_BUDGET: allocations whose every reader streams them (judged "
+               "from kernel timings) live on the host, read and written remotely by the GPU and never "
+               "migrated, where simulating the step says that shortens it by 10% or more. auto: learned "
+               "from UVMP_TRACE_IN when given, else within the run: once the job goes over its budget, "
+               "its next steps are recorded in memory with kernel timing, and the allocations of the "
+               "steps after them are homed by order and size. on: only from UVMP_TRACE_IN, an earlier "
+               "trace of the same program recorded with UVMP_TRACE_TIMING=1. off: every allocation is "
+               "homed on the GPU (migration only)."},
     OptionSpec{"verbose", "UVMP_VERBOSE", OptionType::Bool, "0", "",
                "Print every option's effective value at start."},
     OptionSpec{"framework_settings", "UVMP_FRAMEWORK_SETTINGS", OptionType::Text, "", "",
@@ -209,7 +212,8 @@ void store(Config& config, const OptionSpec& spec, std::string_view value) {
     else if (key == "trace_timing") config.trace_timing = *parse_bool(value);
     else if (key == "trace_buffer") config.trace_buffer = *parse_size(value);
     else if (key == "trace_in") config.trace_in = value;
-    else if (key == "host_homes") config.host_homes = value == "on";
+    else if (key == "host_homes")
+        config.host_homes = value == "on" ? HostHomes::On : value == "off" ? HostHomes::Off : HostHomes::Auto;
     else if (key == "verbose") config.verbose = *parse_bool(value);
     else if (key == "framework_settings") config.framework_settings = value;
 }
@@ -418,6 +422,11 @@ std::string_view to_string(ResidencyPolicy p) {
 std::string_view to_string(LogLevel l) {
     static constexpr std::array kLevels = {"trace", "debug", "info", "warn", "error", "off"};
     return kLevels[static_cast<size_t>(l)];
+}
+
+std::string_view to_string(HostHomes h) {
+    static constexpr std::array kModes = {"off", "on", "auto"};
+    return kModes[static_cast<size_t>(h)];
 }
 
 } // namespace uvmp

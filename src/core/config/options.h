@@ -19,6 +19,10 @@ enum class OptionType { Bool, Size, SizeOrPercent, Choice, Path, Text, Duration 
 enum class ResidencyPolicy { None, DemandLru, Learned };
 enum class Populate { Off, Prefetch };
 enum class LogLevel { Trace, Debug, Info, Warn, Error, Off };
+// Where converted allocations may live (core/placement): Off, every one on the
+// GPU; On, host homes learned from UVMP_TRACE_IN; Auto, from UVMP_TRACE_IN when
+// given, else learned within the run once it goes over its budget.
+enum class HostHomes { Off, On, Auto };
 
 struct OptionSpec {
     std::string_view key;      // file key, e.g. "budget"
@@ -49,7 +53,7 @@ struct Config {
     bool trace_timing = false;
     uint64_t trace_buffer = 64ull << 20;
     std::string trace_in;
-    bool host_homes = false; // homes learned from trace_in (core/placement/recorded_homes.h)
+    HostHomes host_homes = HostHomes::Auto; // core/placement/recorded_homes.h, driver/home_learner.h
     uint64_t chunk_size = 2ull << 20;
     uint64_t pool_slab_size = 512ull << 20;            // the managed pool's slabs
     uint64_t pool_retain = 0;                          // wholly free slabs kept however long unused
@@ -90,5 +94,6 @@ std::string expand_path_pattern(std::string_view pattern, int pid, GetEnv getenv
 
 std::string_view to_string(ResidencyPolicy p);
 std::string_view to_string(LogLevel l);
+std::string_view to_string(HostHomes h);
 
 } // namespace uvmp

@@ -12,6 +12,11 @@ HomeSequence::HomeSequence(std::vector<HomeEntry> prologue, std::vector<HomeEntr
 
 Home HomeSequence::next(uint64_t bytes) { return in_prologue_ ? next_in_prologue(bytes) : next_in_step(bytes); }
 
+void HomeSequence::start_in_step(size_t position) {
+    enter_step();
+    position_ = step_.empty() ? 0 : position % step_.size();
+}
+
 void HomeSequence::enter_step() {
     in_prologue_ = false;
     position_ = 0;

@@ -46,6 +46,9 @@ public:
 
     // The home of the run's next allocation, of `bytes`.
     Home next(uint64_t bytes);
+    // For a run that learned its step from itself, part of the way into one:
+    // the next allocation is the step's `position`-th (modulo the step's length).
+    void start_in_step(size_t position);
 
     bool in_prologue() const { return in_prologue_; }
     size_t position() const { return position_; }

@@ -49,14 +49,21 @@ private:
 
 HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint64_t> bounds, uint64_t budget_bytes,
                                  const ToleranceSource& tolerance, const Rates& rates,
-                                 std::optional<size_t> taken) {
+                                 std::optional<size_t> taken, HomeScope scope) {
     if (bounds.size() < 2) throw std::invalid_argument("host homes need at least one full iteration of the trace");
     HostHomesOutcome out;
     const size_t learned = bounds.size() >= 3 ? 1 : 0;
     out.step_begin = bounds[learned];
     out.step_end = bounds[learned + 1];
 
-    const StepModel model = step_model(trace, out.step_begin, out.step_end, &tolerance);
+    StepModel model = step_model(trace, out.step_begin, out.step_end, &tolerance);
+    if (scope == HomeScope::MadeInStep) {
+        std::unordered_set<uint32_t> made_before;
+        for (const trace::Alloc& a : trace.allocs)
+            if (a.launches_before < out.step_begin) made_before.insert(a.id);
+        for (size_t i = 0; i < model.alloc_ids.size(); ++i)
+            if (made_before.count(model.alloc_ids[i])) model.allocations[i].remote_tolerant = false;
+    }
     const HomeOrder order = host_home_order(model.allocations, model.launches, budget_bytes, rates);
     out.order = order.steps;
     const size_t homed = taken ? std::min(*taken, order.steps.size())

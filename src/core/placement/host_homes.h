@@ -38,6 +38,12 @@ struct HostHomesOutcome {
     double step_remote_seconds = 0;
 };
 
+// Which allocations may be homed on the host. A trace learned from before the
+// run begins (UVMP_TRACE_IN) can home any allocation live in the learned step,
+// those made before it by identity. A run learning from itself has made those
+// already, on the GPU, where they stay: only what the step makes is homed anew.
+enum class HomeScope : uint8_t { LiveInStep, MadeInStep };
+
 // `bounds`: the trace's iterations as iteration_bounds() gives them (at least
 // one full iteration, std::invalid_argument otherwise). The learned step is the
 // second iteration when there are two or more, as the simulator's reference
@@ -45,6 +51,6 @@ struct HostHomesOutcome {
 // host (all of it past its end); by default the prefix of least estimate.
 HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint64_t> bounds, uint64_t budget_bytes,
                                  const ToleranceSource& tolerance, const Rates& rates = {},
-                                 std::optional<size_t> taken = std::nullopt);
+                                 std::optional<size_t> taken = std::nullopt, HomeScope scope = HomeScope::LiveInStep);
 
 } // namespace uvmp::placement

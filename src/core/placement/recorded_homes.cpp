@@ -15,18 +15,27 @@ uint64_t RecordedHomes::host_entries() const {
                                  std::count_if(step.begin(), step.end(), host));
 }
 
+double simulated_gain(double with_homes_seconds, double all_gpu_seconds) {
+    return all_gpu_seconds > 0 ? 1.0 - with_homes_seconds / all_gpu_seconds : 0.0;
+}
+
 bool homes_pay(const RecordedHomes& homes) {
-    return homes.host_entries() > 0 && homes.all_gpu_step_seconds > 0 &&
-           homes.simulated_step_seconds <= (1.0 - kMinSimulatedGain) * homes.all_gpu_step_seconds;
+    return homes.host_entries() > 0 &&
+           simulated_gain(homes.simulated_step_seconds, homes.all_gpu_step_seconds) >= kMinSimulatedGain;
 }
 
 std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, uint64_t chunk_bytes,
-                                            std::string* why_not, const Rates& rates) {
+                                            std::string* why_not, const Rates& rates, HomeScope scope) {
+    return recorded_homes(trace, iteration_bounds(trace), budget_bytes, chunk_bytes, why_not, rates, scope);
+}
+
+std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, const std::vector<uint64_t>& bounds,
+                                            uint64_t budget_bytes, uint64_t chunk_bytes, std::string* why_not,
+                                            const Rates& rates, HomeScope scope) {
     auto refuse = [&](const char* why) {
         if (why_not) *why_not = why;
         return std::nullopt;
     };
-    const std::vector<uint64_t> bounds = iteration_bounds(trace);
     if (bounds.size() < 2) return refuse("the trace holds no full iteration");
     const bool timed = std::any_of(trace.launches.begin(), trace.launches.end(),
                                    [](const trace::Launch& l) { return l.duration_ns != 0; });
@@ -40,7 +49,7 @@ std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t 
     config.budget_bytes = budget_bytes;
     config.chunk_bytes = chunk_bytes;
     config.policy = PolicyKind::Learned;
-    const SearchedHomes searched = search_host_homes(trace, bounds, config, prior, rates);
+    const SearchedHomes searched = search_host_homes(trace, bounds, config, prior, rates, scope);
     const HostHomesOutcome& outcome = searched.homes;
     RecordedHomes out;
     out.choice = outcome.choice;

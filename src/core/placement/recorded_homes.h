@@ -9,6 +9,7 @@
 
 #include "core/placement/home_choice.h"
 #include "core/placement/home_sequence.h"
+#include "core/placement/host_homes.h"
 #include "core/trace/model.h"
 
 #include <cstdint>
@@ -42,9 +43,17 @@ struct RecordedHomes {
 // 2-3% came out a step twice as long. A gain that small is within what it misses.
 inline constexpr double kMinSimulatedGain = 0.10;
 bool homes_pay(const RecordedHomes& homes);
+// The share of the all-GPU step that the homes save in simulation (0 or less: none).
+double simulated_gain(double with_homes_seconds, double all_gpu_seconds);
 
 // `chunk_bytes`: the residency model's chunk, as the run's (UVMP_CHUNK_SIZE).
+// `scope`: which allocations may be homed on the host (host_homes.h).
 std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, uint64_t chunk_bytes,
-                                            std::string* why_not, const Rates& rates = {});
+                                            std::string* why_not, const Rates& rates = {},
+                                            HomeScope scope = HomeScope::LiveInStep);
+// The same, with the trace's iteration_bounds() already at hand.
+std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, const std::vector<uint64_t>& bounds,
+                                            uint64_t budget_bytes, uint64_t chunk_bytes, std::string* why_not,
+                                            const Rates& rates = {}, HomeScope scope = HomeScope::LiveInStep);
 
 } // namespace uvmp::placement

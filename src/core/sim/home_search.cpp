@@ -9,10 +9,10 @@ namespace uvmp {
 
 SearchedHomes search_host_homes(const trace::Trace& trace, const std::vector<uint64_t>& bounds,
                                 const SimConfig& config, const placement::ToleranceSource& tolerance,
-                                const placement::Rates& rates) {
+                                const placement::Rates& rates, placement::HomeScope scope) {
     // The order alone, with nothing taken: what the prefixes are cut from.
     const placement::HostHomesOutcome none =
-        placement::with_host_homes(trace, bounds, config.budget_bytes, tolerance, rates, size_t{0});
+        placement::with_host_homes(trace, bounds, config.budget_bytes, tolerance, rates, size_t{0}, scope);
     const std::vector<placement::HomeOrder::Step>& order = none.order;
     const uint64_t total = order.empty() ? 0 : order.back().host_bytes;
     // The shortest prefix holding at least `bytes` of host homes.
@@ -30,7 +30,7 @@ SearchedHomes search_host_homes(const trace::Trace& trace, const std::vector<uin
         if (std::find(done.begin(), done.end(), taken) != done.end()) return;
         done.push_back(taken);
         placement::HostHomesOutcome homes =
-            taken == 0 ? none : placement::with_host_homes(trace, bounds, config.budget_bytes, tolerance, rates, taken);
+            taken == 0 ? none : placement::with_host_homes(trace, bounds, config.budget_bytes, tolerance, rates, taken, scope);
         const ChunkSchedule schedule(homes.trace, config.chunk_bytes);
         SimResult result = simulate(homes.trace, schedule, bounds, config);
         best.tried.push_back({taken, homes.choice.host_bytes, result.step_seconds});

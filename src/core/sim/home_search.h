@@ -30,6 +30,7 @@ struct SearchedHomes {
 // with_host_homes.
 SearchedHomes search_host_homes(const trace::Trace& trace, const std::vector<uint64_t>& bounds,
                                 const SimConfig& config, const placement::ToleranceSource& tolerance,
-                                const placement::Rates& rates);
+                                const placement::Rates& rates,
+                                placement::HomeScope scope = placement::HomeScope::LiveInStep);
 
 } // namespace uvmp

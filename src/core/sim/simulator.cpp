@@ -95,6 +95,17 @@ std::vector<uint64_t> close_bounds(std::vector<uint64_t> starts, uint64_t launch
     return starts;
 }
 
+std::vector<uint64_t> period_bounds(const std::optional<trace::IterationPeriod>& period, uint64_t launches) {
+    if (!period || period->period == 0) return {};
+    std::vector<uint64_t> bounds;
+    for (uint64_t k = 0; k <= period->repeats; ++k) {
+        const uint64_t b = period->first_launch + k * period->period;
+        if (b > launches) break;
+        bounds.push_back(b);
+    }
+    return bounds.size() >= 2 ? bounds : std::vector<uint64_t>{};
+}
+
 double median(std::vector<double> values) {
     if (values.empty()) return 0.0;
     const size_t mid = values.size() / 2;
@@ -113,16 +124,21 @@ std::vector<uint64_t> iteration_bounds(const trace::Trace& trace) {
         for (const trace::Iteration& mark : trace.iterations) starts.push_back(mark.launches_before);
         return close_bounds(std::move(starts), launches);
     }
-    const auto period = trace::detect_iteration_period(trace);
-    if (!period || period->period == 0) return {};
-    std::vector<uint64_t> bounds;
-    for (uint64_t k = 0; k <= period->repeats; ++k) {
-        const uint64_t b = period->first_launch + k * period->period;
-        if (b > launches) break;
-        bounds.push_back(b);
-    }
-    return bounds.size() >= 2 ? bounds : std::vector<uint64_t>{};
+    return period_bounds(trace::detect_iteration_period(trace), launches);
 }
+
+std::vector<uint64_t> recording_iteration_bounds(const trace::Trace& trace) {
+    const uint64_t launches = trace.launches.size();
+    std::vector<uint64_t> bounds = iteration_bounds(trace);
+    if (trace.iterations.size() >= 2) return bounds;
+    if (launches < kMinRecordingLaunches || bounds.size() < 3) return {};
+    const uint64_t period = bounds[1] - bounds[0];
+    // A part of a step that repeats (its layers) leaves more than a period of
+    // the recording unexplained at one end at least.
+    if (bounds.front() >= period || launches - bounds.back() >= period) return {};
+    return bounds;
+}
+
 
 std::optional<LaunchRange> last_full_iteration(std::span<const uint64_t> bounds) {
     if (bounds.size() < 2) return std::nullopt;

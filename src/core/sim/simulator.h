@@ -98,6 +98,15 @@ struct SimResult {
 // marks, else from the detected period; a trailing partial iteration is left
 // out. Empty when fewer than one full iteration is found.
 std::vector<uint64_t> iteration_bounds(const trace::Trace& trace);
+// The same for a trace recorded from the middle of a run (trace::MemoryRecorder),
+// where only steps will do: empty unless the marks give two full iterations,
+// or the detected period gives two and explains the whole recording but for
+// less than a period at either end, in a recording of kMinRecordingLaunches
+// launches or more. The layers of a step run the same kernels one after the
+// other: in a recording of a step or two, or of a part of one, their period is
+// what repeats best, and it leaves the rest of the recording unexplained.
+inline constexpr uint64_t kMinRecordingLaunches = 4096;
+std::vector<uint64_t> recording_iteration_bounds(const trace::Trace& trace);
 
 // Launches [begin, end).
 struct LaunchRange {

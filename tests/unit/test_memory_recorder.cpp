@@ -1,0 +1,157 @@
+#include "core/sim/simulator.h"
+#include "core/trace/fastest_durations.h"
+#include "core/trace/memory_recorder.h"
+
+#include "trace_fixtures.h"
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace uvmp;
+using namespace uvmp::trace;
+
+namespace {
+constexpr uint64_t kMiB = 1ull << 20;
+
+Launch launch_numbered(uint64_t seq, uint32_t kernel) {
+    Launch l;
+    l.seq = seq;
+    l.kernel_id = kernel;
+    return l;
+}
+
+Alloc pooled(uint32_t id, uint64_t size, uint64_t launches_before) {
+    Alloc a;
+    a.id = id;
+    a.size = size;
+    a.kind = AllocKind::Pooled;
+    a.launches_before = launches_before;
+    return a;
+}
+} // namespace
+
+TEST_CASE("memory recorder: begun mid-run, its snapshot numbers launches from its own first", "[trace]") {
+    MemoryRecorder recorder(Header{}, 1000);
+    // Live when recording began, at launch number 100.
+    recorder.alloc(pooled(1, 4 * kMiB, 100));
+    const Access a1{1, 0, 0};
+    // Threads record launches out of the order of their numbers.
+    recorder.launch(launch_numbered(101, 7), std::span(&a1, 1));
+    recorder.kernel_duration(100, 5'000); // before its launch record
+    recorder.launch(launch_numbered(100, 7), std::span(&a1, 1));
+    recorder.alloc(pooled(2, 2 * kMiB, 102));
+    recorder.launch(launch_numbered(102, 8), {});
+    recorder.kernel_duration(102, 9'000);
+    recorder.free(Free{2, 0, 103});
+    recorder.iteration(Iteration{0, 101, 0});
+    CHECK(recorder.launches() == 3);
+    CHECK(recorder.managed_allocs() == 2);
+
+    const Trace t = recorder.snapshot();
+    REQUIRE(t.launches.size() == 3);
+    CHECK(t.launches[0].seq == 0);
+    CHECK(t.launches[0].duration_ns == 5'000);
+    CHECK(t.launches[1].duration_ns == 0);
+    CHECK(t.launches[2].duration_ns == 9'000);
+    CHECK(t.launches[2].kernel_id == 8);
+    CHECK(t.accesses_of(t.launches[0]).size() == 1);
+    CHECK(t.accesses_of(t.launches[2]).empty());
+    REQUIRE(t.allocs.size() == 2);
+    CHECK(t.allocs[0].launches_before == 0);
+    CHECK(t.allocs[1].launches_before == 2);
+    CHECK(t.frees[0].launches_before == 3);
+    CHECK(t.iterations[0].launches_before == 1);
+    // Kernels first seen before recording have ids but no names.
+    CHECK(t.kernel_names.size() == 9);
+
+    recorder.close();
+    recorder.launch(launch_numbered(103, 7), {});
+    CHECK(recorder.launches() == 0);
+    CHECK(recorder.snapshot().launches.empty());
+}
+
+TEST_CASE("memory recorder: past its launches it keeps nothing more and counts what it drops", "[trace]") {
+    MemoryRecorder recorder(Header{}, 2);
+    for (uint64_t seq = 0; seq < 4; ++seq) recorder.launch(launch_numbered(seq, 1), {});
+    recorder.alloc(pooled(1, kMiB, 4));
+    CHECK(recorder.launches() == 2);
+    CHECK(recorder.records_dropped() == 3);
+    CHECK(recorder.managed_allocs() == 0);
+}
+
+TEST_CASE("recording iteration bounds: steps of repeated layers, not a layer, and only once two are whole",
+          "[trace]") {
+    // A step: 24 layers of the same 60 kernels, then an optimizer of 100.
+    // Recording begins 500 launches into a step.
+    MemoryRecorder recorder(Header{}, 1 << 16);
+    uint64_t seq = 0;
+    std::vector<uint64_t> bounds;
+    std::vector<uint64_t> taken_at; // recording sizes at which steps were first found
+    for (int step = 0; step < 5; ++step) {
+        for (int layer = 0; layer < 24; ++layer)
+            for (uint32_t k = 0; k < 60; ++k, ++seq)
+                if (seq >= 500) recorder.launch(launch_numbered(seq, k), {});
+        for (uint32_t k = 0; k < 100; ++k, ++seq) recorder.launch(launch_numbered(seq, 100 + k), {});
+        const Trace t = recorder.snapshot();
+        const std::vector<uint64_t> b = recording_iteration_bounds(t);
+        if (b.empty()) continue;
+        if (taken_at.empty()) bounds = b;
+        taken_at.push_back(t.launches.size());
+        CHECK(b[1] - b[0] == 1540);
+    }
+    // By kernel alone, a recording of a step or two repeats its layers best.
+    REQUIRE_FALSE(taken_at.empty());
+    CHECK(taken_at.front() >= kMinRecordingLaunches);
+    REQUIRE(bounds.size() >= 3);
+    CHECK(bounds[0] < 1540);
+
+    // Inside the layers only: a period that explains nothing beyond them.
+    MemoryRecorder layers(Header{}, 1 << 16);
+    for (uint64_t n = 0; n < 5000; ++n) layers.launch(launch_numbered(n, n % 60 == 0 ? 999 : n % 60), {});
+    Trace only_layers = layers.snapshot();
+    for (uint32_t k = 0; k < 3000; ++k) {
+        Launch l = launch_numbered(5000 + k, 500 + k % 977);
+        only_layers.launches.push_back(l);
+    }
+    CHECK(iteration_bounds(only_layers).size() >= 3);
+    CHECK(recording_iteration_bounds(only_layers).empty());
+}
+
+TEST_CASE("fastest durations: each launch takes the least of its kind; other shapes and sizes are other kinds",
+          "[trace]") {
+    using fixtures::add_alloc;
+    using fixtures::add_launch_naming;
+    Trace t;
+    add_alloc(t, 1, 64 * kMiB, 0, AllocKind::Pooled);
+    add_alloc(t, 2, 64 * kMiB, 0, AllocKind::Pooled);
+    add_alloc(t, 3, 128 * kMiB, 0, AllocKind::Pooled);
+    add_launch_naming(t, 5, {1}, 90'000); // waited for its data
+    add_launch_naming(t, 5, {2}, 10'000);
+    add_launch_naming(t, 5, {3}, 40'000); // twice the bytes: another kind
+    add_launch_naming(t, 5, {1}, 0);      // not timed
+    add_launch_naming(t, 6, {1}, 70'000); // alone of its kind
+    add_launch_naming(t, 5, {2}, 30'000);
+    t.launches.back().grid[0] = 2; // another grid
+    CHECK(use_fastest_durations(t) == 2);
+    CHECK(t.launches[0].duration_ns == 10'000);
+    CHECK(t.launches[1].duration_ns == 10'000);
+    CHECK(t.launches[2].duration_ns == 40'000);
+    CHECK(t.launches[3].duration_ns == 10'000);
+    CHECK(t.launches[4].duration_ns == 70'000);
+    CHECK(t.launches[5].duration_ns == 30'000);
+}
+
+TEST_CASE("memory recorder: an allocation given twice is kept once; a free of one never given is left out",
+          "[trace]") {
+    MemoryRecorder recorder(Header{}, 100);
+    recorder.alloc(pooled(5, kMiB, 0));
+    recorder.alloc(pooled(5, kMiB, 0)); // live as recording began, and its own record
+    recorder.free(Free{4, 0, 0});       // made before recording began, not among the live
+    recorder.free(Free{5, 0, 0});
+    const Trace t = recorder.snapshot();
+    CHECK(t.allocs.size() == 1);
+    CHECK(recorder.managed_allocs() == 1);
+    REQUIRE(t.frees.size() == 1);
+    CHECK(t.frees[0].id == 5);
+}
