@@ -18,8 +18,9 @@
 #              PyTorch's caching allocator: every step allocates its tensors anew
 #   POOL=1     also run the managed-pool benchmark (bench/pool_frees.py) last: PyTorch with
 #              backend:cudaMallocAsync natively, under uvmrun's defaults and a budget above the
-#              footprint, and GPT-2 small at POOL_BUDGET (default 16G) with learned and demand-lru
-#              against the link's floor and uvmtrace simulate's prediction: $OUT/pool.json,
+#              footprint, and GPT-2 small at POOL_BUDGET (default 16G) under uvmrun's defaults
+#              (homes learned in the run), learned and demand-lru (migration only) and PyTorch's
+#              save_on_cpu, against the link's floor and uvmtrace simulate's prediction: $OUT/pool.json,
 #              $OUT/pool.md, the runs' logs, stats files and trace in $OUT/pool-runs;
 #              POOL_ROUNDS rounds of the unpressured modes (default 3)
 #   ONLY=oversub  run only the oversubscription benchmark: no GPU tests, no overhead
@@ -366,7 +367,8 @@ deadline_left() {
 
 # PyTorch with every free visible to the library (backend:cudaMallocAsync, the managed pool):
 # step time and PyTorch's memory figures against native, bytes moved and step time under
-# POOL_BUDGET against the link's floor and the simulator's prediction, losses against native.
+# POOL_BUDGET (uvmrun's defaults, learned, demand-lru, save_on_cpu) against the link's floor and
+# the simulator's prediction, the defaults' targets against the others, losses against native.
 pool_section() {
     local report=$OUT/pool.json markdown=$OUT/pool.md left own_deadline
     read -r left own_deadline < <(deadline_left)

@@ -9,12 +9,20 @@ What runs, in this order (cheap and telling first, so that a deadline cuts the l
      uvmrun with its defaults (no budget, no policy, the allocator settings uvmrun picks);
      uvmrun with a budget above the footprint ("fit": --fit-factor times the larger of
      native's max_memory_reserved and the default run's peak converted bytes, whole GiB).
-  3. A short gpt2-small run recording its trace with kernel durations (policy none at the fit
-     budget, UVMP_TRACE_TIMING=1), then `uvmtrace simulate` of that trace at the pressure
-     budget for each pressure policy, with the link rates of part 1.
-  4. gpt2-small at the pressure budget (16G): learned with host homes (the homes chosen on the
-     recorded trace: uvmrun --host-homes on --trace-in TRACE), learned (migration only),
-     demand-lru, and PyTorch's save_on_cpu under the same cap.
+  3. A short run of the pressure workload (gpt2-small unless told) recording its trace with
+     kernel durations (policy none at the fit budget, UVMP_TRACE_TIMING=1), then `uvmtrace
+     simulate` of that trace at each pressure budget for each of the library's pressure modes,
+     with the link rates of part 1.
+  4. The pressure workload at each pressure budget (16G unless told), in this order unless told:
+     default (`uvmrun --budget B` and nothing else, part 2's defaults with a budget: whatever
+     the library does by default, which is learned with host homes learned in the run, used
+     only where its simulation gives them a gain of 10% or more), learned (migration only:
+     --policy learned --host-homes off), demand-lru (--host-homes off), and PyTorch's
+     save_on_cpu under the same cap. One more mode may be asked for: host-homes (learned with
+     the homes chosen on the recorded trace: --host-homes on --trace-in TRACE). 5 timed steps
+     after 4 untimed ones unless told: the default mode learns its homes in those (it goes over
+     its budget in the first step, records the next two and searches the homes while the one
+     after runs).
   5. Rounds 2.. of part 2, each round starting with the next mode.
 The trace comes from a run of its own because CUPTI times a kernel from its start to its end,
 faults included: a trace recorded under pressure would carry the stalls in its durations, and
@@ -25,9 +33,14 @@ Targets (each a PASS/FAIL line of the final table):
   - uvmrun defaults: step <= 1.05x native; max_memory_allocated() and memory_reserved()
     within 5% of native's (also checked at the fit budget);
   - fit budget: step <= 1.02x native;
-  - at the pressure budget, per policy: `uvmtrace simulate`'s step within 25% of the
-    measured one; shown beside it: bytes moved per steady step against S = peak live (native
-    max_memory_allocated) less the budget, and the step against the floor S/e + S/f;
+  - at each pressure budget, per library mode: `uvmtrace simulate`'s step within 25% of the
+    measured one (default: --homes auto, which predicts what the library chooses; learned and
+    demand-lru: every home on the GPU; host-homes: --homes host); shown beside it: bytes moved
+    per steady step against S = peak live (native max_memory_allocated) less the budget, and the
+    step against the floor S/e + S/f;
+  - at each pressure budget, the default mode: a step below the migrate floor S/e + S/f, at
+    least 2x faster than demand-lru, faster than save_on_cpu (at peak/1.25 at least 1.5x), and
+    the bytes it homed on the host (from its stats file) shown beside;
   - losses identical to native's in every run (the runs of fewer steps against native's
     first steps: step k's loss depends on steps 1..k alone);
   - every run used backend:cudaMallocAsync, every library run saw frees, uvmrun picked that
@@ -59,31 +72,53 @@ from bench_common import (GIB, MIB, Clock, TRAIN_SCRIPT, TRAIN_WORKLOADS, add_ou
 ASYNC_BACKEND = "backend:cudaMallocAsync"
 ALLOC_CONF_NAMES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
 UNPRESSURED_MODES = ("native", "default", "fit")
+# Labels of the modes; "default" under pressure is labelled apart (mode_label).
 MODE_LABELS = {"native": "native", "default": "uvmrun defaults", "fit": "uvmrun, fit budget",
-               "record": "recording (none)", "learned": "learned", "demand-lru": "demand-lru",
-               "save-on-cpu": "PyTorch save_on_cpu, capped", "host-homes": "learned, host homes"}
+               "record": "recording (none)", "learned": "learned, migration only", "demand-lru": "demand-lru",
+               "save-on-cpu": "PyTorch save_on_cpu, capped", "host-homes": "learned, host homes from the trace"}
+DEFAULT_PRESSURE_LABEL = "default (learned, homes learned in the run)"
 # Runs without the library: the job natively, and PyTorch's own offloading under a cap
 # (torch.autograd.graph.save_on_cpu with set_per_process_memory_fraction: what a user
 # can do instead, with a one-line change).
 WITHOUT_LIBRARY = ("native", "save-on-cpu")
-# Pressure modes the library runs, each checked against the simulator's prediction.
-LIBRARY_PRESSURE_MODES = ("host-homes", "learned", "demand-lru")
+# Pressure modes the library runs, each checked against the simulator's prediction: default
+# (uvmrun with a budget and nothing else), host-homes (homes from the recorded trace), learned and
+# demand-lru (migration only).
+LIBRARY_PRESSURE_MODES = ("default", "host-homes", "learned", "demand-lru")
+PRESSURE_MODES = LIBRARY_PRESSURE_MODES + ("save-on-cpu",)
+DEFAULT_PRESSURE_MODES = "default,learned,demand-lru,save-on-cpu"
+# What uvmrun is told in each library pressure mode besides the budget.
+PRESSURE_OPTIONS = {"default": [], "learned": ["--policy", "learned", "--host-homes", "off"],
+                    "demand-lru": ["--policy", "demand-lru", "--host-homes", "off"]}
+# uvmtrace simulate --homes for each library pressure mode (None: the simulator's default, every
+# home on the GPU).
+SIMULATED_HOMES = {"default": "auto", "host-homes": "host", "learned": None, "demand-lru": None}
 # Modes that read the recorded trace: none of them can run without it.
 NEEDS_TRACE = ("host-homes",)
 DEFAULT_RATIO_GOAL = 1.05
 FIT_RATIO_GOAL = 1.02
 MEMORY_TOLERANCE = 0.05
 SIM_ERROR_GOAL = 0.25
+# The default mode's targets under pressure: its step below the migrate floor S/e + S/f, at least
+# this many times faster than demand-lru's, and faster than save_on_cpu's by the factor of its
+# budget (at least 1.5x at peak/1.25, merely faster elsewhere).
+DEFAULT_VS_DEMAND_LRU = 2.0
+DEFAULT_VS_SAVE_ON_CPU = {"peak/1.25": 1.5}
 # Below this many seconds left a run cannot even start its interpreter and CUDA context.
 MIN_RUN_SECONDS = 20
-# Expected seconds of a run until one of its kind has been measured: start-up (interpreter,
-# CUDA context, model) and a step, from earlier runs (docs/benchmarks.md): GPT-2 small runs of
-# 6 steps took 14-20 s natively, resnet50 b256 8-12 s; GPT-2 small at 16G took 2.8-3.1 s a step.
-STARTUP_S = {"gpt2-small": 16.0, "resnet50": 11.0}
+# Expected seconds of a run until one of its kind has been measured, from pool runs 7 and 8
+# (docs/benchmarks.md): start-up (interpreter, CUDA context, model) took 15-24 s for GPT-2 small
+# (15-21 s under pressure) and 10-16 s for resnet50 b256; unpressured steps 0.13 and 0.12 s; under
+# pressure 0.4-2.4 s for GPT-2 and 0.3-1.0 s for resnet50 (from peak/1.25 to peak/2, host homes to
+# demand-lru: the figures below are about their mean); save_on_cpu's first step 13-18 s and 9-11 s
+# (pinning host memory), then 1.3 and 1.1 s; homes from a trace or learned in the run cost a few
+# seconds more once (reading, recording, the home search).
+STARTUP_S = {"gpt2-small": 18.0, "resnet50": 12.0}
 STEP_S = {"gpt2-small": 0.13, "resnet50": 0.12}
-PRESSURE_STEP_S = 3.5
-# GPT-2 small under save_on_cpu at 16G: 872 ms a step (2026-12-01).
-SAVE_ON_CPU_STEP_S = 1.0
+PRESSURE_STEP_S = {"gpt2-small": 1.3, "resnet50": 0.6}
+SAVE_ON_CPU_FIRST_S = {"gpt2-small": 18.0, "resnet50": 11.0}
+SAVE_ON_CPU_STEP_S = {"gpt2-small": 1.4, "resnet50": 1.2}
+HOME_SEARCH_S = 3.0
 # Link rates for the floor and the simulator when the probe fails (H200, 4 GiB moves).
 FALLBACK_H2D_GBPS = 49.0
 FALLBACK_D2H_GBPS = 15.0
@@ -96,7 +131,7 @@ def make_plan(args):
     """The runs in the order they are made: dicts with kind (probe, train, simulate), and for
     training runs workload, mode, round, warmup and steps."""
     def train(workload, mode, round_index=None, pressure=None):
-        if mode in args.pressure_policies:
+        if pressure is not None:
             warmup, steps = args.pressure_warmup, args.pressure_steps
         elif mode == "record":
             warmup, steps = args.record_warmup, args.record_steps
@@ -120,6 +155,12 @@ def make_plan(args):
     return plan
 
 
+def measured_key(entry):
+    """What a run's measured time stands for: its workload and mode, and whether under pressure
+    (the default mode runs with and without a budget)."""
+    return entry["workload"], entry["mode"], entry.get("pressure") is not None
+
+
 def expected_seconds(entry, measured):
     """How long a run should take: the last measured run of its workload and mode, else the
     figures of earlier benchmarks."""
@@ -127,13 +168,22 @@ def expected_seconds(entry, measured):
         return 15.0
     if entry["kind"] == "simulate":
         return 5.0
-    known = measured.get((entry["workload"], entry["mode"]))
+    known = measured.get(measured_key(entry))
     if known:
         return known * 1.1
-    step = (PRESSURE_STEP_S if entry["mode"] in LIBRARY_PRESSURE_MODES else
-            SAVE_ON_CPU_STEP_S if entry["mode"] == "save-on-cpu" else STEP_S[entry["workload"]])
-    recording = 5.0 if entry["mode"] == "record" else 0.0  # CUPTI and the trace file
-    return STARTUP_S[entry["workload"]] + recording + entry["steps"] * step
+    workload, mode = entry["workload"], entry["mode"]
+    seconds = STARTUP_S[workload]
+    if mode == "save-on-cpu":
+        seconds += SAVE_ON_CPU_FIRST_S[workload] + (entry["steps"] - 1) * SAVE_ON_CPU_STEP_S[workload]
+    elif entry.get("pressure") is not None:
+        seconds += entry["steps"] * PRESSURE_STEP_S[workload]
+        if mode in ("default", "host-homes"):
+            seconds += HOME_SEARCH_S
+    else:
+        seconds += entry["steps"] * STEP_S[workload]
+    if mode == "record":
+        seconds += 5.0  # CUPTI and the trace file
+    return seconds
 
 
 # ---------------------------------------------------------------- the runs
@@ -168,12 +218,12 @@ class Bench:
         """(label, bytes) of a training run's budget; bytes None for none, or when the fit
         budget is not known yet (resolve False: a placeholder label for the plan)."""
         mode, workload = entry["mode"], entry["workload"]
-        if mode in ("native", "default"):
-            return "-", None
-        if mode in self.args.pressure_policies:
+        if entry.get("pressure") is not None:
             budget = self.pressure_bytes(entry["pressure"], resolve)
             digits = 1 if entry["pressure"].startswith("peak/") else 0
             return (format_gib(budget, digits), budget) if budget else (entry["pressure"], None)
+        if mode in ("native", "default"):
+            return "-", None
         if not resolve and workload not in self.fit_budgets:
             return "FIT", None
         fit = self.fit_budget(workload)
@@ -194,7 +244,7 @@ class Bench:
             chosen, source = self.args.fit_budget_bytes, "given"
         else:
             native = self.ok_runs(workload, "native")
-            default = self.ok_runs(workload, "default")
+            default = self.ok_runs(workload, "default")  # without a budget
             figures = [r.get("peak_reserved_bytes") or 0 for r in native]
             figures += [(r["stats"] or {}).get(key) or 0 for r in default
                         for key in ("bytes_converted_peak", "pool_reserved_peak")]
@@ -214,19 +264,20 @@ class Bench:
         if mode == "native":
             return command
         if mode == "save-on-cpu":
-            _, budget = self.budget_of(entry, resolve)
-            return command + ["--save-on-cpu", "--memory-cap", str(budget)]
+            label, budget = self.budget_of(entry, resolve)
+            return command + ["--save-on-cpu", "--memory-cap", str(budget) if budget else label]
         stats = os.path.join(self.workdir, f"{run_id or 'RUN'}.stats.%p.json")
         wrapper = [self.args.uvmrun, "--stats-file", stats]
         label, budget = self.budget_of(entry, resolve)
-        if mode != "default":
+        if budget is not None or label != "-":
             wrapper += ["--budget", f"{budget // MIB}M" if budget else label]
         if mode == "record":
             wrapper += ["--policy", "none", "--trace-out", os.path.join(self.workdir, f"{workload}.trace.%p.uvmt")]
         elif mode == "host-homes":
             wrapper += ["--policy", "learned", "--host-homes", "on", "--trace-in", self.trace or "TRACE"]
-        elif mode in self.args.pressure_policies:
-            wrapper += ["--policy", mode]
+        elif entry.get("pressure") is not None:
+            # The default mode adds nothing: whatever the library does by default with a budget.
+            wrapper += PRESSURE_OPTIONS[mode]
         return wrapper + ["--"] + command
 
     def env_for(self, mode):
@@ -237,7 +288,9 @@ class Bench:
         return self.uvmrun_env
 
     def ok_runs(self, workload, mode):
-        return [r for r in self.runs if r["workload"] == workload and r["mode"] == mode and r["status"] == "ok"]
+        """The finished runs of a workload and mode without a pressure budget."""
+        return [r for r in self.runs if r["workload"] == workload and r["mode"] == mode and r["status"] == "ok"
+                and r.get("pressure") is None]
 
     def run_training(self, entry):
         workload, mode = entry["workload"], entry["mode"]
@@ -248,7 +301,8 @@ class Bench:
                   "budget_bytes": budget, "warmup": entry["warmup"], "steps": entry["steps"], "status": "skipped",
                   "exit": None, "wall_s": None, "median_ms": None, "losses": None, "stats": None}
         self.runs.append(record)
-        if mode in self.args.pressure_policies and budget is None:
+        pressured = entry.get("pressure") is not None
+        if pressured and budget is None:
             record["status"] = "skipped (no native peak)"
             print(f"--- {run_id}: not run, {entry['pressure']} needs the native run's peak", flush=True)
             return record
@@ -262,11 +316,10 @@ class Bench:
             record["status"] = "skipped (deadline)"
             print(f"--- {run_id}: not run, {max(left, 0):.0f} s left, about {expected:.0f} s needed", flush=True)
             return record
-        pressured = mode in self.args.pressure_policies
         timeout = min(self.args.pressure_timeout_s if pressured else self.args.timeout_s, left)
         command = self.command_for(entry, run_id)
         record["command"] = command
-        print(f"--- {run_id}: {MODE_LABELS[mode]}, budget {label} (timeout {timeout:.0f} s, "
+        print(f"--- {run_id}: {mode_label(mode, entry.get('pressure'))}, budget {label} (timeout {timeout:.0f} s, "
               f"{self.clock.elapsed():.0f} s elapsed)\n$ {' '.join(command)}", flush=True)
         status, output, record["wall_s"] = timed_execute(command, timeout, self.env_for(mode))
         record["exit"] = status
@@ -278,7 +331,7 @@ class Bench:
         if summary:
             for key in ("median_ms", "step_ms", "losses", "peak_allocated_bytes", "peak_reserved_bytes",
                         "memory_allocated_bytes", "memory_reserved_bytes", "allocator_backend", "alloc_conf",
-                        "deterministic", "moved_after_warmup"):
+                        "deterministic", "moved_after_warmup", "launches_per_step"):
                 record[key] = summary.get(key)
         if mode not in WITHOUT_LIBRARY:
             record["stats"] = read_stats(os.path.join(self.workdir, f"{run_id}.stats.*.json"))
@@ -286,7 +339,7 @@ class Bench:
         if tail:
             record["output_tail"] = tail
         if record["status"] == "ok":
-            self.measured_s[(workload, mode)] = record["wall_s"]
+            self.measured_s[measured_key(entry)] = record["wall_s"]
         if mode == "record" and record["status"] == "ok":
             self.trace = largest_file(os.path.join(self.workdir, f"{workload}.trace.*.uvmt"))
         print(f"--- {record['status']} (exit {status}, {record['wall_s']} s, median {fmt(record['median_ms'], 3)} ms)",
@@ -320,12 +373,15 @@ class Bench:
             if self.seconds_left() < 5:
                 entry["problem"] = "skipped (deadline)"
                 continue
-            homes = policy == "host-homes"
+            # The default mode and the trace-fed host homes run the learned policy with homes of
+            # their own; learned and demand-lru home everything on the GPU.
+            homes = SIMULATED_HOMES[policy]
+            entry["homes_option"] = homes or "gpu"
             result, problem = simulate(self.args.uvmtrace, self.trace, budget,
                                        "learned" if homes else policy, self.link["h2d_gbps"], self.link["d2h_gbps"],
                                        min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
                                        repeat_last=self.args.sim_repeat_last,
-                                       extra=simulate_homes_arguments(self.link) if homes else ())
+                                       extra=simulate_homes_arguments(self.link, homes) if homes else ())
             entry["problem"] = problem
             if result:
                 entry.update({"step_ms": result["step_seconds"] * 1e3, "in_bytes": result.get("step_in_bytes"),
@@ -335,8 +391,8 @@ class Bench:
                               "bound_ms": result.get("transfer_bound_step_seconds", 0) * 1e3,
                               "prediction_hit_rate": result.get("prediction_hit_rate"),
                               "homes": result.get("homes")})
-                print(f"simulated {policy} at {format_gib(budget)}: "
-                      f"{entry['step_ms']:.1f} ms a step", flush=True)
+                print(f"simulated {policy} at {format_gib(budget)}: {entry['step_ms']:.1f} ms a step"
+                      + (f" ({homes_choice_text(entry['homes'])})" if homes == "auto" else ""), flush=True)
 
     def measure(self, plan):
         for entry in plan:
@@ -360,9 +416,11 @@ def simulation_key(policy, pressure):
     return f"{policy} at {pressure}"
 
 
-def simulate_homes_arguments(link):
-    """uvmtrace simulate's tier model, with the remote rates of this run's probe where it measured them."""
-    extra = ["--homes", "host"]
+def simulate_homes_arguments(link, homes="host"):
+    """uvmtrace simulate's tier model (--homes host: the homes searched on the trace; auto: those
+    only where they gain 10% or more, what the library does by default), with the remote rates
+    of this run's probe where it measured them."""
+    extra = ["--homes", homes]
     for key, option in (("remote_write_gbps", "--remote-write-gbps"), ("remote_read_gbps", "--remote-read-gbps")):
         if link.get(key):
             extra += [option, str(link[key])]
@@ -497,7 +555,8 @@ def table_rows(report):
                    "status": "ok" if ok else mode_runs[-1]["status"],
                    "timed_steps": mode_runs[0]["steps"] - mode_runs[0]["warmup"], "warmup": mode_runs[0]["warmup"],
                    "median_ms": median, "ratio_native": ratio(median, native_ms),
-                   "round_ratios": round_ratios(ok, native_runs) if mode in UNPRESSURED_MODES[1:] else []}
+                   "round_ratios": (round_ratios(ok, native_runs) if pressure_spec is None
+                                    and mode in UNPRESSURED_MODES[1:] else [])}
             for key in ("peak_allocated_bytes", "memory_reserved_bytes"):
                 if mode == "native":
                     row[key], row[f"{key}_ratio"] = median_of(ok, key), None
@@ -519,8 +578,75 @@ def table_rows(report):
                 row["sim_ms"] = simulated.get("step_ms")
                 predicted_over_measured = ratio(row["sim_ms"], median)
                 row["sim_error"] = None if predicted_over_measured is None else predicted_over_measured - 1
+                if mode in LIBRARY_PRESSURE_MODES:
+                    row["host_homes"] = mean_host_homes([host_homes_of_run(r) for r in ok])
             rows.append(row)
+    # How many times faster each pressure row's step is than save_on_cpu's and demand-lru's at
+    # the same budget.
+    for row in rows:
+        if row["pressure"] is None:
+            continue
+        for other in SPEEDUP_AGAINST:
+            versus = same_budget_row(rows, row, other)
+            row[f"speedup_vs_{other}"] = ratio(versus["median_ms"], row["median_ms"]) if versus else None
     return rows
+
+
+# The modes each pressure row's step is compared with, in the table and in the default mode's targets.
+SPEEDUP_AGAINST = ("save-on-cpu", "demand-lru")
+
+
+def same_budget_row(rows, row, mode):
+    """The row of another mode at the same workload and pressure budget, or None (also for the row
+    itself)."""
+    return next((r for r in rows if r["workload"] == row["workload"] and r["mode"] == mode
+                 and r["pressure"] == row["pressure"] and r is not row), None)
+
+
+def launch_step(run, launch):
+    """The step (from 0) in which the run's launch number `launch` (counted as launches_seen counts)
+    came, from the launches of each step and the stats file's total; None when not known."""
+    per_step = run.get("launches_per_step") or []
+    total = (run.get("stats") or {}).get("launches_seen")
+    if not launch or not per_step or None in per_step or total is None:
+        return None
+    seen = total - sum(per_step)  # launches before the first step: building the model
+    for step, launches in enumerate(per_step):
+        seen += launches
+        if launch <= seen:
+            return step
+    return None
+
+
+def host_homes_of_run(run):
+    """What a library run homed on the host, from its stats file (the library's totals over the
+    whole run): None when the file has no such counters. Bytes a step are counted over the steps
+    from the one in which the library began to route allocations to host homes (the homes it learned
+    in the run) when that is known, else over every step."""
+    stats = run.get("stats") or {}
+    if "host_bytes_allocated" not in stats and "host_homes_learned" not in stats:
+        return None
+    host_bytes = stats.get("host_bytes_allocated") or 0
+    at_launch = stats.get("host_homes_learned_at_launch") or 0
+    at_step = launch_step(run, at_launch)
+    homed_steps = run["steps"] - at_step if at_step is not None else run["steps"]
+    # The steps wholly after the one in which routing began: what the step is once homed, whether or
+    # not the warm-up covered the learning.
+    after = (run.get("step_ms") or [])[at_step + 1:] if at_step is not None else []
+    return {"learned": stats.get("host_homes_learned"), "at_launch": at_launch or None, "at_step": at_step,
+            "warmup": run["warmup"], "median_ms_after": statistics.median(after) if after else None,
+            "steps_after": len(after),
+            "host_allocs": stats.get("host_allocs") or 0, "host_bytes": host_bytes, "over_steps": homed_steps,
+            "bytes_per_step": host_bytes / homed_steps if homed_steps > 0 else None}
+
+
+def mean_host_homes(figures):
+    """One row's host homes: the first run's figures, with bytes a step averaged over its runs."""
+    figures = [f for f in figures if f]
+    if not figures:
+        return None
+    per_step = [f["bytes_per_step"] for f in figures if f["bytes_per_step"] is not None]
+    return dict(figures[0], bytes_per_step=sum(per_step) / len(per_step) if per_step else None, runs=len(figures))
 
 
 def check(what, value, goal, passed, skip=False):
@@ -536,7 +662,7 @@ def within(value, tolerance):
 
 def target_checks(report):
     """Every target as a line: what, value, goal, verdict (PASS, FAIL, info or SKIP)."""
-    settings, rows = report["settings"], report["rows"]
+    rows = report["rows"]
     lines = []
     allocator = report["allocator"]
     lines.append(check("pool: uvmrun picks backend:cudaMallocAsync", uvmrun_sets_text(allocator), ASYNC_BACKEND,
@@ -560,51 +686,136 @@ def target_checks(report):
                        "all", all(frees) if frees else None, skip=not frees))
 
     for row in rows:
-        name = row_name(row)
-        measured = row["status"] == "ok"
-        # Skipped only when none of the mode's runs was started; a run that failed fails its targets.
-        unmade = not row["runs_started"]
-        if row["mode"] in ("default", "fit"):
-            goal = DEFAULT_RATIO_GOAL if row["mode"] == "default" else FIT_RATIO_GOAL
-            rounds = " ".join(f"{r:.3f}" for r in row["round_ratios"])
-            lines.append(check(f"{name} step x native", f"{fmt(row['ratio_native'], 3)}" + (f" (rounds {rounds})" if
-                               len(row["round_ratios"]) > 1 else ""), f"<= {goal}",
-                               row["ratio_native"] is not None and row["ratio_native"] <= goal, skip=unmade))
-            for key, label in (("peak_allocated_bytes", "max_memory_allocated"),
-                               ("memory_reserved_bytes", "memory_reserved")):
-                value = row[f"{key}_ratio"]
-                lines.append(check(f"{name} {label} x native", fmt(value, 3), f"1 +- {MEMORY_TOLERANCE}",
-                                   within(value, MEMORY_TOLERANCE), skip=unmade))
-        if row["mode"] in settings["pressure_policies"] and "floor_ms" in row:
-            steady = row["steady_per_step"] or {}
-            swapped = row["swapped_bytes"]
-            lines.append(check(f"{name} GB/step out/in/late vs S",
-                               f"{gb(steady.get('evicted'))} / {gb(steady.get('prefetched'))} / "
-                               f"{gb(steady.get('demand'))} vs {gb(swapped)}", "-", None, skip=not measured))
-            lines.append(check(f"{name} step vs S/e+S/f", f"{fmt(row['median_ms'], 1)} ms vs "
-                               f"{fmt(row['floor_ms'], 1)} ms ({fmt(row['ratio_floor'], 2)}x)", "-", None,
-                               skip=not measured))
-            lines.append(check(f"{name} step vs S/w+S/r", f"{fmt(row['median_ms'], 1)} ms vs "
-                               f"{fmt(row.get('remote_floor_ms'), 1)} ms (remote floor)", "-", None,
-                               skip=not measured))
-            if row["mode"] in LIBRARY_PRESSURE_MODES:
-                simulated = report["simulations"].get(simulation_key(row["mode"], row["pressure"])) or {}
-                lines.append(simulation_check(name, row, simulated, not unmade))
-                for other in ("save-on-cpu", "demand-lru"):
-                    versus = next((r for r in rows if r["workload"] == row["workload"] and r["mode"] == other
-                                   and r["pressure"] == row["pressure"] and r is not row and r["median_ms"]), None)
-                    if versus:
-                        lines.append(check(f"{name} step vs {other}", f"{fmt(row['median_ms'], 1)} ms vs "
-                                           f"{fmt(versus['median_ms'], 1)} ms "
-                                           f"({fmt(ratio(versus['median_ms'], row['median_ms']), 2)}x faster)",
-                                           "-", None, skip=not measured))
-        # Native runs against the first of them: the job itself must repeat its losses.
-        equal = row["losses_equal"]
-        if row["mode"] != "native" or equal is not None:
-            what = "losses repeat" if row["mode"] == "native" else "losses = native"
-            lines.append(check(f"{name} {what}", f"{equal} ({row['losses_compared']} runs)", "True",
-                               equal, skip=unmade))
+        row_lines = row_checks(row, rows, report)
+        for line in row_lines:
+            line["row"] = row_name(row)  # which row's targets it is (row_verdict)
+        lines += row_lines
     return lines
+
+
+def row_checks(row, rows, report):
+    """The checks of one table row."""
+    name = row_name(row)
+    lines = []
+    measured = row["status"] == "ok"
+    # Skipped only when none of the mode's runs was started; a run that failed fails its targets.
+    unmade = not row["runs_started"]
+    if row["pressure"] is None and row["mode"] in ("default", "fit"):
+        goal = DEFAULT_RATIO_GOAL if row["mode"] == "default" else FIT_RATIO_GOAL
+        rounds = " ".join(f"{r:.3f}" for r in row["round_ratios"])
+        lines.append(check(f"{name} step x native", f"{fmt(row['ratio_native'], 3)}" + (f" (rounds {rounds})" if
+                           len(row["round_ratios"]) > 1 else ""), f"<= {goal}",
+                           row["ratio_native"] is not None and row["ratio_native"] <= goal, skip=unmade))
+        for key, label in (("peak_allocated_bytes", "max_memory_allocated"),
+                           ("memory_reserved_bytes", "memory_reserved")):
+            value = row[f"{key}_ratio"]
+            lines.append(check(f"{name} {label} x native", fmt(value, 3), f"1 +- {MEMORY_TOLERANCE}",
+                               within(value, MEMORY_TOLERANCE), skip=unmade))
+    if row["pressure"] is not None and "floor_ms" in row:
+        default = row["mode"] == "default"
+        steady = row["steady_per_step"] or {}
+        swapped = row["swapped_bytes"]
+        lines.append(check(f"{name} GB/step out/in/late vs S",
+                           f"{gb(steady.get('evicted'))} / {gb(steady.get('prefetched'))} / "
+                           f"{gb(steady.get('demand'))} vs {gb(swapped)}", "-", None, skip=not measured))
+        # The default mode's step must be below the migrate floor; the others' is information.
+        below_floor = (None if row["median_ms"] is None or row["floor_ms"] is None
+                       else row["median_ms"] < row["floor_ms"])
+        lines.append(check(f"{name} step vs S/e+S/f", f"{fmt(row['median_ms'], 1)} ms vs "
+                           f"{fmt(row['floor_ms'], 1)} ms ({fmt(row['ratio_floor'], 2)}x)",
+                           "< S/e+S/f" if default else "-", below_floor,
+                           skip=unmade if default else not measured))
+        lines.append(check(f"{name} step vs S/w+S/r", f"{fmt(row['median_ms'], 1)} ms vs "
+                           f"{fmt(row.get('remote_floor_ms'), 1)} ms (remote floor)", "-", None,
+                           skip=not measured))
+        if row["mode"] in LIBRARY_PRESSURE_MODES:
+            simulated = report["simulations"].get(simulation_key(row["mode"], row["pressure"])) or {}
+            lines.append(simulation_check(name, row, simulated, not unmade))
+            if default:
+                lines.append(check(f"{name} host homes: run / simulator", host_homes_text(row.get("host_homes"))
+                                   + "; simulator: " + homes_choice_text(simulated.get("homes"), simulated),
+                                   "-", None, skip=unmade))
+            others = SPEEDUP_AGAINST + (("learned",) if default else ())
+            for other in others:
+                versus = same_budget_row(rows, row, other)
+                if versus is None:
+                    continue
+                goal = speedup_goal(row, other)
+                if goal is None:  # information, where both steps were measured
+                    if versus["median_ms"] and row["median_ms"]:
+                        lines.append(check(f"{name} step vs {other}", speedup_text(row, versus), "-", None,
+                                           skip=not measured))
+                    continue
+                speedup = ratio(versus["median_ms"], row["median_ms"])
+                passed = None if speedup is None else (speedup >= goal if goal > 1 else speedup > goal)
+                goal_text = f">= {goal:g}x faster" if goal > 1 else "faster"
+                lines.append(check(f"{name} step vs {other}", speedup_text(row, versus), goal_text, passed,
+                                   skip=unmade or (not versus["runs_started"] and speedup is None)))
+    # Native runs against the first of them: the job itself must repeat its losses.
+    equal = row["losses_equal"]
+    if row["mode"] != "native" or equal is not None:
+        what = "losses repeat" if row["mode"] == "native" else "losses = native"
+        lines.append(check(f"{name} {what}", f"{equal} ({row['losses_compared']} runs)", "True",
+                           equal, skip=unmade))
+    return lines
+
+
+def speedup_goal(row, other):
+    """How many times faster than the other mode the row's step must be (1: merely faster), or None
+    where that is information only: the targets are the default mode's under pressure."""
+    if row["mode"] != "default" or row["pressure"] is None:
+        return None
+    if other == "demand-lru":
+        return DEFAULT_VS_DEMAND_LRU
+    if other == "save-on-cpu":
+        return DEFAULT_VS_SAVE_ON_CPU.get(row["pressure"], 1.0)
+    return None
+
+
+def speedup_text(row, versus):
+    if versus["median_ms"] is None:
+        return f"{fmt(row['median_ms'], 1)} ms vs {versus['mode']} {versus['status']}"
+    return (f"{fmt(row['median_ms'], 1)} ms vs {fmt(versus['median_ms'], 1)} ms "
+            f"({fmt(ratio(versus['median_ms'], row['median_ms']), 2)}x faster)")
+
+
+def host_homes_text(homes):
+    """What a run homed on the host, from host_homes_of_run."""
+    if not homes:
+        return "run: no host-home counters in its stats file"
+    learned = homes.get("learned")
+    when = ""
+    if homes.get("at_launch"):
+        when = f" at launch {homes['at_launch']}"
+        if homes.get("at_step") is not None:
+            when += f" (step {homes['at_step']}; timed steps from {homes.get('warmup')})"
+    state = ("homes learned" + when if learned else
+             "no homes learned" if learned is False else "learning not reported")
+    if not homes["host_bytes"]:
+        return f"run: {state}, nothing homed on the host"
+    per_step = homes.get("bytes_per_step")
+    over = (f"the {homes['over_steps']} steps from step {homes['at_step']}" if homes.get("at_step") is not None
+            else f"all {homes['over_steps']} steps")
+    after = homes.get("median_ms_after")
+    return (f"run: {state}, {gb(homes['host_bytes'])} GB in {homes['host_allocs']} allocations on the host"
+            + ("" if per_step is None else f", {gb(per_step)} GB a step over {over}")
+            + ("" if after is None else f"; median step after step {homes['at_step']}: {after:.1f} ms "
+               f"({homes['steps_after']} steps)"))
+
+
+def homes_choice_text(homes, simulated=None):
+    """What `uvmtrace simulate --homes auto` (or host) chose."""
+    if not homes:
+        problem = (simulated or {}).get("problem")
+        return f"n/a ({problem})" if problem else "no homes reported"
+    gain = homes.get("simulated_gain")
+    gain_text = "n/a" if gain is None else f"{100 * gain:.1f}%"
+    on_host = f"{gb(homes.get('host_bytes'))} GB on the host"
+    if "used" not in homes:  # --homes host: always used
+        return on_host
+    if homes["used"]:
+        return f"homes used, simulated gain {gain_text}, {on_host}"
+    return f"homes not used (simulated gain {gain_text}): every home on the GPU"
 
 
 def row_name(row):
@@ -671,12 +882,33 @@ def loss_mismatches(runs):
 
 
 def row_verdict(row, checks):
-    prefix = row_name(row) + " "
-    failed = [c["what"][len(prefix):] for c in checks if c["what"].startswith(prefix) and c["verdict"] == "FAIL"]
-    judged = [c for c in checks if c["what"].startswith(prefix) and c["verdict"] in ("PASS", "FAIL")]
+    name = row_name(row)
+    mine = [c for c in checks if c.get("row") == name]
+    failed = [c["what"][len(name) + 1:] for c in mine if c["verdict"] == "FAIL"]
+    judged = [c for c in mine if c["verdict"] in ("PASS", "FAIL")]
     if failed:
         return "FAIL: " + ", ".join(failed)
     return "PASS" if judged else "-"
+
+
+def mode_label(mode, pressure=None):
+    """A mode's name in the table: uvmrun's defaults under a pressure budget learn host homes."""
+    return DEFAULT_PRESSURE_LABEL if mode == "default" and pressure is not None else MODE_LABELS[mode]
+
+
+def host_cell(row):
+    """Bytes a step homed on the host (library pressure rows)."""
+    if "host_homes" not in row:
+        return "-"
+    homes = row["host_homes"]
+    return "n/a" if not homes or homes.get("bytes_per_step") is None else gb(homes["bytes_per_step"])
+
+
+def speedup_cell(row, other):
+    key = f"speedup_vs_{other}"
+    if key not in row or row["mode"] == other:
+        return "-"
+    return "n/a" if row[key] is None else f"{row[key]:.2f}x"
 
 
 def memory_cell(row, key):
@@ -686,7 +918,7 @@ def memory_cell(row, key):
 
 TABLE_COLUMNS = [
     ("workload", lambda r, c: r["workload"]),
-    ("mode", lambda r, c: MODE_LABELS[r["mode"]]),
+    ("mode", lambda r, c: mode_label(r["mode"], r["pressure"])),
     ("budget", lambda r, c: r["budget"]),
     ("steps", lambda r, c: f"{r['runs_ok']}x{r['timed_steps']} after {r['warmup']}"),
     ("median ms", lambda r, c: fmt(r["median_ms"], 1) if r["status"] == "ok" else r["status"]),
@@ -695,12 +927,15 @@ TABLE_COLUMNS = [
     ("reserved (x N)", lambda r, c: memory_cell(r, "memory_reserved_bytes")),
     ("GB/step out/in/pop/late", lambda r, c: "-" if not r["steady_per_step"] else "/".join(
         gb(r["steady_per_step"].get(k)) for k in ("evicted", "prefetched", "populated", "demand"))),
+    ("host GB/step", lambda r, c: host_cell(r)),
     ("S GB", lambda r, c: gb(r["swapped_bytes"]) if "swapped_bytes" in r else "-"),
     ("S/e+S/f ms", lambda r, c: fmt(r["floor_ms"], 1) if "floor_ms" in r else "-"),
     ("x floor", lambda r, c: fmt(r["ratio_floor"], 2) if "ratio_floor" in r else "-"),
     ("sim ms", lambda r, c: fmt(r["sim_ms"], 1) if "sim_ms" in r else "-"),
     ("sim err", lambda r, c: (fmt(100 * r["sim_error"], 1) + "%" if r.get("sim_error") is not None else "n/a")
      if "sim_ms" in r else "-"),
+    ("vs save_on_cpu", lambda r, c: speedup_cell(r, "save-on-cpu")),
+    ("vs demand-lru", lambda r, c: speedup_cell(r, "demand-lru")),
     ("losses = N", lambda r, c: "ref" if r["mode"] == "native" else
      ("-" if r["losses_equal"] is None else ("yes" if r["losses_equal"] else "NO"))),
     ("targets", lambda r, c: row_verdict(r, c)),
@@ -730,8 +965,10 @@ def allocator_text(report):
 def simulation_text(policy, simulated):
     if simulated.get("step_ms") is None:
         return f"{policy} n/a ({simulated.get('problem')})"
+    homes = simulated.get("homes_option")
+    chosen = f" (--homes {homes}: {homes_choice_text(simulated['homes'])})" if homes in ("auto", "host") else ""
     return (f"{policy} {simulated['step_ms']:.1f} ms a step, {gb(simulated.get('out_bytes'))} GB out and "
-            f"{gb(simulated.get('in_bytes'))} GB in")
+            f"{gb(simulated.get('in_bytes'))} GB in{chosen}")
 
 
 def notes(report):
@@ -755,7 +992,14 @@ def notes(report):
             f"S/w+S/r = {fmt(pressure.get('remote_floor_ms'), 1)} ms.")
     if report["pressure"]:
         lines.append("GB/step: the library's evicted, prefetched, populated and late (demand estimate) bytes per step "
-                     "after warm-up, from its counters read in the job.")
+                     "after warm-up, from its counters read in the job. host GB/step: bytes of the allocations the "
+                     "library homed on the host, from its stats file, a step from the one in which it began to home "
+                     "them (else over every step). vs save_on_cpu, vs demand-lru: how many times faster the step is "
+                     "than theirs at the same budget.")
+        for row in report["rows"]:
+            if row["mode"] == "default" and row["pressure"] is not None and row["runs_started"]:
+                lines.append(f"Host homes of {mode_label('default', row['pressure'])} at {row['pressure']}: "
+                             + host_homes_text(row.get("host_homes")) + ".")
         lines.append(
             f"Simulated with `uvmtrace simulate --repeat-last {settings['sim_repeat_last']}` on the trace of the "
             "recording run: " + ("; ".join(simulation_text(key, s) for key, s in report["simulations"].items())
@@ -824,12 +1068,18 @@ def parse_arguments(argv=None):
     parser.add_argument("--pressure-budget", default="16G",
                         help="the pressure budgets, comma-separated: sizes (16G) or shares of the native peak "
                              "max_memory_allocated (peak/1.5); every pressure mode runs at each (default 16G)")
-    parser.add_argument("--pressure-policies", default="host-homes,learned,demand-lru,save-on-cpu",
-                        help="modes under pressure, in order: host-homes (learned with the homes chosen on the "
-                             "recorded trace), learned, demand-lru (the library's policies) and save-on-cpu "
-                             "(PyTorch's save_on_cpu under the same cap, without the library)")
-    parser.add_argument("--pressure-warmup", type=int, default=2, help="untimed steps under pressure (default 2)")
-    parser.add_argument("--pressure-steps", type=int, default=6, help="timed steps under pressure (default 6)")
+    parser.add_argument("--pressure-policies", default=DEFAULT_PRESSURE_MODES,
+                        help="modes under pressure, in order (default " + DEFAULT_PRESSURE_MODES + "): default "
+                             "(uvmrun --budget B and nothing else: learned, with host homes learned in the run), "
+                             "learned (--policy learned --host-homes off: migration only), demand-lru (--host-homes "
+                             "off), save-on-cpu (PyTorch's save_on_cpu under the same cap, without the library) and "
+                             "host-homes (learned with the homes chosen on the recorded trace: --host-homes on "
+                             "--trace-in TRACE)")
+    parser.add_argument("--pressure-warmup", type=int, default=4,
+                        help="untimed steps under pressure (default 4: the default mode learns its homes in them, "
+                             "from the step that goes over the budget, two steps recorded and the search while "
+                             "the next runs)")
+    parser.add_argument("--pressure-steps", type=int, default=5, help="timed steps under pressure (default 5)")
     parser.add_argument("--record-warmup", type=int, default=1, help="untimed steps of the recording run (default 1)")
     parser.add_argument("--record-steps", type=int, default=3, help="timed steps of the recording run (default 3)")
     parser.add_argument("--sim-repeat-last", type=int, default=0,
@@ -859,8 +1109,10 @@ def parse_arguments(argv=None):
     elif args.pressure_workload not in TRAIN_WORKLOADS:
         parser.error(f"--pressure-workload {args.pressure_workload}: choose from {', '.join(TRAIN_WORKLOADS)} or none")
     args.pressure_policies = [p.strip() for p in args.pressure_policies.split(",") if p.strip()]
-    if any(p not in LIBRARY_PRESSURE_MODES + ("save-on-cpu",) for p in args.pressure_policies):
-        parser.error("--pressure-policies: host-homes, learned, demand-lru and save-on-cpu only")
+    unknown = [p for p in args.pressure_policies if p not in PRESSURE_MODES]
+    if unknown:
+        parser.error(f"--pressure-policies: {', '.join(unknown)} unknown; choose from {', '.join(PRESSURE_MODES)}")
+    args.pressure_policies = list(dict.fromkeys(args.pressure_policies))
     if not args.pressure_workload:
         args.pressure_policies = []
     args.pressure_budgets = list(dict.fromkeys(b.strip() for b in args.pressure_budget.split(",") if b.strip()))
@@ -908,12 +1160,15 @@ def print_plan(bench, plan):
         if entry["kind"] == "probe":
             what = f"link probe: {args.link_probe or '(none: given rates)'} {args.link_probe_mib}"
         elif entry["kind"] == "simulate":
+            simulated = [mode + (f" (learned --homes {SIMULATED_HOMES[mode]})" if SIMULATED_HOMES[mode] else "")
+                         for mode in args.pressure_policies if mode in LIBRARY_PRESSURE_MODES]
             what = (f"uvmtrace simulate the recorded trace at {entry['pressure']}: "
-                    f"{', '.join(args.pressure_policies)} (--repeat-last {args.sim_repeat_last})")
+                    f"{', '.join(simulated) or 'nothing'} (--repeat-last {args.sim_repeat_last})")
         else:
             extra = " UVMP_TRACE_TIMING=1" if entry["mode"] == "record" else ""
             round_text = f" round {entry['round']}" if entry["round"] else ""
-            what = (f"{entry['workload']} {MODE_LABELS[entry['mode']]}{round_text}, "
+            budget = f" at {entry['pressure']}" if entry.get("pressure") else ""
+            what = (f"{entry['workload']} {mode_label(entry['mode'], entry.get('pressure'))}{budget}{round_text}, "
                     f"{entry['steps'] - entry['warmup']} steps after {entry['warmup']}{extra}\n      $ "
                     + " ".join(bench.command_for(entry, resolve=False)))
         print(f"{number:2d}. ~{expected:3.0f} s (cumulative {total:4.0f} s)  {what}")

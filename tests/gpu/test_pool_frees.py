@@ -44,14 +44,27 @@ if "--dry-run" in options:
 env["FAKE_LIBRARY"] = "1"
 env["FAKE_POLICY"] = value("--policy") or "learned"
 env["FAKE_BUDGET"] = value("--budget") or ""
-env["FAKE_HOST_HOMES"] = value("--host-homes") or "off"
+env["FAKE_HOST_HOMES"] = value("--host-homes") or "auto"
 if env["FAKE_HOST_HOMES"] == "on" and not os.path.exists(value("--trace-in") or ""):
     sys.exit("uvmrun: --host-homes on needs the --trace-in trace")
 status = subprocess.call(command, env=env)
-stats = {"pid": os.getpid(), "active": 1, "launches_seen": 1000, "frees_converted": 500,
+# The fake training script launches 50 kernels before its first step and 100 a step.
+steps = int(command[command.index("--steps") + 1]) if "--steps" in command else 8
+stats = {"pid": os.getpid(), "active": 1, "launches_seen": 50 + 100 * steps, "frees_converted": 500,
          "bytes_converted_peak": 25 * 2**30, "pool_reserved_peak": 26 * 2**30,
          "bytes_evicted": 8 * 10**9, "bytes_prefetched": 8 * 10**9, "bytes_populated": 10**9,
-         "bytes_demand_estimated": 10**8}
+         "bytes_demand_estimated": 10**8, "host_allocs": 0, "host_bytes_allocated": 0}
+# The library's default under a budget the job goes over: homes learned from the first launch of
+# step 3 on, 2 GiB a step homed on the host in 40 allocations (FAKE_OLD_LIBRARY: a library without
+# these counters).
+if env["FAKE_HOST_HOMES"] == "auto" and env["FAKE_POLICY"] == "learned" and env["FAKE_BUDGET"] == "16384M":
+    stats.update({"host_homes_learned": True, "host_homes_learned_at_launch": 50 + 300 + 1,
+                  "host_allocs": 40 * (steps - 3), "host_bytes_allocated": 2 * 2**30 * (steps - 3)})
+elif env["FAKE_HOST_HOMES"] == "auto":
+    stats.update({"host_homes_learned": False, "host_homes_learned_at_launch": 0})
+if os.environ.get("FAKE_OLD_LIBRARY") == "1":
+    for key in ("host_homes_learned", "host_homes_learned_at_launch", "host_allocs", "host_bytes_allocated"):
+        stats.pop(key, None)
 with open(value("--stats-file").replace("%p", str(os.getpid())), "w") as out:
     json.dump(stats, out)
 if value("--trace-out"):
@@ -72,9 +85,11 @@ library = os.environ.get("FAKE_LIBRARY") == "1"
 pressured = library and os.environ.get("FAKE_BUDGET") == "16384M"
 step = 100.0 * (1.01 if library else 1.0)
 if pressured:
-    step = 1000.0 if os.environ["FAKE_POLICY"] == "learned" else 1100.0
+    step = 1000.0 if os.environ["FAKE_POLICY"] == "learned" else 1500.0
     if os.environ["FAKE_HOST_HOMES"] == "on":
         step = 800.0
+    elif os.environ["FAKE_HOST_HOMES"] == "auto" and os.environ["FAKE_POLICY"] == "learned":
+        step = float(os.environ.get("FAKE_DEFAULT_MS", "650"))
 if args.save_on_cpu:
     step = 900.0 if not library and args.memory_cap == 16 * 2**30 else -1.0
 losses = [10.0 - 0.25 * k for k in range(args.steps)]
@@ -89,7 +104,7 @@ for k in range(args.steps):
     print(json.dumps({"step": k, "ms": step, "loss": losses[k]}))
 print("SUMMARY " + json.dumps({
     "model": args.model, "steps": args.steps, "warmup": args.warmup, "median_ms": step,
-    "step_ms": [step * 3] + [step] * (args.steps - 1), "losses": losses,
+    "step_ms": [step * 3] + [step] * (args.steps - 1), "losses": losses, "launches_per_step": [100] * args.steps,
     "peak_allocated_bytes": 24 * 2**30, "peak_reserved_bytes": 26 * 2**30,
     "memory_allocated_bytes": 2 * 2**30, "memory_reserved_bytes": 26 * 2**30,
     "allocator_backend": "cudaMallocAsync" if "backend:cudaMallocAsync" in conf else "native",
@@ -102,15 +117,21 @@ print('{"bytes": 2147483648, "h2d_gbps": 50.0, "d2h_gbps": 16.0, "fetch_ms": 43.
       '"remote_write_gbps": 52.0, "remote_read_gbps": 51.0}')
 '''
 
-# uvmtrace simulate --json: a step of 1100 ms for learned and 1150 for demand-lru.
+# uvmtrace simulate --json: a step of 1100 ms for learned and 1450 for demand-lru; 850 ms with
+# --homes host, and with --homes auto 700 ms (a simulated gain of 36%) unless FAKE_HOMES_GAIN makes
+# the gain smaller than 10%: then the homes are not used and the step is learned's.
 FAKE_UVMTRACE = r'''
-import json, sys
+import json, os, sys
 policy = sys.argv[sys.argv.index("--policy") + 1]
 budget = int(sys.argv[sys.argv.index("--budget") + 1].rstrip("M")) * 2**20
-homes = "--homes" in sys.argv
-print(json.dumps({"policy": policy, "step_seconds": 0.85 if homes else 1.1 if policy == "learned" else 1.15,
-                  "homes": {"host_bytes": 6 * 2**30, "step_remote_write_bytes": 6 * 2**30,
-                            "step_remote_read_bytes": 12 * 2**30} if homes else None,
+homes = sys.argv[sys.argv.index("--homes") + 1] if "--homes" in sys.argv else None
+gain = float(os.environ.get("FAKE_HOMES_GAIN", "0.36"))
+used = homes == "host" or (homes == "auto" and gain >= 0.1)
+step = (0.85 if homes == "host" else 0.7 if used else 1.1 if policy == "learned" else 1.45)
+described = {"host_bytes": 6 * 2**30, "step_remote_write_bytes": 6 * 2**30, "step_remote_read_bytes": 12 * 2**30}
+if homes == "auto":
+    described.update({"used": used, "simulated_gain": gain})
+print(json.dumps({"policy": policy, "step_seconds": step, "homes": described if homes else None,
                   "step_in_bytes": 8e9, "step_out_bytes": 8e9, "steady_steps": 6, "footprint_bytes": 25 * 2**30,
                   "budget_bytes": budget, "prefetched_bytes": 40 * 2**30, "demand_bytes": 2**30,
                   "evicted_bytes": 30 * 2**30, "transfer_bound_step_seconds": 0.7, "prediction_hit_rate": 0.9}))
@@ -171,18 +192,56 @@ class PureLogic(unittest.TestCase):
     def test_plan_order(self):
         args = pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__, "--rounds", "2"])
         plan = pool_frees.make_plan(args)
-        kinds = [(e["kind"], e.get("workload"), e.get("mode"), e.get("round")) for e in plan]
+        kinds = [(e["kind"], e.get("workload"), e.get("mode"), e.get("round"), e.get("pressure")) for e in plan]
         self.assertEqual(kinds[0][0], "probe")
-        self.assertEqual(kinds[1:4], [("train", "gpt2-small", m, 1) for m in ("native", "default", "fit")])
-        self.assertEqual(kinds[7:13], [("train", "gpt2-small", "record", None), ("simulate", "gpt2-small", None, None),
-                                       ("train", "gpt2-small", "host-homes", None),
-                                       ("train", "gpt2-small", "learned", None),
-                                       ("train", "gpt2-small", "demand-lru", None),
-                                       ("train", "gpt2-small", "save-on-cpu", None)])
+        self.assertEqual(kinds[1:4], [("train", "gpt2-small", m, 1, None) for m in ("native", "default", "fit")])
+        # The default list of pressure modes: uvmrun's defaults under the budget first; the trace-fed
+        # host homes only when asked for.
+        self.assertEqual(args.pressure_policies, ["default", "learned", "demand-lru", "save-on-cpu"])
+        self.assertEqual(kinds[7:13], [("train", "gpt2-small", "record", None, None),
+                                       ("simulate", "gpt2-small", None, None, "16G"),
+                                       ("train", "gpt2-small", "default", None, "16G"),
+                                       ("train", "gpt2-small", "learned", None, "16G"),
+                                       ("train", "gpt2-small", "demand-lru", None, "16G"),
+                                       ("train", "gpt2-small", "save-on-cpu", None, "16G")])
         # The second round starts with the next mode.
-        self.assertEqual(kinds[13:16], [("train", "gpt2-small", m, 2) for m in ("default", "fit", "native")])
+        self.assertEqual(kinds[13:16], [("train", "gpt2-small", m, 2, None) for m in ("default", "fit", "native")])
         pressured = [e for e in plan if e.get("mode") == "learned"][0]
-        self.assertEqual((pressured["warmup"], pressured["steps"]), (2, 8))
+        self.assertEqual((pressured["warmup"], pressured["steps"]), (4, 9))
+        # uvmrun's defaults run as many steps as the other unpressured modes, and under pressure as
+        # many as the other pressure modes.
+        defaults = [e for e in plan if e.get("mode") == "default" and e.get("workload") == "gpt2-small"]
+        self.assertEqual([(e["warmup"], e["steps"]) for e in defaults], [(5, 25), (4, 9), (5, 25)])
+
+    def test_commands_of_the_pressure_modes(self):
+        args = pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__,
+                                           "--pressure-policies", "default,learned,demand-lru,host-homes,save-on-cpu"])
+        bench = pool_frees.Bench(args, tempfile.mkdtemp(prefix="pool-frees-test-"))
+        plan = pool_frees.make_plan(args)
+
+        def options(mode, pressure):
+            entry = next(e for e in plan if e.get("mode") == mode and e.get("pressure") == pressure)
+            command = bench.command_for(entry, resolve=False)
+            return command[command.index("--stats-file") + 2:command.index("--")] if "--" in command else command
+        # Under pressure: the defaults get the budget and nothing else; learned and demand-lru never
+        # home on the host.
+        self.assertEqual(options("default", "16G"), ["--budget", "16384M"])
+        self.assertEqual(options("learned", "16G"),
+                         ["--budget", "16384M", "--policy", "learned", "--host-homes", "off"])
+        self.assertEqual(options("demand-lru", "16G"),
+                         ["--budget", "16384M", "--policy", "demand-lru", "--host-homes", "off"])
+        self.assertEqual(options("host-homes", "16G"),
+                         ["--budget", "16384M", "--policy", "learned", "--host-homes", "on", "--trace-in", "TRACE"])
+        # Without pressure uvmrun's defaults get no budget at all.
+        self.assertEqual(options("default", None), [])
+        saving = options("save-on-cpu", "16G")
+        self.assertEqual(saving[saving.index("--memory-cap") + 1], str(16 * GIB))
+        self.assertNotIn(args.uvmrun, saving)
+
+    def test_unknown_pressure_mode_is_refused(self):
+        with self.assertRaises(SystemExit), redirect_stderr(io.StringIO()):
+            pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__, "--pressure-policies",
+                                        "default,auto"])
 
     def test_pressure_workload_gets_a_native_run(self):
         args = pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__, "--workloads", "resnet50"])
@@ -190,9 +249,110 @@ class PureLogic(unittest.TestCase):
         self.assertIn(("gpt2-small", "native"), [(e.get("workload"), e.get("mode")) for e in plan])
 
     def test_expected_seconds_follow_measured_runs(self):
-        entry = {"kind": "train", "workload": "gpt2-small", "mode": "learned", "steps": 8}
-        self.assertAlmostEqual(pool_frees.expected_seconds(entry, {}), 16.0 + 8 * 3.5)
-        self.assertAlmostEqual(pool_frees.expected_seconds(entry, {("gpt2-small", "learned"): 20.0}), 22.0)
+        entry = {"kind": "train", "workload": "gpt2-small", "mode": "learned", "steps": 8, "pressure": "16G"}
+        self.assertAlmostEqual(pool_frees.expected_seconds(entry, {}), 18.0 + 8 * 1.3)
+        self.assertAlmostEqual(pool_frees.expected_seconds(entry, {("gpt2-small", "learned", True): 20.0}), 22.0)
+        # uvmrun's defaults: the unpressured run's time says nothing of the run under pressure, which
+        # also searches its homes once.
+        default = dict(entry, mode="default")
+        measured = {("gpt2-small", "default", False): 20.0}
+        self.assertAlmostEqual(pool_frees.expected_seconds(default, measured), 18.0 + 8 * 1.3 + 3.0)
+        self.assertAlmostEqual(pool_frees.expected_seconds(dict(default, pressure=None), measured), 22.0)
+        saving = dict(entry, mode="save-on-cpu")
+        self.assertAlmostEqual(pool_frees.expected_seconds(saving, {}), 18.0 + 18.0 + 7 * 1.4)
+
+    def test_host_homes_of_a_run(self):
+        # 50 launches before the first step, 100 a step: launch 351 is the first of step 3 (from 0).
+        run = {"steps": 8, "warmup": 2, "launches_per_step": [100] * 8,
+               "step_ms": [900.0, 600.0, 600.0, 550.0, 400.0, 410.0, 390.0, 420.0],
+               "stats": {"launches_seen": 850, "host_homes_learned": True, "host_homes_learned_at_launch": 351,
+                         "host_allocs": 200, "host_bytes_allocated": 10 * GIB}}
+        self.assertEqual(pool_frees.launch_step(run, 350), 2)
+        self.assertEqual(pool_frees.launch_step(run, 351), 3)
+        self.assertIsNone(pool_frees.launch_step(run, 851))
+        homes = pool_frees.host_homes_of_run(run)
+        self.assertEqual((homes["at_step"], homes["over_steps"]), (3, 5))
+        self.assertEqual(homes["bytes_per_step"], 2 * GIB)
+        text = pool_frees.host_homes_text(homes)
+        self.assertIn("homes learned at launch 351 (step 3; timed steps from 2)", text)
+        self.assertIn("10.74 GB in 200 allocations on the host, 2.15 GB a step over the 5 steps from step 3; "
+                      "median step after step 3: 405.0 ms (4 steps)", text)
+        # Nothing learned: no launch, the totals over every step.
+        run["stats"].update(host_homes_learned=False, host_homes_learned_at_launch=0, host_allocs=0,
+                            host_bytes_allocated=0)
+        homes = pool_frees.host_homes_of_run(run)
+        self.assertEqual((homes["at_step"], homes["over_steps"], homes["bytes_per_step"]), (None, 8, 0))
+        self.assertEqual(pool_frees.host_homes_text(homes), "run: no homes learned, nothing homed on the host")
+        # A library that reports the totals but not the learning (the trace-fed homes' counters only),
+        # or no step launches: the totals over every step.
+        run["stats"] = {"launches_seen": 850, "host_allocs": 80, "host_bytes_allocated": 8 * GIB}
+        run["launches_per_step"] = None
+        homes = pool_frees.host_homes_of_run(run)
+        self.assertEqual((homes["learned"], homes["bytes_per_step"]), (None, GIB))
+        self.assertEqual(pool_frees.host_homes_text(homes), "run: learning not reported, 8.59 GB in 80 allocations "
+                         "on the host, 1.07 GB a step over all 8 steps")
+        # A library without any of these counters, and a run without a stats file.
+        run["stats"] = {"launches_seen": 850}
+        self.assertIsNone(pool_frees.host_homes_of_run(run))
+        self.assertIsNone(pool_frees.host_homes_of_run({"steps": 8, "warmup": 2, "stats": None}))
+        self.assertIn("no host-home counters", pool_frees.host_homes_text(None))
+
+    def test_default_mode_targets(self):
+        def row(mode, ms, pressure="peak/1.25", started=1):
+            return {"workload": "gpt2-small", "mode": mode, "pressure": pressure, "budget": "18.9G", "median_ms": ms,
+                    "status": "ok" if ms else "failed", "runs_started": started, "steady_per_step": {},
+                    "swapped_bytes": 5e9, "floor_ms": 500.0, "remote_floor_ms": 200.0,
+                    "ratio_floor": None if ms is None else ms / 500.0, "sim_ms": None, "sim_error": None,
+                    "losses_equal": True, "losses_compared": 1, "round_ratios": []}
+
+        def verdicts(rows, simulations=None):
+            report = {"settings": {}, "simulations": simulations or {}}
+            found = {}
+            for r in rows:
+                for c in pool_frees.row_checks(r, rows, report):
+                    found[c["what"]] = (c["verdict"], c["goal"])
+            return found
+        name = "pool gpt2-small default at peak/1.25 (18.9G)"
+        # Below the floor, 2.5x faster than demand-lru, 1.6x faster than save_on_cpu.
+        rows = [row("default", 400.0), row("learned", 520.0), row("demand-lru", 1000.0), row("save-on-cpu", 640.0)]
+        found = verdicts(rows)
+        self.assertEqual(found[f"{name} step vs S/e+S/f"], ("PASS", "< S/e+S/f"))
+        self.assertEqual(found[f"{name} step vs demand-lru"], ("PASS", ">= 2x faster"))
+        self.assertEqual(found[f"{name} step vs save-on-cpu"], ("PASS", ">= 1.5x faster"))
+        self.assertEqual(found[f"{name} step vs learned"][0], "info")
+        self.assertEqual(found[f"{name} losses = native"][0], "PASS")
+        # Only the default mode has these targets.
+        self.assertEqual(found["pool gpt2-small learned at peak/1.25 (18.9G) step vs demand-lru"][0], "info")
+        self.assertEqual(found["pool gpt2-small learned at peak/1.25 (18.9G) step vs S/e+S/f"][0], "info")
+        # At peak/1.25 1.4x faster than save_on_cpu is not enough; elsewhere faster is.
+        rows[3]["median_ms"] = 560.0
+        self.assertEqual(verdicts(rows)[f"{name} step vs save-on-cpu"][0], "FAIL")
+        moved = [dict(r, pressure="16G") for r in rows]
+        self.assertEqual(verdicts(moved)["pool gpt2-small default at 16G step vs save-on-cpu"], ("PASS", "faster"))
+        # Above the floor, under 2x demand-lru's speed, slower than save_on_cpu.
+        rows = [row("default", 600.0), row("demand-lru", 1000.0), row("save-on-cpu", 580.0, pressure="peak/1.25")]
+        found = verdicts(rows)
+        for target in ("step vs S/e+S/f", "step vs demand-lru", "step vs save-on-cpu"):
+            self.assertEqual(found[f"{name} {target}"][0], "FAIL", target)
+        # The default run failed: its targets fail; it was not made: they are skipped; demand-lru was
+        # not made: that comparison is skipped; not asked for: not shown.
+        found = verdicts([row("default", None), row("demand-lru", 1000.0)])
+        self.assertEqual(found[f"{name} step vs S/e+S/f"][0], "FAIL")
+        self.assertEqual(found[f"{name} step vs demand-lru"][0], "FAIL")
+        found = verdicts([row("default", None, started=0), row("demand-lru", 1000.0)])
+        self.assertEqual(found[f"{name} step vs S/e+S/f"][0], "SKIP")
+        self.assertEqual(found[f"{name} step vs demand-lru"][0], "SKIP")
+        found = verdicts([row("default", 400.0), row("demand-lru", None, started=0)])
+        self.assertEqual(found[f"{name} step vs demand-lru"][0], "SKIP")
+        self.assertNotIn(f"{name} step vs save-on-cpu", found)
+
+    def test_homes_choice_text(self):
+        self.assertEqual(pool_frees.homes_choice_text({"used": True, "simulated_gain": 0.31, "host_bytes": 6e9}),
+                         "homes used, simulated gain 31.0%, 6.00 GB on the host")
+        self.assertEqual(pool_frees.homes_choice_text({"used": False, "simulated_gain": 0.03, "host_bytes": 1e8}),
+                         "homes not used (simulated gain 3.0%): every home on the GPU")
+        self.assertEqual(pool_frees.homes_choice_text({"host_bytes": 6e9}), "6.00 GB on the host")
+        self.assertEqual(pool_frees.homes_choice_text(None, {"problem": "exit 2: bad"}), "n/a (exit 2: bad)")
 
     def test_simulation_check_verdicts(self):
         row = {"sim_error": 0.3, "sim_ms": 1300.0}
@@ -204,6 +364,11 @@ class PureLogic(unittest.TestCase):
         self.assertEqual(pool_frees.simulation_check("x", row, {"problem": "skipped (deadline)"}, True)["verdict"],
                          "SKIP")
         self.assertEqual(pool_frees.simulation_check("x", row, {"problem": "exit 2"}, False)["verdict"], "SKIP")
+
+
+def report_text(report):
+    """A report's table, notes and checks as Markdown."""
+    return pool_frees.markdown(report)
 
 
 class WholeRun(unittest.TestCase):
@@ -250,16 +415,40 @@ class WholeRun(unittest.TestCase):
         self.assertEqual(saving["median_ms"], 900.0)
         self.assertTrue(saving["losses_equal"])
         self.assertIn("pool gpt2-small learned at 16G step vs save-on-cpu", verdicts)
-        # Host homes: learned with the recorded trace's homes, simulated with the tier model at the
-        # probe's remote rates.
-        homed = [r for r in report["rows"] if r["mode"] == "host-homes"][0]
-        self.assertEqual(homed["median_ms"], 800.0)
-        self.assertAlmostEqual(homed["sim_error"], 850.0 / 800.0 - 1)
-        self.assertEqual(verdicts["pool gpt2-small host-homes at 16G simulate error"], "PASS")
-        self.assertEqual(verdicts["pool gpt2-small host-homes at 16G losses = native"], "PASS")
-        run = [r for r in report["runs"] if r["mode"] == "host-homes"][0]
-        self.assertEqual(run["command"][run["command"].index("--trace-in") + 1], report["trace"])
-        self.assertEqual(report["simulations"]["host-homes at 16G"]["homes"]["host_bytes"], 6 * GIB)
+        # uvmrun's defaults under the budget: learned with homes learned in the run (from step 3, 2 GiB
+        # a step), predicted by uvmtrace simulate --homes auto at the probe's remote rates.
+        default = [r for r in report["rows"] if r["mode"] == "default" and r["pressure"] == "16G"][0]
+        self.assertEqual(default["median_ms"], 650.0)
+        self.assertAlmostEqual(default["sim_error"], 700.0 / 650.0 - 1)
+        self.assertEqual(default["host_homes"]["bytes_per_step"], 2 * GIB)
+        self.assertEqual(default["host_homes"]["at_step"], 3)
+        self.assertAlmostEqual(default["speedup_vs_demand-lru"], 1500.0 / 650.0)
+        self.assertAlmostEqual(default["speedup_vs_save-on-cpu"], 900.0 / 650.0)
+        name = "pool gpt2-small default at 16G"
+        for target in ("simulate error", "step vs S/e+S/f", "step vs demand-lru", "step vs save-on-cpu",
+                       "losses = native"):
+            self.assertEqual(verdicts[f"{name} {target}"], "PASS", target)
+        self.assertEqual(verdicts[f"{name} step vs learned"], "info")
+        homes_line = [c for c in report["checks"] if c["what"] == f"{name} host homes: run / simulator"][0]
+        self.assertIn("homes learned at launch 351 (step 3; timed steps from 4)", homes_line["value"])
+        self.assertIn("simulator: homes used, simulated gain 36.0%", homes_line["value"])
+        simulated = report["simulations"]["default at 16G"]
+        self.assertEqual((simulated["homes_option"], simulated["homes"]["used"]), ("auto", True))
+        run = [r for r in report["runs"] if r["mode"] == "default" and r["pressure"] == "16G"][0]
+        self.assertEqual(run["command"][run["command"].index("--budget"):run["command"].index("--")],
+                         ["--budget", "16384M"])
+        run = [r for r in report["runs"] if r["mode"] == "learned"][0]
+        self.assertIn("--host-homes", run["command"])
+        # Migration only: nothing homed on the host.
+        self.assertEqual(learned["host_homes"]["bytes_per_step"], 0)
+        self.assertNotIn("host-homes", [r["mode"] for r in report["runs"]])
+        # The table: the default mode under pressure labelled apart, its speed-ups and host bytes.
+        with open(os.path.join(workdir, "pool.md"), encoding="utf-8") as markdown:
+            text = markdown.read()
+        self.assertIn("| gpt2-small | default (learned, homes learned in the run) | 16G | 1x5 after 4 | 650.0 |", text)
+        self.assertIn("| 2.15 | 8.59 | 708.7 | 0.92 | 700.0 | 7.7% | 1.38x | 2.31x | yes | PASS |", text)
+        self.assertIn("Host homes of default (learned, homes learned in the run) at 16G: run: homes learned", text)
+        self.assertIn("--homes auto: homes used, simulated gain 36.0%", text)
         # Fit budget: 1.5 x the larger of 26 GiB reserved and 26 GiB pool peak.
         self.assertEqual(report["fit_budgets"]["gpt2-small"]["bytes"], 39 * GIB)
         self.assertTrue(os.path.exists(os.path.join(workdir, "pool.md")))
@@ -291,6 +480,57 @@ class WholeRun(unittest.TestCase):
         verdicts = self.verdicts(report)
         self.assertEqual(verdicts["pool: uvmrun picks backend:cudaMallocAsync"], "FAIL")
         self.assertEqual(verdicts["pool: allocator backend in every run"], "PASS")
+
+    def test_host_homes_from_the_trace(self):
+        status, report, printed, _ = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
+                                                    "--workloads", "gpt2-small",
+                                                    "--pressure-policies", "host-homes,learned")
+        self.assertEqual(status, 0, printed)
+        verdicts = self.verdicts(report)
+        # Learned with the recorded trace's homes, simulated with the tier model at the probe's remote
+        # rates.
+        homed = [r for r in report["rows"] if r["mode"] == "host-homes"][0]
+        self.assertEqual(homed["median_ms"], 800.0)
+        self.assertAlmostEqual(homed["sim_error"], 850.0 / 800.0 - 1)
+        self.assertEqual(verdicts["pool gpt2-small host-homes at 16G simulate error"], "PASS")
+        self.assertEqual(verdicts["pool gpt2-small host-homes at 16G losses = native"], "PASS")
+        self.assertNotIn("pool gpt2-small host-homes at 16G step vs demand-lru", verdicts)
+        run = [r for r in report["runs"] if r["mode"] == "host-homes"][0]
+        self.assertEqual(run["command"][run["command"].index("--trace-in") + 1], report["trace"])
+        self.assertEqual(report["simulations"]["host-homes at 16G"]["homes"]["host_bytes"], 6 * GIB)
+        self.assertEqual(report["simulations"]["host-homes at 16G"]["homes_option"], "host")
+        self.assertEqual(report["simulations"]["learned at 16G"]["homes_option"], "gpu")
+
+    def test_default_mode_without_homes(self):
+        # The simulator finds a gain under 10%: it predicts the all-GPU step; the run, which learned no
+        # homes on this library, runs as learned does.
+        status, report, printed, _ = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
+                                                    "--workloads", "gpt2-small", env={"FAKE_HOMES_GAIN": "0.03",
+                                                                                      "FAKE_DEFAULT_MS": "1000"})
+        self.assertEqual(status, 0, printed)
+        simulated = report["simulations"]["default at 16G"]
+        self.assertEqual((simulated["step_ms"], simulated["homes"]["used"]), (1100.0, False))
+        verdicts = self.verdicts(report)
+        name = "pool gpt2-small default at 16G"
+        self.assertEqual(verdicts[f"{name} simulate error"], "PASS")
+        self.assertEqual(verdicts[f"{name} step vs S/e+S/f"], "FAIL")
+        self.assertEqual(verdicts[f"{name} step vs demand-lru"], "FAIL")
+        self.assertEqual(verdicts[f"{name} step vs save-on-cpu"], "FAIL")
+        self.assertIn("homes not used (simulated gain 3.0%)", report_text(report))
+        # The row of uvmrun's defaults without a budget keeps its own verdict.
+        rows = {(r["mode"], r["pressure"]): pool_frees.row_verdict(r, report["checks"]) for r in report["rows"]}
+        self.assertEqual(rows[("default", None)], "PASS")
+        self.assertEqual(rows[("default", "16G")],
+                         "FAIL: step vs S/e+S/f, step vs save-on-cpu, step vs demand-lru")
+
+    def test_library_without_host_home_counters(self):
+        status, report, printed, _ = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
+                                                    "--workloads", "none", env={"FAKE_OLD_LIBRARY": "1"})
+        self.assertEqual(status, 0, printed)
+        default = [r for r in report["rows"] if r["mode"] == "default" and r["pressure"] == "16G"][0]
+        self.assertIsNone(default["host_homes"])
+        self.assertEqual(pool_frees.host_cell(default), "n/a")
+        self.assertIn("run: no host-home counters in its stats file", report_text(report))
 
     def test_host_homes_wait_for_the_recorded_trace(self):
         status, report, _, _ = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
