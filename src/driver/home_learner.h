@@ -43,8 +43,6 @@ public:
     // with the recorder no longer wanted. nullptr if learning had begun.
     trace::MemoryRecorder* begin(int device, uint64_t budget_bytes, trace::Header header,
                                  std::span<const trace::Alloc> live, std::function<void()> done);
-    // Whether learning has begun and not yet ended.
-    bool recording() const { return recording_.load(std::memory_order_acquire); }
     // A kernel's duration, from the kernel timing.
     void kernel_timed(uint64_t launch_seq, uint64_t duration_ns);
     // Learning ends without homes (kernel timing is not to be had, say).

@@ -39,8 +39,7 @@ public:
                        const std::string& why_not, const std::function<uint64_t()>& allocations_recorded);
     // What routing did, in one log line (at exit).
     void report() const;
-    // Whether routing has begun, and the launch number at which it did (0:
-    // from the start, by a trace).
+    // Whether routing has begun.
     bool routing() const { return routing_.load(std::memory_order_acquire); }
 
     // Around fork(): the sequence's lock, held while the process is copied. A
