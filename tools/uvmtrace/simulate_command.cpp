@@ -464,7 +464,7 @@ void run(const SimulateOptions& o) {
                                     o.homes == "auto" ? placement::HomeScope::MadeInStep : placement::HomeScope::LiveInStep);
     // What the library's default does: homes only where they pay enough.
     if (homes && o.homes == "auto")
-        homes->used = homes->homes.choice.host_bytes > 0 && homes->gain >= placement::kMinSimulatedGain;
+        homes->used = placement::homes_pay(homes->homes.choice.host_bytes > 0, homes->gain);
     const SimResult result =
         homes && homes->used ? homes->result : simulate(trace, schedule, bounds, config);
     if (o.json) {

@@ -19,9 +19,12 @@ double simulated_gain(double with_homes_seconds, double all_gpu_seconds) {
     return all_gpu_seconds > 0 ? 1.0 - with_homes_seconds / all_gpu_seconds : 0.0;
 }
 
+bool homes_pay(bool any_host_home, double simulated_gain) {
+    return any_host_home && simulated_gain >= kMinSimulatedGain;
+}
+
 bool homes_pay(const RecordedHomes& homes) {
-    return homes.host_entries() > 0 &&
-           simulated_gain(homes.simulated_step_seconds, homes.all_gpu_step_seconds) >= kMinSimulatedGain;
+    return homes_pay(homes.host_entries() > 0, simulated_gain(homes.simulated_step_seconds, homes.all_gpu_step_seconds));
 }
 
 std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, uint64_t chunk_bytes,

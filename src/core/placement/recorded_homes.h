@@ -45,6 +45,9 @@ inline constexpr double kMinSimulatedGain = 0.10;
 bool homes_pay(const RecordedHomes& homes);
 // The share of the all-GPU step that the homes save in simulation (0 or less: none).
 double simulated_gain(double with_homes_seconds, double all_gpu_seconds);
+// The rule itself, for homes of some host bytes and this simulated gain
+// (`uvmtrace simulate --homes auto` applies it as the library does).
+bool homes_pay(bool any_host_home, double simulated_gain);
 
 // `chunk_bytes`: the residency model's chunk, as the run's (UVMP_CHUNK_SIZE).
 // `scope`: which allocations may be homed on the host (host_homes.h).

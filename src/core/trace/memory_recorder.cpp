@@ -68,23 +68,19 @@ void MemoryRecorder::close() {
 }
 
 uint64_t MemoryRecorder::records_written() const {
-    std::lock_guard lock(mutex_);
-    return written_;
+    return locked([&]() -> uint64_t { return written_; });
 }
 
 uint64_t MemoryRecorder::records_dropped() const {
-    std::lock_guard lock(mutex_);
-    return dropped_;
+    return locked([&]() -> uint64_t { return dropped_; });
 }
 
 uint64_t MemoryRecorder::launches() const {
-    std::lock_guard lock(mutex_);
-    return trace_.launches.size();
+    return locked([&]() -> uint64_t { return trace_.launches.size(); });
 }
 
 uint64_t MemoryRecorder::managed_allocs() const {
-    std::lock_guard lock(mutex_);
-    return managed_allocs_;
+    return locked([&]() -> uint64_t { return managed_allocs_; });
 }
 
 Trace MemoryRecorder::snapshot() const {

@@ -48,6 +48,11 @@ public:
     uint64_t managed_allocs() const;
 
 private:
+    template <typename Read>
+    auto locked(Read&& read) const {
+        std::lock_guard lock(mutex_);
+        return read();
+    }
     // Runs `push` under the lock unless closed or full (counted as dropped).
     template <typename Push>
     void keep(Push&& push) {
