@@ -97,9 +97,10 @@ bool HomeLearner::look() {
     }
     trace::use_fastest_durations(recording);
     std::string why_not;
+    const placement::TimingPriorConfig prior{.streaming_gbps = config_.streaming_gbps};
     std::optional<placement::RecordedHomes> homes =
         placement::recorded_homes(recording, bounds, budget_bytes_, config_.chunk_size, &why_not, {},
-                                  placement::HomeScope::MadeInStep);
+                                  placement::HomeScope::MadeInStep, prior);
     router_.adopt_learned(device_, budget_bytes_, std::move(homes), why_not,
                           [this] { return recorder_->managed_allocs(); });
     end();

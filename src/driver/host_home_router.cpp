@@ -41,9 +41,11 @@ void HostHomeRouter::set_up(int device, uint64_t budget_bytes) {
     }
     std::string why_not;
     std::optional<placement::RecordedHomes> homes;
+    const placement::TimingPriorConfig prior{.streaming_gbps = config_.streaming_gbps};
     try {
         homes = placement::recorded_homes(trace::read_trace_file(config_.trace_in), budget_bytes, config_.chunk_size,
-                                          &why_not);
+                                          &why_not, {}, placement::HomeScope::LiveInStep,
+                                          prior);
     } catch (const std::exception& e) {
         why_not = e.what();
     }

@@ -166,6 +166,21 @@ TEST_CASE("recorded homes: the transform's homes as the prologue and the step of
     CHECK(got == std::vector<Home>{G, H, G, H, G, H, G});
 }
 
+TEST_CASE("recorded homes: the streaming rate (UVMP_STREAMING_GBPS) decides which readers tolerate the host",
+          "[placement]") {
+    // The streamed allocation's reader moves 1 GiB in 0.5 ms, about 2150 GB/s.
+    std::string why;
+    const auto strict = recorded_homes(marked_steps(true), 3 * kGiB, 2 << 20, &why, {}, HomeScope::LiveInStep,
+                                       TimingPriorConfig{.streaming_gbps = 4000});
+    REQUIRE(strict);
+    CHECK(strict->host_entries() == 0);
+    CHECK(strict->choice.host_bytes == 0);
+    const auto lenient = recorded_homes(marked_steps(true), 3 * kGiB, 2 << 20, &why, {}, HomeScope::LiveInStep,
+                                        TimingPriorConfig{.streaming_gbps = 2000});
+    REQUIRE(lenient);
+    CHECK(lenient->choice.host_bytes == kGiB);
+}
+
 TEST_CASE("recorded homes: refused without timing or without a full iteration; all fits: no host home",
           "[placement]") {
     std::string why;

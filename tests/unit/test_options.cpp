@@ -285,6 +285,37 @@ TEST_CASE("the chunk size is a power of two of at least 2M, and the slab size a 
     std::remove(path.c_str());
 }
 
+TEST_CASE("the streaming rate: a positive number, from the environment or the file") {
+    using uvmp::parse_rate;
+    CHECK(parse_rate("1600") == 1600.0);
+    CHECK(parse_rate(" 400.5 ") == 400.5);
+    CHECK(parse_rate(".5") == 0.5);
+    for (const char* bad : {"", "0", "-1", "fast", "1e3", "10 GB/s", "inf", "nan"}) CHECK_FALSE(parse_rate(bad));
+
+    g_env.clear();
+    uvmp::Config c;
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    CHECK(c.streaming_gbps == 1600.0);
+    g_env = {{"UVMP_STREAMING_GBPS", "400"}};
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    CHECK(c.streaming_gbps == 400.0);
+    g_env = {{"UVMP_STREAMING_GBPS", "0"}};
+    const auto err = uvmp::load_config(c, &fake_getenv);
+    REQUIRE(err);
+    CHECK(err->message.find("UVMP_STREAMING_GBPS='0'") != std::string::npos);
+    CHECK(err->message.find("a positive number") != std::string::npos);
+
+    const std::string path = "uvmp_test_streaming_config.toml";
+    {
+        std::ofstream f(path);
+        f << "streaming_gbps = 250.5\n";
+    }
+    g_env = {{"UVMP_CONFIG", path}};
+    REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
+    CHECK(c.streaming_gbps == 250.5);
+    std::remove(path.c_str());
+}
+
 TEST_CASE("a budget of 0 is refused with what to do instead") {
     uvmp::Config c;
     for (const char* zero : {"0", "0G", "0.0001"}) {

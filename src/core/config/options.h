@@ -14,7 +14,7 @@
 
 namespace uvmp {
 
-enum class OptionType { Bool, Size, SizeOrPercent, Choice, Path, Text, Duration };
+enum class OptionType { Bool, Size, SizeOrPercent, Choice, Path, Text, Duration, Rate };
 
 enum class ResidencyPolicy { None, DemandLru, Learned };
 enum class Populate { Off, Prefetch };
@@ -54,6 +54,7 @@ struct Config {
     uint64_t trace_buffer = 64ull << 20;
     std::string trace_in;
     HostHomes host_homes = HostHomes::Auto; // core/placement/recorded_homes.h, driver/home_learner.h
+    double streaming_gbps = 1600;           // core/placement/timing_prior.h
     uint64_t chunk_size = 2ull << 20;
     uint64_t pool_slab_size = 512ull << 20;            // the managed pool's slabs
     uint64_t pool_retain = 0;                          // wholly free slabs kept however long unused
@@ -80,6 +81,9 @@ using GetEnv = const char* (*)(const char*);
 // The process environment, as a GetEnv.
 const char* process_getenv(const char* name);
 std::optional<ConfigError> load_config(Config& out, GetEnv getenv_fn);
+
+// A positive rate (a plain decimal number such as 1600 or 400.5).
+std::optional<double> parse_rate(std::string_view text);
 
 // A duration as people write it, in nanoseconds: "10s", "500ms", "2m", "1.5h",
 // "250us", "100ns"; a plain number is seconds.

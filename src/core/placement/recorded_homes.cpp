@@ -28,13 +28,14 @@ bool homes_pay(const RecordedHomes& homes) {
 }
 
 std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, uint64_t chunk_bytes,
-                                            std::string* why_not, const Rates& rates, HomeScope scope) {
-    return recorded_homes(trace, iteration_bounds(trace), budget_bytes, chunk_bytes, why_not, rates, scope);
+                                            std::string* why_not, const Rates& rates, HomeScope scope,
+                                            const TimingPriorConfig& prior) {
+    return recorded_homes(trace, iteration_bounds(trace), budget_bytes, chunk_bytes, why_not, rates, scope, prior);
 }
 
 std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, const std::vector<uint64_t>& bounds,
                                             uint64_t budget_bytes, uint64_t chunk_bytes, std::string* why_not,
-                                            const Rates& rates, HomeScope scope) {
+                                            const Rates& rates, HomeScope scope, const TimingPriorConfig& prior_config) {
     auto refuse = [&](const char* why) {
         if (why_not) *why_not = why;
         return std::nullopt;
@@ -43,7 +44,7 @@ std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, const std
     const bool timed = std::any_of(trace.launches.begin(), trace.launches.end(),
                                    [](const trace::Launch& l) { return l.duration_ns != 0; });
     if (!timed) return refuse("the trace was recorded without kernel timing (UVMP_TRACE_TIMING=1)");
-    const TimingPrior prior = TimingPrior::from_trace(trace);
+    const TimingPrior prior = TimingPrior::from_trace(trace, prior_config);
     if (prior.kernels_judged() == 0) return refuse("no kernel of the trace ran long enough to be judged");
 
     // How much of the home order to take, by simulating the recorded run with

@@ -10,6 +10,7 @@
 #include "core/placement/home_choice.h"
 #include "core/placement/home_sequence.h"
 #include "core/placement/host_homes.h"
+#include "core/placement/timing_prior.h"
 #include "core/trace/model.h"
 
 #include <cstdint>
@@ -51,12 +52,15 @@ bool homes_pay(bool any_host_home, double simulated_gain);
 
 // `chunk_bytes`: the residency model's chunk, as the run's (UVMP_CHUNK_SIZE).
 // `scope`: which allocations may be homed on the host (host_homes.h).
+// `prior`: how the trace's kernel timings judge tolerance (UVMP_STREAMING_GBPS).
 std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, uint64_t chunk_bytes,
                                             std::string* why_not, const Rates& rates = {},
-                                            HomeScope scope = HomeScope::LiveInStep);
+                                            HomeScope scope = HomeScope::LiveInStep,
+                                            const TimingPriorConfig& prior = {});
 // The same, with the trace's iteration_bounds() already at hand.
 std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, const std::vector<uint64_t>& bounds,
                                             uint64_t budget_bytes, uint64_t chunk_bytes, std::string* why_not,
-                                            const Rates& rates = {}, HomeScope scope = HomeScope::LiveInStep);
+                                            const Rates& rates = {}, HomeScope scope = HomeScope::LiveInStep,
+                                            const TimingPriorConfig& prior = {});
 
 } // namespace uvmp::placement
