@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -185,7 +186,11 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
             planner_->allocation_added(planned, limit, config_.populate == Populate::Prefetch);
         });
     } else if (budget->converted_live() <= budget->budget()) {
-        if (config_.populate == Populate::Prefetch) populate(id, *dptr, bytes, device, context);
+        // Only the chunks no earlier block of the slab covered lack pages: the
+        // rest kept theirs on the GPU, and populating them again would cost a
+        // driver call an allocation for nothing.
+        if (config_.populate == Populate::Prefetch && block->fresh_bytes())
+            populate(id, bytes, *block, device, context);
     } else {
         // Policy none converts but never moves data: past the budget, the driver alone
         // decides what stays on the GPU, which a user who set a budget rarely means.
@@ -196,38 +201,46 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     return ConvertOutcome::Converted;
 }
 
-void Interceptor::populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevice device,
-                           CUcontext context) {
-    executor_.post([this, id, ptr, bytes, device, context](Executor& executor) {
+void Interceptor::populate(uint32_t id, uint64_t bytes, const pool::Block& block, CUdevice device, CUcontext context) {
+    const CUdeviceptr ptr = block.address;
+    const uint64_t range_begin = block.fresh_begin, range_end = block.fresh_end, slab_base = block.slab_base;
+    executor_.post([this, id, ptr, bytes, range_begin, range_end, slab_base, device, context](Executor& executor) {
         const DriverTable* table = driver_table_if_ready();
         if (!table || !table->cuMemPrefetchAsync_v2) return;
         // Short-lived allocations are often freed before the worker gets to them;
-        // their address may even belong to a newer allocation by now.
+        // their address may even belong to a newer allocation by now. Their chunks
+        // count as covered all the same, and the blocks placed there next will not
+        // populate them: they are populated while their slab is held.
         auto still_live = [&] {
             auto a = registry_.find_base(ptr);
             return a && a->id == id;
         };
-        if (!still_live()) return;
+        const bool live = still_live();
+        if (!live && !pools_.holds_slab(slab_base)) return;
         CUstream stream = executor.stream_for(*table, context);
         if (!stream) return;
         CUmemLocation location{};
         location.type = CU_MEM_LOCATION_TYPE_DEVICE;
         location.id = device;
         const uint64_t start = now_ns();
-        const CUresult r = table->cuMemPrefetchAsync_v2(ptr, bytes, location, 0, stream);
+        const CUresult r = table->cuMemPrefetchAsync_v2(range_begin, range_end - range_begin, location, 0, stream);
         if (r != CUDA_SUCCESS) {
-            if (still_live())
+            if (pools_.holds_slab(slab_base))
                 UVMP_WARN_ONCE("populating a fresh allocation on the GPU failed ({}); kernels will "
                                "fault it in instead",
                                error_name(r));
             return;
         }
-        stats_.moved(device, MoveCount::Populate, bytes);
-        if (trace::TraceWriter* trace = this->trace()) {
+        stats_.moved(device, MoveCount::Populate, range_end - range_begin);
+        if (trace::TraceWriter* trace = this->trace(); trace && live) {
+            // The trace speaks of the allocation: the part of the range within it.
+            const uint64_t begin = std::max<uint64_t>(range_begin, ptr);
+            const uint64_t end = std::min<uint64_t>(range_end, ptr + bytes);
             trace::Move move;
             move.kind = trace::MoveKind::Populate;
             move.alloc_id = id;
-            move.length = bytes;
+            move.offset = begin - ptr;
+            move.length = end > begin ? end - begin : 0;
             move.time_ns = start;
             move.duration_ns = now_ns() - start;
             move.launches_before = launch_seq_.load(std::memory_order_relaxed);

@@ -194,7 +194,9 @@ private:
                            CUmemoryPool pool, const DriverTable& table);
     DeviceBudget* budget_for_current_device(const DriverTable& table, CUdevice& device,
                                             CUcontext& context);
-    void populate(uint32_t id, CUdeviceptr ptr, uint64_t bytes, CUdevice device, CUcontext context);
+    // Places the chunks `block` is the first to cover (pool::Block::fresh_begin,
+    // fresh_end) on the GPU, for allocation `id` of `bytes`, from the worker.
+    void populate(uint32_t id, uint64_t bytes, const pool::Block& block, CUdevice device, CUcontext context);
     // Returns a converted allocation's block to its pool, reusable as `stream` and
     // `fence` allow (the pool owns the fence from here on), and forgets the allocation.
     CUresult give_back(const Allocation& allocation, pool::StreamKey stream, pool::FenceKey fence);

@@ -269,6 +269,50 @@ void guard(PoolRun& run) {
     run.free_async(big, run.stream);
 }
 
+// Under policy none (the test sets it), what is populated on the GPU at allocation
+// is the slab memory no earlier block covered, each chunk once: allocations made
+// again in freed memory find their pages there. The test sets UVMP_POOL_SLAB_SIZE=64M.
+void populate_once(PoolRun& run) {
+    constexpr int kCount = 400;
+    constexpr std::uint64_t kSize = 256 * 1024;
+    constexpr std::uint64_t kChunk = 2 * kMiB;
+    // The chunks blocks have covered: the pool's reserved figure.
+    auto covered = [&] { return run.figure(run.default_pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT); };
+    // The worker populates after the allocation returns: wait until it has caught up.
+    auto settled_populated = [&](std::uint64_t expected) {
+        std::uint64_t populated = 0;
+        for (int i = 0; i < 200; ++i) {
+            populated = run.stats().bytes_populated;
+            if (populated == expected) break;
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        return populated;
+    };
+    std::vector<CUdeviceptr> blocks;
+    for (int i = 0; i < kCount; ++i) blocks.push_back(run.alloc_async(kSize, run.stream));
+    const std::uint64_t first = covered();
+    run.checks.expect(first >= kCount * kSize && first % kChunk == 0,
+                      "the blocks cover their bytes in whole chunks (" + std::to_string(first) + " bytes)");
+    run.checks.expect_eq("bytes populated: the chunks the blocks covered, each once", settled_populated(first), first);
+    // Freed and made again, three times over: only chunks no block covered before
+    // are populated (the pool may place some blocks in such chunks).
+    for (int round = 0; round < 3; ++round) {
+        for (CUdeviceptr p : blocks) run.free_async(p, run.stream);
+        blocks.clear();
+        for (int i = 0; i < kCount; ++i) blocks.push_back(run.alloc_async(kSize, run.stream));
+    }
+    const std::uint64_t after = covered();
+    run.checks.expect_eq("bytes populated after three more rounds: still the chunks covered, each once",
+                         settled_populated(after), after);
+    run.checks.expect(after < 2 * first, "the rounds reused the covered memory (" + std::to_string(after) +
+                                             " bytes covered, " + std::to_string(first) + " after the first)");
+    const std::uint64_t calls = run.fake.counters().prefetch_calls;
+    run.checks.expect(calls <= after / kChunk,
+                      "at most a populating call a chunk (" + std::to_string(calls) + " calls)");
+    for (CUdeviceptr p : blocks) run.free_async(p, run.stream);
+    run.expect_ok(run.driver.stream_synchronize(run.stream), "cuStreamSynchronize");
+}
+
 // Slabs wholly free for UVMP_POOL_RELEASE_AFTER are given back at the pool's next
 // call. The test sets UVMP_POOL_SLAB_SIZE=8M, UVMP_POOL_RETAIN=0 and a release
 // time well below the pauses here.
@@ -330,7 +374,7 @@ void timing(PoolRun& run) {
 }  // namespace
 
 bool is_pool_mode(std::string_view mode) {
-    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing"})
+    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing", "populate"})
         if (mode == m) return true;
     return false;
 }
@@ -345,6 +389,7 @@ void run_pool_scenario(const DriverEntryPoints& driver, const FakeDriverHelpers&
     else if (mode == "attributes") attributes(run);
     else if (mode == "guard") guard(run);
     else if (mode == "idle") idle(run);
+    else if (mode == "populate") populate_once(run);
     else if (mode == "exit") at_exit(run);
     else if (mode == "timing") timing(run);
     if (mode != "exit") run.expect_ok(driver.stream_synchronize(run.stream), "cuStreamSynchronize");

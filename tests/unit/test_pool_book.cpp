@@ -210,6 +210,42 @@ TEST_CASE("pool: a block freed on a stream is reused on that stream at once", "[
     CHECK(fences.destroyed(f) == 1);
 }
 
+TEST_CASE("pool: a block says which whole chunks it is the first to cover", "[pool]") {
+    FakeSlabs slabs;
+    FakeFences fences;
+    PoolBook book(small_config(), slabs, fences);
+    // The first block of a fresh slab: its chunk, whole, has no pages yet.
+    auto a = book.allocate(1000, kS1, 0, 0);
+    REQUIRE(a);
+    CHECK(a->fresh_begin == a->slab_base);
+    CHECK(a->fresh_bytes() == 2 * MiB);
+    // Another in the same chunk finds its pages there.
+    auto b = book.allocate(1000, kS1, 0, 1);
+    REQUIRE(b);
+    CHECK(b->fresh_bytes() == 0);
+    // A block of a chunk or more starts on a chunk of its own: the two it
+    // reaches into are fresh, the second only partly its own.
+    auto c = book.allocate(3 * MiB, kS1, 0, 2);
+    REQUIRE(c);
+    CHECK(c->fresh_begin == c->address);
+    CHECK(c->fresh_bytes() == 4 * MiB);
+    CHECK(book.figures().reserved == 6 * MiB);
+    // A small one lands in covered memory (the first chunk's rest, or c's
+    // second chunk's): not fresh.
+    auto e = book.allocate(512 * 1024, kS1, 0, 3);
+    REQUIRE(e);
+    CHECK(e->address + e->size <= c->fresh_end);
+    CHECK(e->fresh_bytes() == 0);
+    // Freed and allocated again in the same memory: nothing fresh.
+    book.free(c->address, kS1, 0, 4);
+    auto d = book.allocate(3 * MiB, kS1, 0, 5);
+    REQUIRE(d);
+    CHECK(d->address == c->address);
+    CHECK(d->fresh_bytes() == 0);
+    // find() tells of a live block, not of its first allocation.
+    CHECK(book.find(d->address)->fresh_bytes() == 0);
+}
+
 TEST_CASE("pool: slab ids count up from first_slab_id", "[pool]") {
     FakeSlabs slabs;
     FakeFences fences;

@@ -726,7 +726,7 @@ struct PoolBook::State {
             }
         }
         block->kind = Kind::Live;
-        note_backed(*slab, block->addr, size);
+        const auto [fresh_begin, fresh_end] = note_backed(*slab, block->addr, size);
         Tag* t = tag == last_tag && last_tag_figures ? last_tag_figures : &tags[tag];
         last_tag = tag;
         last_tag_figures = t;
@@ -739,19 +739,26 @@ struct PoolBook::State {
         used += size;
         used_high = std::max(used_high, used);
         ++blocks;
-        return Block{block->addr, size, slab->id, slab->base};
+        return Block{block->addr, size, slab->id, slab->base, fresh_begin, fresh_end};
     }
 
-    void note_backed(Slab& slab, uint64_t addr, uint64_t size) {
-        if (slab.backed_bytes == slab.bytes) return; // the common case once a slab has been used throughout
+    // Marks the chunks of [addr, addr + size) covered; returns the span from the
+    // first to the last of them that no block had covered before (empty: none).
+    std::pair<uint64_t, uint64_t> note_backed(Slab& slab, uint64_t addr, uint64_t size) {
+        if (slab.backed_bytes == slab.bytes) return {0, 0}; // the common case once a slab has been used throughout
         const uint64_t first = (addr - slab.base) >> chunk_shift, last = (addr + size - 1 - slab.base) >> chunk_shift;
+        uint64_t fresh_first = last + 1, fresh_last = 0;
         for (uint64_t c = first; c <= last; ++c) {
             if (slab.backed[c]) continue;
             slab.backed[c] = true;
             slab.backed_bytes += cfg.chunk_bytes; // slabs hold whole chunks
             reserved += cfg.chunk_bytes;
+            fresh_first = std::min(fresh_first, c);
+            fresh_last = c;
         }
         reserved_high = std::max(reserved_high, reserved);
+        if (fresh_first > last) return {0, 0};
+        return {slab.base + (fresh_first << chunk_shift), slab.base + ((fresh_last + 1) << chunk_shift)};
     }
 
     std::optional<Block> take(uint64_t size, StreamKey stream, PoolTag tag) {

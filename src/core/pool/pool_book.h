@@ -83,6 +83,14 @@ struct Block {
     uint64_t size = 0; // as asked, rounded to the alignment
     uint32_t slab = 0; // the slab's id (first_slab_id, then up; ids are not reused)
     uint64_t slab_base = 0;
+    // The whole chunks this block is the first of its slab's blocks to cover,
+    // [fresh_begin, fresh_end) (empty when it covers none): the slab's only
+    // memory without pages yet, which is what populating places on the GPU. A
+    // block within chunks that earlier blocks covered finds its pages where
+    // they were left.
+    uint64_t fresh_begin = 0;
+    uint64_t fresh_end = 0;
+    uint64_t fresh_bytes() const { return fresh_end - fresh_begin; }
 };
 
 struct PoolFigures {
