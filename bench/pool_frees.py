@@ -862,8 +862,9 @@ def build_report(bench):
         "trace": bench.trace,
         "runs": bench.runs,
     }
+    # Without a pressure workload there is nothing to report at any budget.
     report["pressure"] = {spec: pressure_figures(bench.runs, args.pressure_workload, spec, bench.link)
-                          for spec in args.pressure_budgets}
+                          for spec in (args.pressure_budgets if args.pressure_workload else [])}
     report["rows"] = table_rows(report)
     report["checks"] = target_checks(report)
     report["loss_mismatches"] = loss_mismatches(bench.runs)

@@ -540,6 +540,17 @@ class WholeRun(unittest.TestCase):
         self.assertEqual(homed["status"], "skipped (no trace)")
         self.assertIsNone(homed["exit"])
 
+    def test_unpressured_runs_alone_report_no_pressure(self):
+        status, report, printed, workdir = self.run_bench("--rounds", "2", "--steps", "4", "--warmup", "1",
+                                                          "--pressure-workload", "none")
+        self.assertEqual(status, 0, printed)
+        self.assertEqual(report["pressure"], {})
+        self.assertEqual({r["pressure"] for r in report["runs"]}, {None})
+        markdown = pool_frees.markdown(report)
+        self.assertNotIn("Pressure:", markdown)
+        self.assertNotIn("Simulated with", markdown)
+        self.assertEqual(self.verdicts(report)["pool gpt2-small fit step x native"], "PASS")
+
     def test_several_pressure_budgets_without_unpressured_runs(self):
         status, report, printed, _ = self.run_bench("--rounds", "1", "--workloads", "none",
                                                     "--pressure-budget", "peak/1.5,16G",
