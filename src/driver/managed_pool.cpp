@@ -69,7 +69,6 @@ public:
                 t_refusal = {SlabRefusal::Reason::Advice, size, advised};
                 return std::nullopt;
             }
-            populate_on_host(*table, base, size);
         }
         // Managed allocations are page-aligned; the pool takes the base as chunk-aligned
         // either way, so a base off the 2 MiB grid only shifts chunks against pages.
@@ -139,21 +138,6 @@ private:
     // Preferred on the host, so that the driver keeps the pages there, and
     // accessed by the device, so that its kernels map them rather than fault
     // them over. Per slab, never per block: blocks come and go inside it.
-    // A host slab's pages, made by the GPU's first remote writes, come one fault
-    // at a time: on the H200 the first step that wrote 7 GB of fresh host homes
-    // took 2.45 s against 0.39 s for the steps after. A prefetch to the host makes
-    // them all at the host's page rate instead. It goes on the legacy stream, so
-    // that the kernels of the job's blocking streams that will write the slab come
-    // after it; one that runs earlier, on a non-blocking stream, faults as before.
-    void populate_on_host(const DriverTable& table, CUdeviceptr base, uint64_t size) const {
-        if (!table.cuMemPrefetchAsync_v2) return;
-        CUmemLocation host{};
-        host.type = CU_MEM_LOCATION_TYPE_HOST;
-        if (const CUresult r = table.cuMemPrefetchAsync_v2(base, size, host, 0, nullptr); r != CUDA_SUCCESS)
-            log::debug("device {}: populating a host slab on the host failed ({}); the GPU's writes will",
-                       device_, error_name(r));
-    }
-
     CUresult advise_host_home(const DriverTable& table, CUdeviceptr base, uint64_t size) const {
         if (!table.cuMemAdvise_v2) return CUDA_ERROR_NOT_SUPPORTED;
         CUmemLocation host{};
