@@ -38,6 +38,8 @@ TEST_CASE("simulator: everything fits, steady steps cost compute only", "[simula
         CHECK(r.evicted_bytes == 0);
         CHECK(r.demand_bytes + r.prefetched_bytes == 192 * kMiB);
         CHECK(r.steady_steps == 4);
+        REQUIRE(r.steady_step_seconds.size() == 4);
+        for (double step : r.steady_step_seconds) CHECK(step == Approx(3e-3));
         CHECK(r.step_seconds == Approx(3e-3));
         CHECK(r.transfer_bound_step_seconds == Approx(3e-3));
     }

@@ -82,6 +82,21 @@ LinkModel link_model(const SimulateOptions& o) {
 
 std::string milliseconds(double seconds) { return fmt::format("{:.3f} ms", seconds * 1e3); }
 
+// Each steady step in ms, the first and last eight of a long run: whether the
+// policy settles, drifts or alternates, which the median hides.
+std::string steady_steps_text(const std::vector<double>& steps) {
+    constexpr size_t kShown = 16;
+    std::string text;
+    for (size_t k = 0; k < steps.size(); ++k) {
+        if (steps.size() > kShown && k == kShown / 2) {
+            text += ", ...";
+            k = steps.size() - kShown / 2;
+        }
+        text += fmt::format("{}{:.1f}", text.empty() ? "" : ", ", steps[k] * 1e3);
+    }
+    return text + " ms";
+}
+
 nlohmann::json to_json(const SimResult& r) {
     nlohmann::json j = {
         {"policy", r.policy},
@@ -105,6 +120,7 @@ nlohmann::json to_json(const SimResult& r) {
         {"copy_busy_seconds", r.copy_busy_seconds},
         {"step_seconds", r.step_seconds},
         {"steady_steps", r.steady_steps},
+        {"steady_step_seconds", r.steady_step_seconds},
         {"step_launches", r.step_launches},
         {"step_working_set_bytes", r.step_working_set_bytes},
         {"step_in_bytes", r.step_in_bytes},
@@ -143,6 +159,7 @@ void print_result(const SimResult& r) {
                                       r.steady_steps, r.step_launches));
     else
         line("step time", "no iterations found: see total time");
+    if (r.step_launches && r.steady_step_seconds.size() > 1) line("steady steps", steady_steps_text(r.steady_step_seconds));
     if (r.step_launches)
         line("moved per step", fmt::format("{} in, {} out (the step closest to the median)", format_size(r.step_in_bytes),
                                            format_size(r.step_out_bytes)));

@@ -361,6 +361,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         for (size_t k = 1; k + 1 < bounds.size(); ++k) steady.push_back(step_time(k));
         const size_t first_steady = steady.empty() ? 0 : 1;
         if (steady.empty()) steady.push_back(step_time(0));
+        result.steady_step_seconds = steady;
         result.step_seconds = median(steady);
         // The step whose time is closest to the median.
         size_t typical = first_steady;

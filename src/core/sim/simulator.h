@@ -77,6 +77,9 @@ struct SimResult {
     // the trace has fewer than two iterations.
     double step_seconds = 0;
     uint64_t steady_steps = 0;
+    // Each steady iteration's time, in order: whether a policy settles, drifts
+    // or alternates, which the median hides.
+    std::vector<double> steady_step_seconds;
     uint64_t step_launches = 0;   // launches per iteration (0: no iterations found)
     uint64_t step_working_set_bytes = 0;
     // Bytes into the GPU (prefetched and faulted) and out of it in the steady
