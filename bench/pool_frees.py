@@ -20,9 +20,10 @@ What runs, in this order (cheap and telling first, so that a deadline cuts the l
      --policy learned --host-homes off), demand-lru (--host-homes off), and PyTorch's
      save_on_cpu under the same cap. One more mode may be asked for: host-homes (learned with
      the homes chosen on the recorded trace: --host-homes on --trace-in TRACE). 5 timed steps
-     after 4 untimed ones unless told: the default mode learns its homes in those (it goes over
-     its budget in the first step, records the next two and searches the homes while the one
-     after runs).
+     after 8 untimed ones unless told: the default mode learns its homes in those (it goes over
+     its budget in the first step, records two whole steps and searches the homes while the
+     next runs; on the H200 GPT-2 small took its homes in steps 3-6, and the first step with
+     them pays for its new host slabs' pages once).
   5. Rounds 2.. of part 2, each round starting with the next mode.
 The trace comes from a run of its own because CUPTI times a kernel from its start to its end,
 faults included: a trace recorded under pressure would carry the stalls in its durations, and
@@ -1076,10 +1077,10 @@ def parse_arguments(argv=None):
                              "off), save-on-cpu (PyTorch's save_on_cpu under the same cap, without the library) and "
                              "host-homes (learned with the homes chosen on the recorded trace: --host-homes on "
                              "--trace-in TRACE)")
-    parser.add_argument("--pressure-warmup", type=int, default=4,
-                        help="untimed steps under pressure (default 4: the default mode learns its homes in them, "
+    parser.add_argument("--pressure-warmup", type=int, default=8,
+                        help="untimed steps under pressure (default 8: the default mode learns its homes in them, "
                              "from the step that goes over the budget, two steps recorded and the search while "
-                             "the next runs)")
+                             "the next runs, and runs its first step with them, which pays for new host slabs)")
     parser.add_argument("--pressure-steps", type=int, default=5, help="timed steps under pressure (default 5)")
     parser.add_argument("--record-warmup", type=int, default=1, help="untimed steps of the recording run (default 1)")
     parser.add_argument("--record-steps", type=int, default=3, help="timed steps of the recording run (default 3)")

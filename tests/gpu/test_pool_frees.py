@@ -207,11 +207,11 @@ class PureLogic(unittest.TestCase):
         # The second round starts with the next mode.
         self.assertEqual(kinds[13:16], [("train", "gpt2-small", m, 2, None) for m in ("default", "fit", "native")])
         pressured = [e for e in plan if e.get("mode") == "learned"][0]
-        self.assertEqual((pressured["warmup"], pressured["steps"]), (4, 9))
+        self.assertEqual((pressured["warmup"], pressured["steps"]), (8, 13))
         # uvmrun's defaults run as many steps as the other unpressured modes, and under pressure as
         # many as the other pressure modes.
         defaults = [e for e in plan if e.get("mode") == "default" and e.get("workload") == "gpt2-small"]
-        self.assertEqual([(e["warmup"], e["steps"]) for e in defaults], [(5, 25), (4, 9), (5, 25)])
+        self.assertEqual([(e["warmup"], e["steps"]) for e in defaults], [(5, 25), (8, 13), (5, 25)])
 
     def test_commands_of_the_pressure_modes(self):
         args = pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__,
@@ -430,7 +430,7 @@ class WholeRun(unittest.TestCase):
             self.assertEqual(verdicts[f"{name} {target}"], "PASS", target)
         self.assertEqual(verdicts[f"{name} step vs learned"], "info")
         homes_line = [c for c in report["checks"] if c["what"] == f"{name} host homes: run / simulator"][0]
-        self.assertIn("homes learned at launch 351 (step 3; timed steps from 4)", homes_line["value"])
+        self.assertIn("homes learned at launch 351 (step 3; timed steps from 8)", homes_line["value"])
         self.assertIn("simulator: homes used, simulated gain 36.0%", homes_line["value"])
         simulated = report["simulations"]["default at 16G"]
         self.assertEqual((simulated["homes_option"], simulated["homes"]["used"]), ("auto", True))
@@ -445,7 +445,7 @@ class WholeRun(unittest.TestCase):
         # The table: the default mode under pressure labelled apart, its speed-ups and host bytes.
         with open(os.path.join(workdir, "pool.md"), encoding="utf-8") as markdown:
             text = markdown.read()
-        self.assertIn("| gpt2-small | default (learned, homes learned in the run) | 16G | 1x5 after 4 | 650.0 |", text)
+        self.assertIn("| gpt2-small | default (learned, homes learned in the run) | 16G | 1x5 after 8 | 650.0 |", text)
         self.assertIn("| 2.15 | 8.59 | 708.7 | 0.92 | 700.0 | 7.7% | 1.38x | 2.31x | yes | PASS |", text)
         self.assertIn("Host homes of default (learned, homes learned in the run) at 16G: run: homes learned", text)
         self.assertIn("--homes auto: homes used, simulated gain 36.0%", text)
