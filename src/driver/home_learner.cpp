@@ -101,8 +101,11 @@ bool HomeLearner::look() {
     std::optional<placement::RecordedHomes> homes =
         placement::recorded_homes(recording, bounds, budget_bytes_, config_.chunk_size, &why_not, {},
                                   placement::HomeScope::MadeInStep, prior);
-    router_.adopt_learned(device_, budget_bytes_, std::move(homes), why_not,
-                          [this] { return recorder_->managed_allocs(); });
+    if (!homes) {
+        give_up(why_not);
+        return true;
+    }
+    router_.adopt_learned(device_, budget_bytes_, std::move(*homes), [this] { return recorder_->managed_allocs(); });
     end();
     return true;
 }

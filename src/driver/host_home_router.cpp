@@ -53,14 +53,10 @@ void HostHomeRouter::set_up(int device, uint64_t budget_bytes) {
     adopt(device, budget_bytes, *homes, config_.trace_in, [] { return std::nullopt; });
 }
 
-void HostHomeRouter::adopt_learned(int device, uint64_t budget_bytes, std::optional<placement::RecordedHomes> homes,
-                                   const std::string& why_not, const std::function<uint64_t()>& allocations_recorded) {
-    if (!homes) {
-        log::info("host homes not learned in the run: {}; every allocation is homed on the GPU", why_not);
-        return;
-    }
-    const uint64_t before_step = homes->prologue.size();
-    adopt(device, budget_bytes, *homes, "the run's own steps", [&]() -> std::optional<uint64_t> {
+void HostHomeRouter::adopt_learned(int device, uint64_t budget_bytes, placement::RecordedHomes homes,
+                                   const std::function<uint64_t()>& allocations_recorded) {
+    const uint64_t before_step = homes.prologue.size();
+    adopt(device, budget_bytes, homes, "the run's own steps", [&]() -> std::optional<uint64_t> {
         const uint64_t recorded = allocations_recorded();
         return recorded > before_step ? recorded - before_step : 0;
     });

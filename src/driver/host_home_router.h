@@ -32,11 +32,11 @@ public:
     // Whether this run learns its homes from itself: UVMP_HOST_HOMES=auto
     // without UVMP_TRACE_IN, with policy learned and a budget.
     bool learns_in_run() const;
-    // The homes learned from this run's recording on `device` (nullopt: none,
-    // for the reason `why_not`). `allocations_recorded` counts the managed
-    // allocations the recording holds: the run's place in the learned step.
-    void adopt_learned(int device, uint64_t budget_bytes, std::optional<placement::RecordedHomes> homes,
-                       const std::string& why_not, const std::function<uint64_t()>& allocations_recorded);
+    // The homes learned from this run's recording on `device`.
+    // `allocations_recorded` counts the managed allocations the recording
+    // holds: the run's place in the learned step.
+    void adopt_learned(int device, uint64_t budget_bytes, placement::RecordedHomes homes,
+                       const std::function<uint64_t()>& allocations_recorded);
     // What routing did, in one log line (at exit).
     void report() const;
     // Whether routing has begun.

@@ -211,11 +211,8 @@ void Interceptor::populate(uint32_t id, uint64_t bytes, const pool::Block& block
         // their address may even belong to a newer allocation by now. Their chunks
         // count as covered all the same, and the blocks placed there next will not
         // populate them: they are populated while their slab is held.
-        auto still_live = [&] {
-            auto a = registry_.find_base(ptr);
-            return a && a->id == id;
-        };
-        const bool live = still_live();
+        const auto allocation = registry_.find_base(ptr);
+        const bool live = allocation && allocation->id == id;
         if (!live && !pools_.holds_slab(slab_base)) return;
         CUstream stream = executor.stream_for(*table, context);
         if (!stream) return;

@@ -358,8 +358,7 @@ std::optional<ConfigError> load_config(Config& out, GetEnv getenv_fn) {
 }
 
 std::optional<double> parse_rate(std::string_view text) {
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+    text = trim(text);
     double value = 0;
     const char* end = text.data() + text.size();
     const auto [ptr, ec] = std::from_chars(text.data(), end, value, std::chars_format::fixed);

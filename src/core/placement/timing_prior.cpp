@@ -1,5 +1,7 @@
 #include "core/placement/timing_prior.h"
 
+#include "core/trace/managed_bytes.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -8,18 +10,11 @@ namespace uvmp::placement {
 TimingPrior TimingPrior::from_trace(const trace::Trace& trace, TimingPriorConfig config) {
     TimingPrior prior;
     prior.config_ = config;
-    std::unordered_map<uint32_t, uint64_t> managed_size;
-    for (const trace::Alloc& a : trace.allocs)
-        if (trace::is_managed(a.kind)) managed_size.emplace(a.id, a.size);
-
+    const trace::ManagedBytes managed(trace);
     std::unordered_map<uint32_t, std::vector<double>> rates;
     for (const trace::Launch& launch : trace.launches) {
-        if (launch.duration_ns < config.min_duration_ns || !trace.has_accesses_of(launch)) continue;
-        uint64_t bytes = 0;
-        for (const trace::Access& access : trace.accesses_of(launch)) {
-            const auto size = managed_size.find(access.alloc_id);
-            if (size != managed_size.end()) bytes += trace::named_bytes(access, size->second);
-        }
+        if (launch.duration_ns < config.min_duration_ns) continue;
+        const uint64_t bytes = managed.of(launch);
         if (bytes == 0) continue;
         rates[launch.kernel_id].push_back(static_cast<double>(bytes) / static_cast<double>(launch.duration_ns));
     }

@@ -1,5 +1,7 @@
 #include "core/trace/fastest_durations.h"
 
+#include "core/trace/managed_bytes.h"
+
 #include <algorithm>
 #include <array>
 #include <unordered_map>
@@ -26,19 +28,13 @@ struct KindHash {
 } // namespace
 
 uint64_t use_fastest_durations(Trace& trace) {
-    std::unordered_map<uint32_t, uint64_t> managed_size;
-    for (const Alloc& a : trace.allocs)
-        if (is_managed(a.kind)) managed_size.emplace(a.id, a.size);
+    const ManagedBytes managed(trace);
     const auto kind_of = [&](const Launch& launch) {
         Kind kind;
         kind.kernel = launch.kernel_id;
         std::copy(std::begin(launch.grid), std::end(launch.grid), kind.shape.begin());
         std::copy(std::begin(launch.block), std::end(launch.block), kind.shape.begin() + 3);
-        if (trace.has_accesses_of(launch))
-            for (const Access& access : trace.accesses_of(launch)) {
-                const auto size = managed_size.find(access.alloc_id);
-                if (size != managed_size.end()) kind.bytes += named_bytes(access, size->second);
-            }
+        kind.bytes = managed.of(launch);
         return kind;
     };
 

@@ -6,13 +6,14 @@
 #include <cstdio>
 
 namespace uvmp {
-namespace {
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
     return s;
 }
+
+namespace {
 
 std::optional<double> parse_number(std::string_view s) {
     if (s.empty()) return std::nullopt;

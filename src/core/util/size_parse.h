@@ -11,6 +11,9 @@ namespace uvmp {
 
 std::optional<uint64_t> parse_size(std::string_view text);
 
+// `s` without the white space at either end.
+std::string_view trim(std::string_view s);
+
 // A size or a percentage ("80%") of a reference amount that is known later.
 struct SizeOrPercent {
     bool is_percent = false;
