@@ -90,11 +90,6 @@ typedef struct uvmp_stats {
     uint64_t host_bytes_live;
     uint64_t host_slabs_created;    /* host-homed slabs the pool asked of the driver */
     uint64_t host_slab_bytes;       /* bytes of host-homed slabs held now (not in pool_reserved_bytes) */
-    uint64_t frees_discarded;       /* frees of a job whose converted memory came to exceed its budget:
-                                       the block's whole chunks were discarded (its pages given back) */
-    uint64_t bytes_discarded;
-    uint64_t bytes_refilled;        /* discarded memory prefetched to the GPU for a block placed over it,
-                                       in its stream before any kernel could touch it */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

@@ -181,8 +181,6 @@
                                           CUmemLocation* locations, size_t* location_indices,     \
                                           size_t location_count, unsigned long long flags,        \
                                           CUstream stream))                                        \
-    X(cuMemDiscardBatchAsync, CUresult, (CUdeviceptr * ptrs, size_t* sizes, size_t count,          \
-                                         unsigned long long flags, CUstream stream))               \
     X(cuMemDiscardAndPrefetchBatchAsync, CUresult, (CUdeviceptr * ptrs, size_t* sizes,             \
                                                     size_t count, CUmemLocation* locations,       \
                                                     size_t* location_indices,                     \

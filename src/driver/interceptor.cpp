@@ -116,7 +116,7 @@ DeviceBudget* Interceptor::budget_for_current_device(const DriverTable& table, C
 }
 
 Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes, bool stream_ordered,
-                                                 pool::StreamKey stream, CUstream stream_handle, CUmemoryPool pool,
+                                                 pool::StreamKey stream, CUmemoryPool pool,
                                                  const DriverTable& table) {
     CUdevice device = 0;
     CUcontext context = nullptr;
@@ -158,11 +158,6 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     }
     pools_.mark_converted(device, tag);
     if (!host_homed) budget->add_live(block->size);
-    // Before anything the application queues next can touch the block.
-    if (!host_homed && !discarded_.empty())
-        if (const uint64_t refilled =
-                discarded_.refill(table, block->address, block->size, device, stream_handle, stream_ordered))
-            stats_.add(stats_.bytes_refilled, refilled);
     *dptr = block->address;
     const uint32_t id = registry_.add(*dptr, bytes, device, context, stream_ordered, host_homed);
     stats_.converted_allocated(device, bytes);
@@ -266,13 +261,13 @@ void Interceptor::note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, std::
     passthrough_live_[static_cast<size_t>(device)] += bytes;
 }
 
-void Interceptor::release_converted(const Allocation& allocation, uint64_t block_bytes, AddressSpan discarded) {
+void Interceptor::release_converted(const Allocation& allocation, uint64_t block_bytes) {
     if (allocation.host_homed) {
         stats_.host_block_freed(allocation.size);
     } else {
         if (planner_) {
             const uint32_t id = allocation.id;
-            executor_.post([this, id, discarded](Executor&) { planner_->allocation_removed(id, discarded); });
+            executor_.post([this, id](Executor&) { planner_->allocation_removed(id); });
         }
         budgets_[static_cast<size_t>(allocation.device) % budgets_.size()].remove_live(block_bytes);
     }
@@ -286,27 +281,7 @@ void Interceptor::release_converted(const Allocation& allocation, uint64_t block
     }
 }
 
-AddressSpan Interceptor::discard_if_over_budget(const Allocation& allocation, CUstream stream, bool wait,
-                                                const DriverTable& table) {
-    // Policy none moves nothing, dead bytes included; host-homed blocks are never on the GPU.
-    if (allocation.host_homed || !planner_) return {};
-    const DeviceBudget& budget = budgets_[static_cast<size_t>(allocation.device) % budgets_.size()];
-    const DeviceStats* figures = stats_.used_device(allocation.device);
-    if (!budget.configured() || !figures ||
-        figures->bytes_converted_peak.load(std::memory_order_relaxed) <= budget.budget())
-        return {};
-    ScopedContext in(table, static_cast<CUcontext>(allocation.context));
-    const AddressSpan span = discarded_.discard(table, allocation.base, allocation.size, stream,
-                                                static_cast<CUcontext>(allocation.context), wait);
-    if (span.bytes()) {
-        stats_.add(stats_.frees_discarded);
-        stats_.add(stats_.bytes_discarded, span.bytes());
-    }
-    return span;
-}
-
-CUresult Interceptor::give_back(const Allocation& allocation, pool::StreamKey stream, pool::FenceKey fence,
-                                AddressSpan discarded) {
+CUresult Interceptor::give_back(const Allocation& allocation, pool::StreamKey stream, pool::FenceKey fence) {
     pool::PoolBook* book = pools_.existing_book(
         allocation.device, allocation.host_homed ? placement::Home::Host : placement::Home::Gpu);
     // Forgotten before the block can serve another allocation, which may get its address.
@@ -324,7 +299,7 @@ CUresult Interceptor::give_back(const Allocation& allocation, pool::StreamKey st
                        static_cast<unsigned long long>(allocation.base));
         return CUDA_ERROR_INVALID_VALUE;
     }
-    release_converted(allocation, *bytes, discarded);
+    release_converted(allocation, *bytes);
     return CUDA_SUCCESS;
 }
 
@@ -346,9 +321,7 @@ CUresult Interceptor::free(CUdeviceptr ptr, const DriverTable& table) {
             ScopedContext in(table, static_cast<CUcontext>(allocation->context));
             if (const CUresult r = table.cuCtxSynchronize(); r != CUDA_SUCCESS) return r;
         }
-        // Ready for every stream at once: the discard has run before the pool has it.
-        const AddressSpan discarded = discard_if_over_budget(*allocation, nullptr, true, table);
-        return give_back(*allocation, pool::kNoStream, 0, discarded);
+        return give_back(*allocation, pool::kNoStream, 0);
     }
     if (pools_.holds_slab(ptr)) return CUDA_ERROR_INVALID_VALUE;
     const CUresult r = table.cuMemFree_v2(ptr);
@@ -372,11 +345,10 @@ CUresult Interceptor::free_async(CUdeviceptr ptr, CUstream stream, StreamFlavor 
     // (none to be had, or it cannot be recorded): the stream is waited for here,
     // and the block is free for all. Only that wait failing (the application's
     // stream failing) reaches the caller, and the allocation stays live then.
-    const CUstream handle = !stream && flavor == StreamFlavor::PerThread ? CU_STREAM_PER_THREAD : stream;
     auto free_after_waiting = [&] {
-        if (const CUresult r = table.cuStreamSynchronize(handle); r != CUDA_SUCCESS) return r;
-        const AddressSpan discarded = discard_if_over_budget(*allocation, handle, true, table);
-        return give_back(*allocation, pool::kNoStream, 0, discarded);
+        const CUstream waited = !stream && flavor == StreamFlavor::PerThread ? CU_STREAM_PER_THREAD : stream;
+        if (const CUresult r = table.cuStreamSynchronize(waited); r != CUDA_SUCCESS) return r;
+        return give_back(*allocation, pool::kNoStream, 0);
     };
     CUevent event = nullptr;
     if (table.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return free_after_waiting();
@@ -386,16 +358,12 @@ CUresult Interceptor::free_async(CUdeviceptr ptr, CUstream stream, StreamFlavor 
     const pool::StreamKey key = stream_key(flavor, stream);
     // Handles are aligned pointers: their top bits after a multiplicative hash pick the lock.
     std::unique_lock in_order(free_order_[(key * 0x9E3779B97F4A7C15ull) >> 60]);
-    // Queued before the fence: the pool hands the memory to another stream only
-    // once the discard has run, and to this one only behind it.
-    const AddressSpan discarded = discard_if_over_budget(*allocation, handle, false, table);
     if (record(event, stream) != CUDA_SUCCESS) {
         table.cuEventDestroy_v2(event);
         in_order.unlock();
-        if (const CUresult r = table.cuStreamSynchronize(handle); r != CUDA_SUCCESS) return r;
-        return give_back(*allocation, pool::kNoStream, 0, discarded);
+        return free_after_waiting();
     }
-    return give_back(*allocation, key, reinterpret_cast<pool::FenceKey>(event), discarded);
+    return give_back(*allocation, key, reinterpret_cast<pool::FenceKey>(event));
 }
 
 CUresult Interceptor::mem_pool_get_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, void* value,
@@ -445,9 +413,7 @@ void Interceptor::record_slab_events(int device, std::span<const pool::SlabEvent
             record.launches_before = launch_seq_.load(std::memory_order_relaxed);
             trace->slab(record);
         }
-        // Whatever the planner remembered of dead bytes there no longer holds,
-        // nor that any of it is discarded.
-        discarded_.forget(e.base, e.bytes);
+        // Whatever the planner remembered of dead bytes there no longer holds.
         if (planner_)
             executor_.post([this, device, base = e.base, bytes = e.bytes](Executor&) {
                 planner_->slab_changed(device, base, bytes);

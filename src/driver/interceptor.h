@@ -17,7 +17,6 @@
 #include "driver/home_learner.h"
 #include "driver/host_home_router.h"
 #include "driver/launch_lane.h"
-#include "driver/discarded_memory.h"
 #include "driver/managed_pool.h"
 #include "driver/planner.h"
 #include "driver/stream_capture.h"
@@ -191,10 +190,8 @@ private:
     };
 
     enum class ConvertOutcome { Converted, GuardRefused, Failed };
-    // `stream_handle`: the stream a stream-ordered allocation is made on, as the
-    // driver takes it (what discarded memory under the block is refilled on).
     ConvertOutcome convert(CUdeviceptr* dptr, size_t bytes, bool stream_ordered, pool::StreamKey stream,
-                           CUstream stream_handle, CUmemoryPool pool, const DriverTable& table);
+                           CUmemoryPool pool, const DriverTable& table);
     DeviceBudget* budget_for_current_device(const DriverTable& table, CUdevice& device,
                                             CUcontext& context);
     // Places the chunks `block` is the first to cover (pool::Block::fresh_begin,
@@ -202,14 +199,8 @@ private:
     void populate(uint32_t id, uint64_t bytes, const pool::Block& block, CUdevice device, CUcontext context);
     // Returns a converted allocation's block to its pool, reusable as `stream` and
     // `fence` allow (the pool owns the fence from here on), and forgets the allocation.
-    // `discarded`: what the free discarded of the block (DiscardedMemory).
-    CUresult give_back(const Allocation& allocation, pool::StreamKey stream, pool::FenceKey fence,
-                       AddressSpan discarded = {});
-    void release_converted(const Allocation& allocation, uint64_t block_bytes, AddressSpan discarded);
-    // Discards a GPU-homed block being freed on `stream` once the job's converted
-    // memory has exceeded its device's budget (DiscardedMemory): what it discarded.
-    AddressSpan discard_if_over_budget(const Allocation& allocation, CUstream stream, bool wait,
-                                       const DriverTable& table);
+    CUresult give_back(const Allocation& allocation, pool::StreamKey stream, pool::FenceKey fence);
+    void release_converted(const Allocation& allocation, uint64_t block_bytes);
     // Every slab the pools made or gave back, with the device: logged, written to
     // the trace, and told to the planner (its dead bytes there are gone).
     void record_slab_events(int device, std::span<const pool::SlabEvent> events);
@@ -274,7 +265,6 @@ private:
     std::unordered_map<CUmemGenericAllocationHandle, PassthroughAllocation> vmm_handles_; // under passthrough_mutex_
 
     ManagedPools pools_;
-    DiscardedMemory discarded_{config_.chunk_size};
     HostHomeRouter host_homes_;
     // Stream-ordered frees of one stream reach the pool in the order of their
     // events: a lock for a stream, shared by a few.

@@ -25,10 +25,7 @@ CUresult Interceptor::allocate(CUdeviceptr* dptr, size_t bytes, CUstream stream,
     // A plain allocation may be used on any stream at once: only a block that is
     // ready for every stream serves it, which is what a stream no call names gets.
     const pool::StreamKey key = stream_ordered ? stream_key(flavor, stream) : pool::kNoStream;
-    const CUstream handle = !stream_ordered                                     ? nullptr
-                            : !stream && flavor == StreamFlavor::PerThread ? CU_STREAM_PER_THREAD
-                                                                            : stream;
-    switch (convert(dptr, bytes, stream_ordered, key, handle, pool, *table)) {
+    switch (convert(dptr, bytes, stream_ordered, key, pool, *table)) {
     case ConvertOutcome::Converted: return CUDA_SUCCESS;
     case ConvertOutcome::GuardRefused: return CUDA_ERROR_OUT_OF_MEMORY;
     case ConvertOutcome::Failed: break;

@@ -59,13 +59,7 @@ Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
 }
 
 void Planner::publish(const DeviceModel& model) {
-    DeviceStats& stats = stats_.device(model.device);
-    const uint64_t resident = model.residency->resident_bytes(), dead = model.reuse.bytes();
-    stats.bytes_resident.store(resident, std::memory_order_relaxed);
-    stats.bytes_dead_resident.store(dead, std::memory_order_relaxed);
-    // This thread alone writes it.
-    if (resident + dead > stats.bytes_held_peak.load(std::memory_order_relaxed))
-        stats.bytes_held_peak.store(resident + dead, std::memory_order_relaxed);
+    stats_.device(model.device).bytes_resident.store(model.residency->resident_bytes(), std::memory_order_relaxed);
 }
 
 void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t budget, bool populate) {
@@ -76,26 +70,21 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
     const auto chunks = residency.add_allocation(allocation.id, allocation.size);
     if (!chunks) return;
     model.policy->on_allocation_added(*chunks);
-    const uint64_t reused =
-        place_block(residency, model.reuse, *chunks, allocation.base, launches_, [&](ChunkRange run) {
-            if (populate)
-                move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model, allocation.context);
-        }).reused;
+    const uint64_t reused = place_block(residency, model.reuse, *chunks, allocation.base, launches_, [&](ChunkRange run) {
+        if (populate)
+            move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model, allocation.context);
+    });
     if (reused) bytes_reused_in_place_.fetch_add(reused, std::memory_order_relaxed);
     publish(model);
 }
 
-void Planner::allocation_removed(uint32_t id, AddressSpan discarded) {
+void Planner::allocation_removed(uint32_t id) {
     auto it = allocations_.find(id);
     if (it == allocations_.end()) return;
     if (auto found = models_.find(it->second.device); found != models_.end()) {
-        // What was resident stays on the GPU, dead, for the next block placed
-        // there, but for what the free discarded.
+        // What was resident stays on the GPU, dead, for the next block placed there.
         DeviceModel& model = found->second;
-        if (discarded.bytes())
-            model.reuse.note_discarded_removal(*model.residency, id, it->second.base, discarded.begin, discarded.end);
-        else
-            model.reuse.note_removal(*model.residency, id, it->second.base);
+        model.reuse.note_removal(*model.residency, id, it->second.base);
         model.residency->remove_allocation(id);
         publish(model);
     }

@@ -17,7 +17,6 @@
 #include "core/registry/registry.h"
 #include "core/policy/policy.h"
 #include "core/model/residency.h"
-#include "core/model/discard_span.h"
 #include "core/model/reuse_in_place.h"
 #include "core/accounting/stats.h"
 #include "core/trace/writer.h"
@@ -84,9 +83,7 @@ public:
     // model counts it resident either way, as the kernel that first touches it
     // brings it to the GPU.
     void allocation_added(const PlannedAllocation& allocation, uint64_t budget, bool populate = true);
-    // `discarded`: the bytes of it the free discarded (core/model/discard_span.h),
-    // which leave the GPU at once; empty when the free left its bytes where they were.
-    void allocation_removed(uint32_t id, AddressSpan discarded = {});
+    void allocation_removed(uint32_t id);
     // A slab of the pool made or given back: its memory holds no dead bytes to reuse.
     void slab_changed(CUdevice device, uint64_t base, uint64_t bytes);
     // Planned in the model of the launch's device, over the allocations of that

@@ -1,4 +1,3 @@
-#include "core/model/discard_span.h"
 #include "core/model/reuse_in_place.h"
 #include "core/policy/policy.h"
 
@@ -18,7 +17,7 @@ ChunkRange chunks_of(const Residency& r, uint32_t id) {
 uint64_t add_and_place(Residency& r, ReuseInPlace& reuse, uint32_t id, uint64_t address, uint64_t size) {
     const auto chunks = r.add_allocation(id, size);
     REQUIRE(chunks);
-    return reuse.place(r, *chunks, address, 0).reused;
+    return reuse.place(r, *chunks, address, 0);
 }
 
 void remove(Residency& r, ReuseInPlace& reuse, uint32_t id, uint64_t address) {
@@ -54,7 +53,7 @@ TEST_CASE("reuse in place: only the freed block's resident chunks stay, and only
     // A block 1 MiB further on: its chunks are [1M,3M) [3M,5M) [5M,7M) [7M,8M);
     // the last two lie in the dead range 4-8M, the first two do not.
     const auto second = r.add_allocation(2, 7 * kMiB);
-    CHECK(reuse.place(r, *second, kBase + 1 * kMiB, 0).reused == 3 * kMiB);
+    CHECK(reuse.place(r, *second, kBase + 1 * kMiB, 0) == 3 * kMiB);
     CHECK_FALSE(r.is_resident(second->first));
     CHECK_FALSE(r.is_resident(second->first + 1));
     CHECK(r.is_resident(second->first + 2));
@@ -86,7 +85,7 @@ TEST_CASE("reuse in place: a block placed over dead GPU memory takes it whole, p
     remove(r, reuse, 1, kBase);
     r.make_resident(*r.add_allocation(2, 4 * kMiB), 0); // elsewhere: 6 MiB of the budget left
     const auto third = r.add_allocation(3, 9 * kMiB);
-    CHECK(reuse.place(r, *third, kBase, 0).reused == 9 * kMiB);
+    CHECK(reuse.place(r, *third, kBase, 0) == 9 * kMiB);
     CHECK(r.missing_bytes(*third) == 0);
     CHECK(r.resident_bytes() == 13 * kMiB);
     CHECK(r.over_budget(0));
@@ -107,7 +106,7 @@ TEST_CASE("reuse in place: the next launch's plan evicts back to the budget, spa
         r.make_resident(*old, 1);
         const auto fresh = r.add_allocation(3, 8 * kMiB);
         policy->on_allocation_added(*fresh);
-        CHECK(reuse.place(r, *fresh, kBase, 2).reused == 8 * kMiB);
+        CHECK(reuse.place(r, *fresh, kBase, 2) == 8 * kMiB);
         REQUIRE(r.resident_bytes() == 14 * kMiB);
 
         const trace::Access access{3, 0, 0};
@@ -152,54 +151,4 @@ TEST_CASE("reuse in place: a block freed while not resident leaves nothing to re
     CHECK(reuse.ranges() == 0);
     CHECK(add_and_place(r, reuse, 2, kBase, 8 * kMiB) == 0);
     CHECK(r.resident_bytes() == 0);
-}
-
-TEST_CASE("reuse in place: a discarded block's whole chunks count nowhere and are refilled where a block lands", "[reuse]") {
-    Residency r(64 * kMiB, 2 * kMiB, ChunkIds::Reused);
-    ReuseInPlace reuse;
-    // 9 MiB: four whole chunks and a short tail; half of it evicted before the free.
-    const auto first = r.add_allocation(1, 9 * kMiB);
-    REQUIRE(first);
-    r.make_resident({first->first, first->first + 1}, 0); // 0-4 MiB
-    r.make_resident({first->last, first->last}, 0);       // the tail, 8-9 MiB
-    const AddressSpan span = discard_span(kBase, 9 * kMiB, 2 * kMiB);
-    CHECK(span.begin == kBase);
-    CHECK(span.bytes() == 8 * kMiB);
-    reuse.note_discarded_removal(r, 1, kBase, span.begin, span.end);
-    REQUIRE(r.remove_allocation(1));
-    // Only the resident tail outside the discarded span is dead on the GPU.
-    CHECK(reuse.bytes() == 1 * kMiB);
-    CHECK(reuse.discarded_bytes() == 8 * kMiB);
-
-    // A block over all of it: the discarded chunks, evicted ones too, are refilled
-    // (populated on the GPU, nothing copied); the tail is reused.
-    const auto second = r.add_allocation(2, 9 * kMiB);
-    REQUIRE(second);
-    const ReuseInPlace::Placed placed = reuse.place(r, *second, kBase, 1);
-    CHECK(placed.refilled == 8 * kMiB);
-    CHECK(placed.reused == 1 * kMiB);
-    CHECK(r.missing_bytes(chunks_of(r, 2)) == 0);
-    CHECK(reuse.bytes() == 0);
-    CHECK(reuse.discarded_bytes() == 0);
-}
-
-TEST_CASE("discard span: whole chunks of the block only; none for a block shorter than a chunk", "[reuse]") {
-    CHECK(discard_span(kBase, 2 * kMiB - 512, 2 * kMiB).bytes() == 0);
-    CHECK(discard_span(kBase, 2 * kMiB, 2 * kMiB).bytes() == 2 * kMiB);
-    const AddressSpan span = discard_span(kBase + 4 * kMiB, 7 * kMiB, 2 * kMiB);
-    CHECK(span.begin == kBase + 4 * kMiB);
-    CHECK(span.end == kBase + 10 * kMiB);
-}
-
-TEST_CASE("reuse in place: forgetting memory forgets discarded ranges too", "[reuse]") {
-    Residency r(64 * kMiB, 2 * kMiB, ChunkIds::Reused);
-    ReuseInPlace reuse;
-    REQUIRE(r.add_allocation(1, 8 * kMiB));
-    reuse.note_discarded_removal(r, 1, kBase, kBase, kBase + 8 * kMiB);
-    REQUIRE(r.remove_allocation(1));
-    reuse.forget(kBase + 2 * kMiB, 4 * kMiB); // a slab given back, say
-    CHECK(reuse.discarded_bytes() == 4 * kMiB);
-    const auto second = r.add_allocation(2, 8 * kMiB);
-    REQUIRE(second);
-    CHECK(reuse.place(r, *second, kBase, 0).refilled == 4 * kMiB);
 }

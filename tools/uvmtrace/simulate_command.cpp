@@ -113,9 +113,6 @@ nlohmann::json to_json(const SimResult& r) {
         {"transfer_calls", r.transfer_calls()},
         {"reused_bytes", r.reused_bytes},
         {"peak_resident_bytes", r.peak_resident_bytes},
-        {"peak_held_bytes", r.peak_held_bytes},
-        {"discarded_bytes", r.discarded_bytes},
-        {"refilled_bytes", r.refilled_bytes},
         {"peak_launch_resident_bytes", r.peak_launch_resident_bytes},
         {"oversized_launches", r.oversized_launches},
         {"total_seconds", r.total_seconds},
@@ -152,13 +149,7 @@ void print_result(const SimResult& r) {
     line("demand-faulted", format_size(r.demand_bytes));
     // Only blocks of the pool are reused in place: traces without them print as before.
     if (r.reused_bytes) line("reused in place", fmt::format("{} left on the GPU by freed blocks", format_size(r.reused_bytes)));
-    if (r.discarded_bytes)
-        line("discarded", fmt::format("{} by frees once memory exceeded the budget; {} refilled for blocks placed there",
-                                      format_size(r.discarded_bytes), format_size(r.refilled_bytes)));
-    line("peak resident", r.peak_held_bytes > r.peak_resident_bytes
-                              ? fmt::format("{} live, {} with the dead bytes freed blocks left on the GPU",
-                                            format_size(r.peak_resident_bytes), format_size(r.peak_held_bytes))
-                              : format_size(r.peak_resident_bytes));
+    line("peak resident", format_size(r.peak_resident_bytes));
     if (r.oversized_launches)
         line("over budget", fmt::format("{} launches need more than the budget on their own", r.oversized_launches));
     line("total time", fmt::format("{} (compute {}, copy engine busy {})", milliseconds(r.total_seconds),

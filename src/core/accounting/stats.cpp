@@ -185,9 +185,6 @@ std::vector<std::string> Stats::summary_lines() const {
                     n(populate_calls) + " calls; prefetched " + sz(bytes_prefetched) +
                     ", evicted " + sz(bytes_evicted) + "; launches not planned (worker behind): " +
                     n(launches_unplanned));
-    if (v(frees_discarded))
-        lines.push_back("frees discarded once memory exceeded the budget: " + n(frees_discarded) + " (" +
-                        sz(bytes_discarded) + "); refilled for blocks placed there " + sz(bytes_refilled));
     // Microseconds per event, for counters of nanoseconds over a count.
     auto average_us = [&](const std::atomic<uint64_t>& ns, const std::atomic<uint64_t>& count) {
         char text[48];

@@ -79,7 +79,6 @@ void order_events(const trace::Trace& trace, LargeVector<ChunkSchedule::AllocEve
             e.is_free = true;
             if (const auto found = live.find(free.id); found != live.end()) {
                 e.address = found->second->address;
-                e.size = found->second->size;
                 e.kind = found->second->kind;
                 live.erase(found);
             }

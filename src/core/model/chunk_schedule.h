@@ -35,7 +35,7 @@ public:
         // For an allocation appearing: the chunk ids it gets (none: chunk_count 0).
         ChunkId first_chunk = kNoChunk;
         uint32_t chunk_count = 0;
-        // The allocation's, for a free too (a free of an id never allocated: 0, 0, Converted).
+        // The allocation's, for a free too (a free of an id never allocated: 0, Converted).
         uint64_t address = 0;
         trace::AllocKind kind = trace::AllocKind::Converted;
     };

@@ -22,9 +22,6 @@ struct LinkModel {
     double demand_fault_gbps = 9.0;
     // Evicting and fetching at the same time share the link: this is their sum.
     double concurrent_gbps = 23.0;
-    // A discarded range prefetched to the GPU (populated, nothing copied), in the
-    // application's stream before the kernels that use the block placed there.
-    double refill_gbps = 450.0;
     // For launches recorded without a duration.
     uint64_t default_kernel_ns = 20'000;
 

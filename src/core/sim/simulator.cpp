@@ -1,6 +1,5 @@
 #include "core/sim/simulator.h"
 
-#include "core/model/discard_span.h"
 #include "core/model/reuse_in_place.h"
 #include "core/trace/iteration_period.h"
 
@@ -209,10 +208,6 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     // Blocks populated since the last launch: their prefetches go first among the next launch's.
     std::vector<ChunkRange> populated;
     std::vector<ChunkSpan> planned_prefetch;
-    // As the library: once the job's memory exceeds the budget, frees discard.
-    uint64_t pooled_live = 0, pooled_high = 0;
-    // Refills queued on the application's stream since the last launch.
-    uint64_t refill_bytes = 0;
     const auto slab_changes = schedule.slab_changes();
     size_t next_slab = 0;
     auto replay_until = [&](uint64_t launch) {
@@ -221,30 +216,14 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             const ChunkSchedule::AllocEvent& e = events[k];
             // A pooled block is placed as the library places it; allocations of
             // traces made before the pool fault in at first use.
-            if (e.kind == trace::AllocKind::Pooled) {
-                const ReuseInPlace::Placed placed = place_block(residency, reuse, chunks, e.address, launch,
-                                                                [&](ChunkRange run) { populated.push_back(run); });
-                result.reused_bytes += placed.reused;
-                result.refilled_bytes += placed.refilled;
-                refill_bytes += placed.refilled;
-                pooled_live += e.size;
-                pooled_high = std::max(pooled_high, pooled_live);
-            } else {
-                reuse.forget(e.address, e.size);
-            }
+            if (e.kind == trace::AllocKind::Pooled)
+                result.reused_bytes += place_block(residency, reuse, chunks, e.address, launch,
+                                                   [&](ChunkRange run) { populated.push_back(run); });
+            else reuse.forget(e.address, e.size);
         };
         const auto removing = [&](size_t k) {
             const ChunkSchedule::AllocEvent& e = events[k];
-            if (e.kind == trace::AllocKind::Pooled) {
-                pooled_live -= std::min(pooled_live, e.size);
-                const AddressSpan span = discard_span(e.address, e.size, config.chunk_bytes);
-                if (pooled_high > config.budget_bytes && span.bytes()) {
-                    reuse.note_discarded_removal(residency, e.alloc_id, e.address, span.begin, span.end);
-                    result.discarded_bytes += span.bytes();
-                } else {
-                    reuse.note_removal(residency, e.alloc_id, e.address);
-                }
-            }
+            if (e.kind == trace::AllocKind::Pooled) reuse.note_removal(residency, e.alloc_id, e.address);
             // Freed before any launch: nothing of it is populated (its ids may be handed out again).
             const ChunkId first = residency.first_chunk(e.alloc_id);
             const ChunkId last = first + residency.chunk_count(e.alloc_id) - 1;
@@ -277,7 +256,6 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         view.accesses = trace.accesses_of(launch);
         view.ranges = launch_ranges;
         plan.clear();
-        result.peak_held_bytes = std::max(result.peak_held_bytes, residency.resident_bytes() + reuse.bytes());
         policy->plan(view, residency, plan);
         plan.coalesce_evictions(residency);
         result.peak_launch_resident_bytes = std::max(result.peak_launch_resident_bytes, residency.resident_bytes());
@@ -355,9 +333,6 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             for (const ChunkRange& r : launch_ranges) start = std::max(start, latest_of(ready_at, r));
         const uint64_t duration_ns = launch.duration_ns ? launch.duration_ns : link.default_kernel_ns;
         const double compute = static_cast<double>(duration_ns) * 1e-9;
-        // The refills queued before this launch on its stream run before it.
-        start += seconds_for(refill_bytes, link.refill_gbps);
-        refill_bytes = 0;
         const double end = start + compute + fault_evict_seconds + seconds_for(demand_bytes, link.demand_fault_gbps);
         previous_ranges = launch_ranges;
         previous_kernel_end = end;
@@ -376,7 +351,6 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
 
     result.total_seconds = compute_free;
     result.peak_resident_bytes = residency.peak_resident_bytes();
-    result.peak_held_bytes = std::max(result.peak_held_bytes, result.peak_resident_bytes);
     result.prediction_hit_rate = policy->prediction_hit_rate();
 
     result.step_seconds = result.total_seconds;

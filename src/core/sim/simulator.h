@@ -60,14 +60,6 @@ struct SimResult {
     // Bytes of blocks of the pool found on the GPU where they were placed, left
     // there by freed blocks (moved by nobody).
     uint64_t reused_bytes = 0;
-    // Frees of a job whose memory does not fit the budget discard their blocks'
-    // whole chunks (core/model/discard_span.h); blocks placed over discarded
-    // memory are refilled before their kernels run.
-    uint64_t discarded_bytes = 0;
-    uint64_t refilled_bytes = 0;
-    // The most the GPU held at once: live resident bytes and the dead ones that
-    // freed blocks left there, which take its memory as much.
-    uint64_t peak_held_bytes = 0;
 
     uint64_t peak_resident_bytes = 0;
     // The most resident while a launch runs (after its plan): within the budget

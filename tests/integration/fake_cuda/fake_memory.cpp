@@ -367,25 +367,6 @@ FAKECUDA_EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr* ptrs, size_t* size
                           stream);
 }
 
-FAKECUDA_EXPORT CUresult cuMemDiscardBatchAsync(CUdeviceptr* ptrs, size_t* sizes, size_t count,
-                                                unsigned long long flags, CUstream stream) {
-    FAKECUDA_INJECTED_FAILURE_POINT("cuMemDiscardBatchAsync");
-    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
-    if (ptrs == nullptr || sizes == nullptr || count == 0 || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-    // As the driver: batch calls refuse the legacy stream.
-    if (stream == nullptr || stream == CU_STREAM_LEGACY || stream_context(stream) == nullptr)
-        return CUDA_ERROR_INVALID_HANDLE;
-    for (std::size_t i = 0; i < count; ++i)
-        if (!is_managed_range(ptrs[i], sizes[i])) return CUDA_ERROR_INVALID_VALUE;
-    // Work runs at once here: the contents go now.
-    for (std::size_t i = 0; i < count; ++i) {
-        std::memset(reinterpret_cast<void*>(static_cast<std::uintptr_t>(ptrs[i])), 0xDB, sizes[i]);
-        counters().discard_bytes += sizes[i];
-    }
-    ++counters().discard_calls;
-    return CUDA_SUCCESS;
-}
-
 FAKECUDA_EXPORT CUresult cuMemDiscardAndPrefetchBatchAsync(
     CUdeviceptr* ptrs, size_t* sizes, size_t count, CUmemLocation* locations,
     size_t* location_indices, size_t location_count, unsigned long long flags, CUstream stream) {

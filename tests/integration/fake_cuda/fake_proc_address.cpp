@@ -71,7 +71,6 @@ const ProcVersion kProcTable[] = {
     FAKECUDA_PROC("cuPointerGetAttributes", 7000, cuPointerGetAttributes),
     FAKECUDA_PROC("cuMemPrefetchAsync", 12020, cuMemPrefetchAsync_v2),
     FAKECUDA_PROC("cuMemPrefetchBatchAsync", 13000, cuMemPrefetchBatchAsync),
-    FAKECUDA_PROC("cuMemDiscardBatchAsync", 13000, cuMemDiscardBatchAsync),
     FAKECUDA_PROC("cuMemDiscardAndPrefetchBatchAsync", 13000, cuMemDiscardAndPrefetchBatchAsync),
     FAKECUDA_PROC("cuMemAdvise", 12020, cuMemAdvise_v2),
     FAKECUDA_STREAM_PROC("cuLaunchKernel", 4000, cuLaunchKernel),

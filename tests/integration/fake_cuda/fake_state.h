@@ -87,9 +87,7 @@ struct Counters {
     X(ctx_synchronize) X(events_created) X(events_destroyed) X(event_queries) X(event_waits)       \
     X(mem_pool_trims) X(mem_pool_attribute_queries) X(captured_launches) X(graph_launches)             \
     X(graph_kernel_runs) X(graph_memsets) X(graph_memcpys) X(event_records_refused)                  \
-    X(moves_across_devices)                                                                             \
-    X(discard_calls)                                                                                    \
-    X(discard_bytes)
+    X(moves_across_devices)
 #define FAKECUDA_DECLARE_COUNTER(field) std::atomic<std::uint64_t> field{0};
     FAKECUDA_COUNTER_FIELDS(FAKECUDA_DECLARE_COUNTER)
 #undef FAKECUDA_DECLARE_COUNTER

@@ -107,9 +107,6 @@ typedef struct fakecuda_counts {
     uint64_t moves_across_devices;     /* prefetches (to a device, or to the host of a device's memory)
                                           issued on another device's stream, or on a stream that last
                                           waited for an event recorded on another device's stream */
-    uint64_t discard_calls;            /* cuMemDiscardBatchAsync that succeeded */
-    uint64_t discard_bytes;            /* bytes they discarded: filled with 0xDB, as contents a
-                                          discard leaves undefined, so that a discard of live data shows */
 } fakecuda_counts;
 
 fakecuda_counts fakecuda_counters(void);
