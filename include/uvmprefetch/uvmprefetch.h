@@ -90,6 +90,13 @@ typedef struct uvmp_stats {
     uint64_t host_bytes_live;
     uint64_t host_slabs_created;    /* host-homed slabs the pool asked of the driver */
     uint64_t host_slab_bytes;       /* bytes of host-homed slabs held now (not in pool_reserved_bytes) */
+    uint64_t bytes_evicted_dead;    /* of bytes_evicted: dead bytes freed blocks had left on the GPU,
+                                       evicted to make room under the budget */
+    uint64_t bytes_dead_resident;   /* dead bytes on the GPU now, counted against the budget until a
+                                       block is placed over them or they are evicted */
+    uint64_t bytes_held_peak;       /* the most the policy's model held of one GPU at once, live
+                                       resident and dead bytes together: within the budget unless a
+                                       launch alone exceeds it */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

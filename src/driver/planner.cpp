@@ -59,13 +59,25 @@ Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
 }
 
 void Planner::publish(const DeviceModel& model) {
-    stats_.device(model.device).bytes_resident.store(model.residency->resident_bytes(), std::memory_order_relaxed);
+    const Residency& residency = *model.residency;
+    DeviceStats& device = stats_.device(model.device);
+    device.bytes_resident.store(residency.resident_bytes(), std::memory_order_relaxed);
+    device.bytes_dead_resident.store(residency.dead_bytes(), std::memory_order_relaxed);
+    device.bytes_held_peak.store(residency.peak_held_bytes(), std::memory_order_relaxed);
+    uint64_t dead = 0, held_peak = 0;
+    for (const auto& [id, other] : models_) {
+        dead += other.residency->dead_bytes();
+        held_peak = std::max(held_peak, other.residency->peak_held_bytes());
+    }
+    stats_.bytes_dead_resident.store(dead, std::memory_order_relaxed);
+    stats_.bytes_held_peak.store(held_peak, std::memory_order_relaxed);
 }
 
 void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t budget, bool populate) {
     DeviceModel& model = model_for(allocation.device, budget);
     check_seed(allocation);
     allocations_[allocation.id] = allocation;
+    model.context = allocation.context;
     Residency& residency = *model.residency;
     const auto chunks = residency.add_allocation(allocation.id, allocation.size);
     if (!chunks) return;
@@ -84,7 +96,7 @@ void Planner::allocation_removed(uint32_t id) {
     if (auto found = models_.find(it->second.device); found != models_.end()) {
         // What was resident stays on the GPU, dead, for the next block placed there.
         DeviceModel& model = found->second;
-        model.reuse.note_removal(*model.residency, id, it->second.base);
+        model.reuse.note_removal(*model.residency, id, it->second.base, launches_);
         model.residency->remove_allocation(id);
         publish(model);
     }
@@ -92,7 +104,7 @@ void Planner::allocation_removed(uint32_t id) {
 }
 
 void Planner::slab_changed(CUdevice device, uint64_t base, uint64_t bytes) {
-    if (auto found = models_.find(device); found != models_.end()) found->second.reuse.forget(base, bytes);
+    if (auto found = models_.find(device); found != models_.end()) found->second.reuse.forget(*found->second.residency, base, bytes);
 }
 
 std::span<const trace::Access> Planner::accesses_on(CUdevice device, const std::vector<trace::Access>& accesses) {
@@ -139,6 +151,9 @@ void Planner::launch(const PlannedLaunch& launch) {
     view.ranges = range_scratch_;
     residency.pin_launch(range_scratch_);
     plan_.clear();
+    dead_scratch_.clear();
+    shed_for_launch(residency, model.reuse, range_scratch_,
+                    [&](uint64_t address, uint64_t bytes) { dead_scratch_.push_back({address, bytes}); });
     model.policy->plan(view, residency, plan_);
     plan_.coalesce_evictions(residency);
     residency.unpin_launch();
@@ -148,23 +163,27 @@ void Planner::launch(const PlannedLaunch& launch) {
     }
     stats_.add(stats_.device(model.device).launches_planned);
     publish(model);
-    if (!execute(plan_, launch.fence, model, launch.origin.context) && launch.fence) fences_.release(launch.fence);
+    if (!execute(plan_, dead_scratch_, launch.fence, model, launch.origin.context) && launch.fence)
+        fences_.release(launch.fence);
 }
 
-bool Planner::execute(const Plan& plan, CUevent fence, DeviceModel& model, CUcontext context) {
+bool Planner::execute(const Plan& plan, std::span<const DeadPiece> dead, CUevent fence, DeviceModel& model,
+                      CUcontext context) {
     const bool fetch_demand = model.policy->fetches_demand();
     const ChunkSpan* first = !plan.evict.empty()                   ? &plan.evict.front()
                              : fetch_demand && !plan.demand.empty() ? &plan.demand.front()
                              : !plan.prefetch.empty()               ? &plan.prefetch.front()
                                                                     : nullptr;
-    if (!first) return false;
+    if (!first && dead.empty()) return false;
     // One stream for all of them: the evictions that make room run before the
     // fetches that need it, and all of them behind the one wait for the fence.
-    if (!context) {
+    if (!context && first) {
         const auto it = allocations_.find(model.residency->alloc_id_of(first->first));
         context = it == allocations_.end() ? nullptr : it->second.context;
     }
+    if (!context) context = model.context;
     if (fence) wait_for_fence(fence, context);
+    for (const DeadPiece& piece : dead) evict_dead(piece, model, context);
     for (const ChunkSpan& span : plan.evict) move(span, trace::MoveKind::Evict, model, context);
     if (fetch_demand)
         for (const ChunkSpan& span : plan.demand) move(span, trace::MoveKind::Prefetch, model, context);
@@ -200,6 +219,18 @@ void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, CUc
     mover_.post([this, order](Executor& mover) { issue(order, mover); });
 }
 
+void Planner::evict_dead(DeadPiece piece, DeviceModel& model, CUcontext context) {
+    // Memory of no allocation: the order names the piece itself.
+    const MoveOrder order{PlannedAllocation{kDeadMemory, piece.address, piece.bytes, model.device, context},
+                          0,
+                          piece.bytes,
+                          trace::MoveKind::Evict,
+                          launches_,
+                          context,
+                          model.device};
+    mover_.post([this, order](Executor& mover) { issue(order, mover); });
+}
+
 void Planner::issue(const MoveOrder& order, Executor& mover) {
     const bool to_gpu = order.kind != trace::MoveKind::Evict;
     const uint64_t bytes = order.bytes;
@@ -230,11 +261,14 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
                            to_gpu ? "prefetch" : "eviction", format_size(bytes), error_name(r));
         return;
     }
+    const bool dead = order.allocation.id == kDeadMemory;
     const MoveCount what = order.kind == trace::MoveKind::Populate ? MoveCount::Populate
                            : to_gpu                                ? MoveCount::Prefetch
+                           : dead                                  ? MoveCount::EvictDead
                                                                    : MoveCount::Evict;
     stats_.moved(order.device, what, bytes);
-    if (trace::TraceWriter* trace = trace_.load(std::memory_order_acquire)) {
+    // A trace's moves name allocations; dead memory belongs to none.
+    if (trace::TraceWriter* trace = dead ? nullptr : trace_.load(std::memory_order_acquire)) {
         trace::Move record;
         record.kind = order.kind;
         record.alloc_id = order.allocation.id;

@@ -107,6 +107,14 @@ private:
         std::unique_ptr<Residency> residency;
         std::unique_ptr<uvmp::Policy> policy;
         ReuseInPlace reuse;
+        // The context of the device's latest allocation: the stream of moves of
+        // dead memory, which belongs to no allocation, when the launch names none.
+        CUcontext context = nullptr;
+    };
+    // A piece of dead memory to evict.
+    struct DeadPiece {
+        uint64_t address;
+        uint64_t bytes;
     };
 
     DeviceModel& model_for(CUdevice device, uint64_t budget);
@@ -121,13 +129,14 @@ private:
     // Queues the plan's moves on the mover's stream of `context` (nullptr: the
     // first move's allocation's) behind the launch's fence, which it releases;
     // false when the plan moves nothing (the fence is the caller's).
-    bool execute(const Plan& plan, CUevent fence, DeviceModel& model, CUcontext context);
+    bool execute(const Plan& plan, std::span<const DeadPiece> dead, CUevent fence, DeviceModel& model, CUcontext context);
     void wait_for_fence(CUevent fence, CUcontext context);
     // Hands one move to the mover, to be issued on the stream of `context`. The
     // model already counts it done: the move is issued whether or not the block
     // is still live when the mover gets to it (its slab still holds the bytes, or
     // the driver refuses a range given back).
     void move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, CUcontext context);
+    void evict_dead(DeadPiece piece, DeviceModel& model, CUcontext context);
     // On the mover. A move to the GPU goes to the model's device.
     struct MoveOrder {
         PlannedAllocation allocation;
@@ -139,6 +148,8 @@ private:
         CUdevice device;
     };
     void issue(const MoveOrder& order, Executor& mover);
+    // The allocation id of a MoveOrder for dead memory (ids of allocations count up from 1).
+    static constexpr uint32_t kDeadMemory = UINT32_MAX;
 
     ResidencyPolicy kind_;
     uint64_t chunk_bytes_;
@@ -155,6 +166,7 @@ private:
     std::unordered_map<uint32_t, PlannedAllocation> allocations_;
     std::vector<ChunkRange> range_scratch_;
     std::vector<trace::Access> access_scratch_;
+    std::vector<DeadPiece> dead_scratch_;
     Plan plan_;
     uint64_t launches_ = 0;
     std::atomic<uint64_t> bytes_reused_in_place_{0};

@@ -371,10 +371,57 @@ void timing(PoolRun& run) {
     run.checks.note(line);
 }
 
+// Dead bytes that a freed block left on the GPU count against the budget, and a
+// launch that needs their room has them evicted before anything live. The test
+// sets UVMP_BUDGET=16M, UVMP_POLICY=learned and UVMP_POOL_SLAB_SIZE=64M.
+void dead_bytes(PoolRun& run) {
+    const size_t offsets[] = {0};
+    const size_t sizes[] = {8};
+    CUfunction kernel = run.fake.make_function("_Z5touchPf", 1, offsets, sizes);
+    const bool launcher = !run.driver.launchers.empty() && run.driver.launchers.front().launch_kernel;
+    run.checks.expect(launcher, "a launch entry point");
+    if (!launcher) return;
+    auto touch = [&](CUdeviceptr p) {
+        void* params[] = {&p};
+        run.expect_ok(run.driver.launchers.front().launch_kernel(kernel, 1, 1, 1, 32, 1, 1, 0, run.stream, params,
+                                                                  nullptr),
+                      "cuLaunchKernel");
+    };
+    // The planner runs behind the application: wait for its figures.
+    auto settled = [&](auto&& done) {
+        uvmp_stats s = run.stats();
+        for (int i = 0; i < 300 && !done(s); ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            s = run.stats();
+        }
+        return s;
+    };
+    // a at 0-12M, c at 12-14M: both resident once touched.
+    const CUdeviceptr a = run.alloc_async(12 * kMiB, run.stream);
+    const CUdeviceptr c = run.alloc_async(2 * kMiB, run.stream);
+    touch(a);
+    touch(c);
+    run.free_async(a, run.stream);
+    uvmp_stats s = settled([](const uvmp_stats& x) { return x.bytes_dead_resident == 12 * kMiB; });
+    run.checks.expect_eq("dead bytes after the free: a's, still on the GPU", s.bytes_dead_resident, 12 * kMiB);
+    // b does not fit where a was: 14 MiB more than the 2 live ones, with 12 dead.
+    const CUdeviceptr b = run.alloc_async(14 * kMiB, run.stream);
+    run.checks.expect(b >= c + 2 * kMiB, "b placed past c, not over a's memory");
+    touch(b);
+    s = settled([](const uvmp_stats& x) { return x.bytes_evicted_dead == 12 * kMiB; });
+    run.checks.expect_eq("dead bytes evicted to make room for b", s.bytes_evicted_dead, 12 * kMiB);
+    run.checks.expect_eq("no dead bytes left on the GPU", s.bytes_dead_resident, 0);
+    run.checks.expect_eq("every evicted byte dead: nothing live went", s.bytes_evicted, s.bytes_evicted_dead);
+    run.checks.expect(s.bytes_held_peak <= 16 * kMiB,
+                      "held at most the budget (" + std::to_string(s.bytes_held_peak) + " bytes)");
+    run.free_async(b, run.stream);
+    run.free_async(c, run.stream);
+}
+
 }  // namespace
 
 bool is_pool_mode(std::string_view mode) {
-    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing", "populate"})
+    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing", "populate", "dead"})
         if (mode == m) return true;
     return false;
 }
@@ -390,6 +437,7 @@ void run_pool_scenario(const DriverEntryPoints& driver, const FakeDriverHelpers&
     else if (mode == "guard") guard(run);
     else if (mode == "idle") idle(run);
     else if (mode == "populate") populate_once(run);
+    else if (mode == "dead") dead_bytes(run);
     else if (mode == "exit") at_exit(run);
     else if (mode == "timing") timing(run);
     if (mode != "exit") run.expect_ok(driver.stream_synchronize(run.stream), "cuStreamSynchronize");

@@ -123,7 +123,7 @@ TEST_CASE("residency: resident bytes follow fetches, evictions and frees", "[res
     r.make_resident(r.first_chunk(2), 2);
     CHECK(r.resident_bytes() == 7 * kMiB);
     CHECK(r.free_bytes() == 0);
-    CHECK(r.peak_resident_bytes() == 7 * kMiB);
+    CHECK(r.peak_held_bytes() == 7 * kMiB);
     r.evict(0);
     CHECK_FALSE(r.is_resident(0));
     CHECK(r.resident_bytes() == 5 * kMiB);
@@ -266,7 +266,7 @@ TEST_CASE("residency: fetching and evicting a range is doing it chunk by chunk",
         REQUIRE(lru_order(by_range) == lru_order(by_chunk));
         REQUIRE(by_range.resident_bytes() == by_chunk.resident_bytes());
         REQUIRE(by_range.resident_chunk_count() == by_chunk.resident_chunk_count());
-        REQUIRE(by_range.peak_resident_bytes() == by_chunk.peak_resident_bytes());
+        REQUIRE(by_range.peak_held_bytes() == by_chunk.peak_held_bytes());
         for (ChunkId c = range.first; c <= range.last; ++c) {
             REQUIRE(by_range.is_resident(c) == by_chunk.is_resident(c));
             REQUIRE(by_range.last_use(c) == by_chunk.last_use(c));

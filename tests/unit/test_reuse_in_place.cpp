@@ -20,8 +20,22 @@ uint64_t add_and_place(Residency& r, ReuseInPlace& reuse, uint32_t id, uint64_t 
     return reuse.place(r, *chunks, address, 0);
 }
 
-void remove(Residency& r, ReuseInPlace& reuse, uint32_t id, uint64_t address) {
-    reuse.note_removal(r, id, address);
+// Plans one launch that names all of `access`'s allocation, as the library does.
+Plan plan_launch(Policy& policy, Residency& r, const trace::Access& access, const std::vector<ChunkRange>& ranges,
+                 uint64_t step) {
+    LaunchView view;
+    view.step = step;
+    view.accesses = {&access, 1};
+    view.ranges = ranges;
+    Plan plan;
+    r.pin_launch(ranges);
+    policy.plan(view, r, plan);
+    r.unpin_launch();
+    return plan;
+}
+
+void remove(Residency& r, ReuseInPlace& reuse, uint32_t id, uint64_t address, uint64_t step = 0) {
+    reuse.note_removal(r, id, address, step);
     REQUIRE(r.remove_allocation(id));
 }
 } // namespace
@@ -32,11 +46,15 @@ TEST_CASE("reuse in place: a block placed where a resident one was freed is resi
     const auto first = r.add_allocation(1, 8 * kMiB);
     r.make_resident(*first, 0);
     remove(r, reuse, 1, kBase);
-    CHECK(r.resident_bytes() == 0); // dead bytes count nowhere
+    CHECK(r.resident_bytes() == 0);
     CHECK(reuse.bytes() == 8 * kMiB);
+    CHECK(r.dead_bytes() == 8 * kMiB); // they still hold the GPU's memory
+    CHECK(r.held_bytes() == 8 * kMiB);
     CHECK(add_and_place(r, reuse, 2, kBase, 8 * kMiB) == 8 * kMiB);
     CHECK(r.missing_bytes(chunks_of(r, 2)) == 0);
     CHECK(r.resident_bytes() == 8 * kMiB);
+    CHECK(r.held_bytes() == 8 * kMiB);
+    CHECK(r.peak_held_bytes() == 8 * kMiB); // never both at once
     CHECK(reuse.bytes() == 0); // taken: a later block there finds nothing
     CHECK(add_and_place(r, reuse, 3, kBase + 8 * kMiB, 2 * kMiB) == 0);
 }
@@ -112,14 +130,7 @@ TEST_CASE("reuse in place: the next launch's plan evicts back to the budget, spa
         const trace::Access access{3, 0, 0};
         std::vector<ChunkRange> ranges;
         r.launch_ranges({&access, 1}, ranges);
-        LaunchView view;
-        view.step = 3;
-        view.accesses = {&access, 1};
-        view.ranges = ranges;
-        Plan plan;
-        r.pin_launch(ranges);
-        policy->plan(view, r, plan);
-        r.unpin_launch();
+        const Plan plan = plan_launch(*policy, r, access, ranges, 3);
         CAPTURE(policy_kind_name(kind));
         CHECK(plan.demand.empty());
         CHECK(Plan::bytes(plan.evict, r) == 4 * kMiB);
@@ -133,12 +144,13 @@ TEST_CASE("reuse in place: forgotten memory (a slab given back) is not reused", 
     ReuseInPlace reuse;
     r.make_resident(*r.add_allocation(1, 16 * kMiB), 0);
     remove(r, reuse, 1, kBase);
-    reuse.forget(kBase + 4 * kMiB, 8 * kMiB);
+    reuse.forget(r, kBase + 4 * kMiB, 8 * kMiB);
     CHECK(reuse.ranges() == 2);
     CHECK(reuse.bytes() == 8 * kMiB);
     CHECK(add_and_place(r, reuse, 2, kBase, 16 * kMiB) == 8 * kMiB);
-    reuse.forget(kBase, 64 * kMiB);
+    reuse.forget(r, kBase, 64 * kMiB);
     CHECK(reuse.bytes() == 0);
+    CHECK(r.dead_bytes() == 0);
 }
 
 TEST_CASE("reuse in place: a block freed while not resident leaves nothing to reuse", "[reuse]") {
@@ -151,4 +163,83 @@ TEST_CASE("reuse in place: a block freed while not resident leaves nothing to re
     CHECK(reuse.ranges() == 0);
     CHECK(add_and_place(r, reuse, 2, kBase, 8 * kMiB) == 0);
     CHECK(r.resident_bytes() == 0);
+}
+
+TEST_CASE("reuse in place: dead bytes count against the budget", "[reuse]") {
+    Residency r(16 * kMiB, 2 * kMiB, ChunkIds::Reused);
+    ReuseInPlace reuse;
+    r.make_resident(*r.add_allocation(1, 10 * kMiB), 0);
+    remove(r, reuse, 1, kBase);
+    r.make_resident(*r.add_allocation(2, 4 * kMiB), 0);
+    CHECK(r.held_bytes() == 14 * kMiB);
+    CHECK(r.free_bytes() == 2 * kMiB);
+    CHECK(r.over_budget(4 * kMiB));
+    CHECK_FALSE(r.over_budget(2 * kMiB));
+    CHECK(r.peak_held_bytes() == 14 * kMiB);
+}
+
+TEST_CASE("reuse in place: shedding takes the longest dead first, a range's top in whole chunks", "[reuse]") {
+    Residency r(64 * kMiB, 2 * kMiB, ChunkIds::Reused);
+    ReuseInPlace reuse;
+    // Block 1 (8 MiB at 0) dies at step 5, block 2 (8 MiB at 16M) at step 3,
+    // block 3 (3 MiB at 32M) at step 1.
+    r.make_resident(*r.add_allocation(1, 8 * kMiB), 0);
+    r.make_resident(*r.add_allocation(2, 8 * kMiB), 0);
+    r.make_resident(*r.add_allocation(3, 3 * kMiB), 0);
+    remove(r, reuse, 3, kBase + 32 * kMiB, 1);
+    remove(r, reuse, 2, kBase + 16 * kMiB, 3);
+    remove(r, reuse, 1, kBase, 5);
+    REQUIRE(r.dead_bytes() == 19 * kMiB);
+    std::vector<std::pair<uint64_t, uint64_t>> evicted;
+    const auto record = [&](uint64_t address, uint64_t size) { evicted.emplace_back(address - kBase, size); };
+
+    // 4 MiB wanted: block 3 whole, then 1 MiB more, a whole chunk from the top of block 2.
+    CHECK(reuse.shed(r, 4 * kMiB, record) == 5 * kMiB);
+    REQUIRE(evicted.size() == 2);
+    CHECK(evicted[0] == std::pair<uint64_t, uint64_t>{32 * kMiB, 3 * kMiB});
+    CHECK(evicted[1] == std::pair<uint64_t, uint64_t>{22 * kMiB, 2 * kMiB});
+    CHECK(r.dead_bytes() == 14 * kMiB);
+    CHECK(reuse.bytes() == 14 * kMiB);
+
+    // What is left of block 2 goes before block 1.
+    evicted.clear();
+    CHECK(reuse.shed(r, 64 * kMiB, record) == 14 * kMiB);
+    REQUIRE(evicted.size() == 2);
+    CHECK(evicted[0] == std::pair<uint64_t, uint64_t>{16 * kMiB, 6 * kMiB});
+    CHECK(evicted[1] == std::pair<uint64_t, uint64_t>{0, 8 * kMiB});
+    CHECK(r.dead_bytes() == 0);
+    CHECK(reuse.ranges() == 0);
+    // A block placed over shed memory finds nothing resident.
+    CHECK(add_and_place(r, reuse, 4, kBase, 8 * kMiB) == 0);
+}
+
+TEST_CASE("reuse in place: a launch's plan sheds dead bytes before it evicts live ones", "[reuse]") {
+    for (const PolicyKind kind : {PolicyKind::DemandLru, PolicyKind::Learned}) {
+        CAPTURE(policy_kind_name(kind));
+        Residency r(16 * kMiB, 2 * kMiB, ChunkIds::Reused);
+        ReuseInPlace reuse;
+        const auto policy = kind == PolicyKind::Learned ? make_learned_policy() : make_demand_lru_policy();
+        r.keep_recency_order(policy->reads_recency_order());
+        r.make_resident(*r.add_allocation(1, 8 * kMiB), 0);
+        remove(r, reuse, 1, kBase, 0);
+        const auto live = r.add_allocation(2, 8 * kMiB);
+        policy->on_allocation_added(*live);
+        r.make_resident(*live, 1);
+        const auto fresh = r.add_allocation(3, 6 * kMiB); // elsewhere: not resident
+        policy->on_allocation_added(*fresh);
+        REQUIRE(r.held_bytes() == 16 * kMiB);
+
+        const trace::Access access{3, 0, 0};
+        std::vector<ChunkRange> ranges;
+        r.launch_ranges({&access, 1}, ranges);
+        uint64_t shed = 0;
+        CHECK(shed_for_launch(r, reuse, ranges, [&](uint64_t, uint64_t bytes) { shed += bytes; }) == 6 * kMiB);
+        CHECK(shed == 6 * kMiB);
+        const Plan plan = plan_launch(*policy, r, access, ranges, 2);
+        CHECK(plan.evict.empty());
+        CHECK(r.missing_bytes(*live) == 0);
+        CHECK(r.held_bytes() == 16 * kMiB);
+        // Nothing more to shed once the launch fits.
+        CHECK(shed_for_launch(r, reuse, ranges, [](uint64_t, uint64_t) {}) == 0);
+    }
 }

@@ -112,6 +112,8 @@ nlohmann::json to_json(const SimResult& r) {
         {"evict_calls", r.evict_calls},
         {"transfer_calls", r.transfer_calls()},
         {"reused_bytes", r.reused_bytes},
+        {"dead_evicted_bytes", r.dead_evicted_bytes},
+        {"step_dead_out_bytes", r.step_dead_out_bytes},
         {"peak_resident_bytes", r.peak_resident_bytes},
         {"peak_launch_resident_bytes", r.peak_launch_resident_bytes},
         {"oversized_launches", r.oversized_launches},
@@ -149,6 +151,9 @@ void print_result(const SimResult& r) {
     line("demand-faulted", format_size(r.demand_bytes));
     // Only blocks of the pool are reused in place: traces without them print as before.
     if (r.reused_bytes) line("reused in place", fmt::format("{} left on the GPU by freed blocks", format_size(r.reused_bytes)));
+    if (r.dead_evicted_bytes)
+        line("dead evicted", fmt::format("{} of the evicted bytes were dead, left on the GPU by freed blocks",
+                                         format_size(r.dead_evicted_bytes)));
     line("peak resident", format_size(r.peak_resident_bytes));
     if (r.oversized_launches)
         line("over budget", fmt::format("{} launches need more than the budget on their own", r.oversized_launches));
@@ -161,8 +166,10 @@ void print_result(const SimResult& r) {
         line("step time", "no iterations found: see total time");
     if (r.step_launches && r.steady_step_seconds.size() > 1) line("steady steps", steady_steps_text(r.steady_step_seconds));
     if (r.step_launches)
-        line("moved per step", fmt::format("{} in, {} out (the step closest to the median)", format_size(r.step_in_bytes),
-                                           format_size(r.step_out_bytes)));
+        line("moved per step",
+             fmt::format("{} in, {} out ({}the step closest to the median)", format_size(r.step_in_bytes),
+                         format_size(r.step_out_bytes),
+                         r.step_dead_out_bytes ? format_size(r.step_dead_out_bytes) + " of it dead; " : std::string()));
     line("bound per step", fmt::format("{} (working set {}: compute or link, whichever is longer)",
                                        milliseconds(r.transfer_bound_step_seconds), format_size(r.step_working_set_bytes)));
     if (r.prediction_hit_rate) line("prediction hit rate", fmt::format("{:.1f}%", *r.prediction_hit_rate * 100.0));

@@ -18,12 +18,14 @@ inline constexpr size_t kMaxStatDevices = 64;
 // the library holds no block of that takes the device's memory all the same:
 // device allocations passed through, physical memory made there (cuMemCreate),
 // the application's own managed memory. bytes_resident is what the planner's
-// model of the device holds on it (with a policy on).
+// model of the device holds on it (with a policy on) of live allocations;
+// bytes_dead_resident what freed blocks left there, which the budget counts as
+// well; bytes_held_peak the most of both together at once.
 #define UVMP_DEVICE_STAT_FIELDS(X)                                                                     \
     X(budget_bytes) X(guard_limit_bytes) X(allocs_converted) X(bytes_converted) X(bytes_converted_live) \
     X(bytes_converted_peak) X(guard_refusals) X(allocs_passed_through) X(bytes_passed_through_live)     \
     X(launches_planned) X(bytes_resident) X(bytes_populated) X(bytes_prefetched) X(bytes_evicted)       \
-    X(move_calls)
+    X(move_calls) X(bytes_dead_resident) X(bytes_held_peak)
 
 struct DeviceStats {
     // Set by the first change of any figure: only devices the job used are reported.

@@ -118,6 +118,11 @@ void Stats::moved(int device, MoveCount what, uint64_t bytes) {
         add(bytes_evicted, bytes);
         add(d.bytes_evicted, bytes);
         break;
+    case MoveCount::EvictDead:
+        add(bytes_evicted, bytes);
+        add(bytes_evicted_dead, bytes);
+        add(d.bytes_evicted, bytes);
+        break;
     }
 }
 
@@ -183,8 +188,11 @@ std::vector<std::string> Stats::summary_lines() const {
                     n(launches_with_access) + " (" + pct_text + ")");
     lines.push_back("bytes populated at allocation: " + sz(bytes_populated) + " in " +
                     n(populate_calls) + " calls; prefetched " + sz(bytes_prefetched) +
-                    ", evicted " + sz(bytes_evicted) + "; launches not planned (worker behind): " +
-                    n(launches_unplanned));
+                    ", evicted " + sz(bytes_evicted) + " (" + sz(bytes_evicted_dead) +
+                    " of it dead); launches not planned (worker behind): " + n(launches_unplanned));
+    if (v(bytes_held_peak))
+        lines.push_back("held on the GPU at most " + sz(bytes_held_peak) + " (live and dead bytes), budget " +
+                        sz(budget_bytes) + "; dead bytes there at exit " + sz(bytes_dead_resident));
     // Microseconds per event, for counters of nanoseconds over a count.
     auto average_us = [&](const std::atomic<uint64_t>& ns, const std::atomic<uint64_t>& count) {
         char text[48];

@@ -260,8 +260,14 @@ void Residency::make_resident(ChunkId chunk, uint64_t step) {
     last_use_[chunk] = step;
     resident_bytes_ += chunk_size(chunk);
     ++resident_chunks_;
-    peak_resident_bytes_ = std::max(peak_resident_bytes_, resident_bytes_);
+    peak_held_bytes_ = std::max(peak_held_bytes_, held_bytes());
     if (keep_recency_) lru_push_back(chunk);
+}
+
+void Residency::set_dead_bytes(uint64_t bytes) {
+    // Dead bytes never add to what is held: they were live ones, and they go
+    // when reused, shed or given back. The peak moves with resident bytes.
+    dead_bytes_ = bytes;
 }
 
 void Residency::evict(ChunkId chunk) {
@@ -289,7 +295,7 @@ void Residency::add_missing_run(ChunkRange range) {
     }
     resident_bytes_ += bytes_of(range);
     resident_chunks_ += range.last - range.first + 1;
-    peak_resident_bytes_ = std::max(peak_resident_bytes_, resident_bytes_);
+    peak_held_bytes_ = std::max(peak_held_bytes_, held_bytes());
 }
 
 void Residency::evict(ChunkRange range) {

@@ -123,7 +123,7 @@ public:
     // Bytes of the range's chunks, all of them (it may span allocations).
     uint64_t bytes_of(ChunkRange range) const;
     // Counts the chunk against the budget; going over it is allowed (a launch
-    // that alone exceeds the budget) but shows in peak_resident_bytes().
+    // that alone exceeds the budget) but shows in peak_held_bytes().
     void make_resident(ChunkId chunk, uint64_t step);
     void evict(ChunkId chunk);
     // The same for every chunk of the range, in ascending order. A run fetched or
@@ -150,13 +150,24 @@ public:
     void unpin_launch();
     bool is_pinned(ChunkId chunk) const { return pinned_mark_[chunk] == pin_mark_; }
 
+    // Resident bytes of live allocations.
     uint64_t resident_bytes() const { return resident_bytes_; }
-    uint64_t free_bytes() const { return resident_bytes_ >= budget_bytes_ ? 0 : budget_bytes_ - resident_bytes_; }
+    // Bytes on the GPU that no live allocation holds: what freed blocks of the
+    // pool left there (core/model/reuse_in_place.h keeps the figure). They take
+    // the GPU's memory as much as live ones, so the budget counts them: a budget
+    // stands for a GPU of that size only if everything the job leaves on the GPU
+    // fits in it.
+    uint64_t dead_bytes() const { return dead_bytes_; }
+    void set_dead_bytes(uint64_t bytes);
+    // What the job holds of the GPU: live resident and dead bytes.
+    uint64_t held_bytes() const { return resident_bytes_ + dead_bytes_; }
+    uint64_t free_bytes() const { return held_bytes() >= budget_bytes_ ? 0 : budget_bytes_ - held_bytes(); }
     // Whether `bytes` more would exceed the budget, counting what already exceeds
     // it: memory taken over in place, resident already, may go past the budget
     // until the next launch's plan makes room.
-    bool over_budget(uint64_t bytes) const { return resident_bytes_ + bytes > budget_bytes_; }
-    uint64_t peak_resident_bytes() const { return peak_resident_bytes_; }
+    bool over_budget(uint64_t bytes) const { return held_bytes() + bytes > budget_bytes_; }
+    // The most held at once.
+    uint64_t peak_held_bytes() const { return peak_held_bytes_; }
     uint64_t resident_chunk_count() const { return resident_chunks_; }
 
     // Whether the recency list below is kept (the default). A policy that never
@@ -233,7 +244,8 @@ private:
 
     unsigned chunk_shift_ = 0;
     uint64_t resident_bytes_ = 0;
-    uint64_t peak_resident_bytes_ = 0;
+    uint64_t dead_bytes_ = 0;
+    uint64_t peak_held_bytes_ = 0;
     uint64_t resident_chunks_ = 0;
     uint64_t layout_version_ = 0;
     // Slots of live allocations. A removed allocation's slot is handed to a later

@@ -5,35 +5,49 @@
 
 namespace uvmp {
 
-void ReuseInPlace::note_removal(const Residency& residency, uint32_t alloc_id, uint64_t address) {
+ReuseInPlace::Ranges::iterator ReuseInPlace::add(uint64_t start, Range range, Ranges::iterator hint) {
+    bytes_ += range.end - start;
+    by_age_.emplace(range.dead_since, start);
+    return ranges_.emplace_hint(hint, start, range);
+}
+
+ReuseInPlace::Ranges::iterator ReuseInPlace::erase(Ranges::iterator it) {
+    bytes_ -= it->second.end - it->first;
+    by_age_.erase({it->second.dead_since, it->first});
+    return ranges_.erase(it);
+}
+
+void ReuseInPlace::note_removal(Residency& residency, uint32_t alloc_id, uint64_t address, uint64_t step) {
     const uint32_t count = residency.chunk_count(alloc_id);
     if (count == 0) return;
     const ChunkRange all{residency.first_chunk(alloc_id), residency.first_chunk(alloc_id) + count - 1};
     for (ChunkId c = residency.first_resident(all); c <= all.last; c = residency.first_resident({c, all.last})) {
         const ChunkRange run{c, residency.first_missing({c, all.last}) - 1};
         uint64_t start = address + residency.chunk_offset(run.first);
-        uint64_t end = start + residency.bytes_of(run);
+        Range range{start + residency.bytes_of(run), step};
         // Joined with the ranges it touches: a block placed later over two freed
         // neighbours finds one range.
         auto next = ranges_.upper_bound(start);
         if (next != ranges_.begin()) {
             const auto before = std::prev(next);
-            if (before->second >= start) {
+            if (before->second.end >= start) {
                 start = before->first;
-                end = std::max(end, before->second);
-                bytes_ -= before->second - before->first;
-                next = ranges_.erase(before);
+                range.end = std::max(range.end, before->second.end);
+                range.dead_since = std::max(range.dead_since, before->second.dead_since);
+                next = erase(before);
             }
         }
-        while (next != ranges_.end() && next->first <= end) {
-            end = std::max(end, next->second);
-            bytes_ -= next->second - next->first;
-            next = ranges_.erase(next);
+        while (next != ranges_.end() && next->first <= range.end) {
+            range.end = std::max(range.end, next->second.end);
+            range.dead_since = std::max(range.dead_since, next->second.dead_since);
+            next = erase(next);
         }
-        ranges_.emplace_hint(next, start, end);
-        bytes_ += end - start;
+        add(start, range, next);
         c = run.last + 1;
     }
+    // The allocation's resident bytes leave the live count as they join this
+    // one (remove_allocation comes next): what is held does not change.
+    publish(residency);
 }
 
 uint64_t ReuseInPlace::place(Residency& residency, ChunkRange chunks, uint64_t address, uint64_t step) {
@@ -42,45 +56,47 @@ uint64_t ReuseInPlace::place(Residency& residency, ChunkRange chunks, uint64_t a
     const uint64_t end = address + size;
     const uint64_t chunk_bytes = residency.chunk_bytes();
     const uint64_t count = uint64_t{chunks.last} - chunks.first + 1;
-    uint64_t reused = 0;
+    std::vector<ChunkRange>& taken = taken_;
+    taken.clear();
     auto it = ranges_.upper_bound(address);
-    if (it != ranges_.begin() && std::prev(it)->second > address) --it;
+    if (it != ranges_.begin() && std::prev(it)->second.end > address) --it;
     for (; it != ranges_.end() && it->first < end; ++it) {
         const uint64_t from = std::max(it->first, address) - address;
-        const uint64_t to = std::min(it->second, end) - address;
+        const uint64_t to = std::min(it->second.end, end) - address;
         // The chunks that start at or after `from` and end by `to`; only the
         // allocation's last chunk ends short of a chunk boundary.
         const uint64_t first = (from + chunk_bytes - 1) / chunk_bytes;
         const uint64_t past = to == size ? count : to / chunk_bytes;
-        if (first >= past) continue;
-        ChunkRange run{chunks.first + static_cast<ChunkId>(first), chunks.first + static_cast<ChunkId>(past - 1)};
+        if (first < past)
+            taken.push_back({chunks.first + static_cast<ChunkId>(first), chunks.first + static_cast<ChunkId>(past - 1)});
+    }
+    // Dead bytes out before live ones in, so that nothing is held twice.
+    forget(residency, address, size);
+    uint64_t reused = 0;
+    for (const ChunkRange& run : taken) {
         residency.make_resident(run, step);
         reused += residency.bytes_of(run);
     }
-    forget(address, size);
     return reused;
 }
 
-void ReuseInPlace::forget(uint64_t address, uint64_t size) {
+void ReuseInPlace::forget(Residency& residency, uint64_t address, uint64_t size) {
     if (ranges_.empty() || size == 0) return;
     const uint64_t end = address + size;
     auto it = ranges_.upper_bound(address);
-    if (it != ranges_.begin() && std::prev(it)->second > address) --it;
+    if (it != ranges_.begin() && std::prev(it)->second.end > address) --it;
     while (it != ranges_.end() && it->first < end) {
-        const auto [first, last] = *it;
-        bytes_ -= last - first;
-        it = ranges_.erase(it);
+        const uint64_t first = it->first;
+        const Range range = it->second;
+        it = erase(it);
         // What lies outside the forgotten bytes stays dead and resident.
-        if (first < address) {
-            ranges_.emplace_hint(it, first, address);
-            bytes_ += address - first;
-        }
-        if (last > end) {
-            ranges_.emplace_hint(it, end, last);
-            bytes_ += last - end;
+        if (first < address) add(first, {address, range.dead_since}, it);
+        if (range.end > end) {
+            add(end, range, it);
             break;
         }
     }
+    publish(residency);
 }
 
 } // namespace uvmp

@@ -5,28 +5,34 @@
 // allocation's chunks without a move; this remembers, by address, which of its
 // bytes were resident, and hands them to the next allocation placed there.
 //
-// The budget counts live resident bytes only: a dead range counts nowhere. A new
-// allocation placed over it takes its whole chunks as resident, since that is
-// where its bytes are, even past a full budget: the next launch's plan then
-// evicts other chunks back down to the budget (Residency::over_budget), which
-// costs one eviction where counting the block missing would cost that eviction
-// and a fetch of dead bytes. The planner (online) and the simulator (offline)
-// use the same code, so that the simulator's prediction follows the library.
+// Dead bytes hold the GPU's memory as much as live ones: the budget counts them
+// (Residency::dead_bytes, kept here). A new allocation placed over a dead range
+// takes its whole chunks as resident, since that is where its bytes are, at no
+// cost and with no change to what is held. When a launch needs room that only
+// dead bytes hold, they are shed first, the longest dead first (a training step
+// reuses last what it freed first): evicting a dead byte costs what evicting a
+// live one does (host page population), but nothing fetches it back. The
+// planner (online) and the simulator (offline) use the same code, so that the
+// simulator's prediction follows the library.
 #pragma once
 
 #include "core/model/residency.h"
 
 #include <cstdint>
 #include <map>
+#include <set>
+#include <span>
+#include <utility>
+#include <vector>
 
 namespace uvmp {
 
 class ReuseInPlace {
 public:
-    // Before residency.remove_allocation(alloc_id) of a block at `address`:
-    // remembers the address ranges of its resident chunks (ranges that touch
-    // become one).
-    void note_removal(const Residency& residency, uint32_t alloc_id, uint64_t address);
+    // Before residency.remove_allocation(alloc_id) of a block at `address`, freed
+    // at launch `step`: remembers the address ranges of its resident chunks
+    // (ranges that touch become one, dead since the later step).
+    void note_removal(Residency& residency, uint32_t alloc_id, uint64_t address, uint64_t step);
     // After residency.add_allocation gave `chunks` to a block at `address` (of
     // the allocation's size): makes resident, without a move, the chunks that lie
     // wholly inside remembered ranges, with last use `step`, budget or not. The
@@ -35,17 +41,57 @@ public:
     uint64_t place(Residency& residency, ChunkRange chunks, uint64_t address, uint64_t step);
     // Memory that is not the dead memory it was, whatever was remembered of it
     // (a slab given back or made anew, an allocation from outside the pool).
-    void forget(uint64_t address, uint64_t size);
+    void forget(Residency& residency, uint64_t address, uint64_t size);
+    // Sheds at least `bytes` of dead memory, as far as there is, the longest
+    // dead first: calls `evict(address, size)` for each piece and forgets it. A
+    // range partly shed loses its top, in whole chunks counted from its start
+    // (a block's chunks start there). Returns the bytes shed.
+    template <class Evict>
+    uint64_t shed(Residency& residency, uint64_t bytes, Evict&& evict);
 
     // Dead resident bytes remembered, and in how many ranges.
     uint64_t bytes() const { return bytes_; }
     size_t ranges() const { return ranges_.size(); }
 
 private:
-    // First byte -> one past the last; disjoint, none touching the next.
-    std::map<uint64_t, uint64_t> ranges_;
+    struct Range {
+        uint64_t end = 0; // one past the last byte
+        uint64_t dead_since = 0;
+    };
+    using Ranges = std::map<uint64_t, Range>;
+    Ranges::iterator add(uint64_t start, Range range, Ranges::iterator hint);
+    Ranges::iterator erase(Ranges::iterator it);
+    void publish(Residency& residency) const { residency.set_dead_bytes(bytes_); }
+
+    // First byte -> the rest; disjoint, none touching the next.
+    Ranges ranges_;
+    // The same, by (dead_since, first byte): the order ranges are shed in.
+    std::set<std::pair<uint64_t, uint64_t>> by_age_;
     uint64_t bytes_ = 0;
+    std::vector<ChunkRange> taken_; // place()'s, kept for its capacity
 };
+
+template <class Evict>
+uint64_t ReuseInPlace::shed(Residency& residency, uint64_t bytes, Evict&& evict) {
+    const uint64_t chunk = residency.chunk_bytes();
+    uint64_t shed = 0;
+    while (shed < bytes && !by_age_.empty()) {
+        const auto it = ranges_.find(by_age_.begin()->second);
+        const uint64_t start = it->first;
+        const Range range = it->second;
+        // The top of the range, whole chunks of it counted from its start (where
+        // a block's chunks start), as much as is wanted; the rest keeps its age.
+        const uint64_t size = range.end - start;
+        const uint64_t wanted = bytes - shed;
+        const uint64_t keep = size > wanted ? (size - wanted) / chunk * chunk : 0;
+        evict(start + keep, size - keep);
+        shed += size - keep;
+        erase(it);
+        if (keep) add(start, {start + keep, range.dead_since}, ranges_.end());
+    }
+    publish(residency);
+    return shed;
+}
 
 // What becomes of a new block of the pool, online and in the simulator alike:
 // it takes over the dead GPU chunks that freed blocks left where it lies, and
@@ -66,6 +112,20 @@ uint64_t place_block(Residency& residency, ReuseInPlace& reuse, ChunkRange chunk
         c = run.last + 1;
     }
     return reused;
+}
+
+// Before a launch's plan: sheds the dead bytes that stand between the chunks
+// the launch misses (of `ranges`, its chunks) and the budget, so that the
+// policy evicts live chunks only for room that dead ones cannot give. Returns
+// the bytes shed.
+template <class Evict>
+uint64_t shed_for_launch(Residency& residency, ReuseInPlace& reuse, std::span<const ChunkRange> ranges, Evict&& evict) {
+    if (reuse.bytes() == 0) return 0;
+    uint64_t missing = 0;
+    for (const ChunkRange& r : ranges) missing += residency.missing_bytes(r);
+    if (!residency.over_budget(missing)) return 0;
+    const uint64_t excess = residency.held_bytes() + missing - residency.budget_bytes();
+    return reuse.shed(residency, excess, evict);
 }
 
 } // namespace uvmp

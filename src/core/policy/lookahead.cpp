@@ -255,7 +255,7 @@ void LookaheadPolicy::evict_run(EvictionQueue::Entry victim, uint64_t bytes, Res
     // tensor: take those the queue says come next, while they are evictable as
     // find_victim would find them, without going through the top for each.
     // Fewer than `bytes` are free, so this many must go (budget exceeded or not).
-    const uint64_t excess = residency.resident_bytes() + bytes - residency.budget_bytes();
+    const uint64_t excess = residency.held_bytes() + bytes - residency.budget_bytes();
     // Enough whole chunks for it; short ones leave the rest to the next round.
     const uint64_t wanted = (excess + residency.chunk_bytes() - 1) / residency.chunk_bytes();
     const uint32_t length = queue_.top_run_length(victim, static_cast<uint32_t>(std::min<uint64_t>(wanted, UINT32_MAX)));

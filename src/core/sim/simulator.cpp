@@ -190,6 +190,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         double kernels_end = 0;
         uint64_t in_bytes = 0;
         uint64_t out_bytes = 0;
+        uint64_t dead_out_bytes = 0;
     };
     std::vector<AtBound> at_bound(bounds.size());
     size_t next_bound = 0;
@@ -219,11 +220,11 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             if (e.kind == trace::AllocKind::Pooled)
                 result.reused_bytes += place_block(residency, reuse, chunks, e.address, launch,
                                                    [&](ChunkRange run) { populated.push_back(run); });
-            else reuse.forget(e.address, e.size);
+            else reuse.forget(residency, e.address, e.size);
         };
         const auto removing = [&](size_t k) {
             const ChunkSchedule::AllocEvent& e = events[k];
-            if (e.kind == trace::AllocKind::Pooled) reuse.note_removal(residency, e.alloc_id, e.address);
+            if (e.kind == trace::AllocKind::Pooled) reuse.note_removal(residency, e.alloc_id, e.address, launch);
             // Freed before any launch: nothing of it is populated (its ids may be handed out again).
             const ChunkId first = residency.first_chunk(e.alloc_id);
             const ChunkId last = first + residency.chunk_count(e.alloc_id) - 1;
@@ -233,7 +234,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         for (; next_slab < slab_changes.size() && slab_changes[next_slab].launches_before <= launch; ++next_slab) {
             const ChunkSchedule::SlabChange& change = slab_changes[next_slab];
             ChunkSchedule::replay_events(events.first(change.before_event), next_event, launch, residency, added, removing);
-            reuse.forget(change.base, change.size);
+            reuse.forget(residency, change.base, change.size);
         }
         ChunkSchedule::replay_events(events, next_event, launch, residency, added, removing);
     };
@@ -256,9 +257,17 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         view.accesses = trace.accesses_of(launch);
         view.ranges = launch_ranges;
         plan.clear();
+        // Dead bytes in the launch's way go first, each piece one eviction call.
+        uint64_t dead_bytes = 0, dead_calls = 0;
+        double dead_seconds = 0;
+        shed_for_launch(residency, reuse, launch_ranges, [&](uint64_t, uint64_t bytes) {
+            dead_bytes += bytes;
+            ++dead_calls;
+            dead_seconds += seconds_for(bytes, evict_gbps(bytes));
+        });
         policy->plan(view, residency, plan);
         plan.coalesce_evictions(residency);
-        result.peak_launch_resident_bytes = std::max(result.peak_launch_resident_bytes, residency.resident_bytes());
+        result.peak_launch_resident_bytes = std::max(result.peak_launch_resident_bytes, residency.held_bytes());
         if (!populated.empty()) {
             planned_prefetch.swap(plan.prefetch);
             plan.prefetch.clear();
@@ -270,8 +279,8 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             populated.clear();
         }
 
-        uint64_t evict_bytes = 0, fetch_bytes = 0, demand_bytes = 0;
-        double evict_seconds = 0, fetch_seconds = 0;
+        uint64_t evict_bytes = dead_bytes, fetch_bytes = 0, demand_bytes = 0;
+        double evict_seconds = dead_seconds, fetch_seconds = 0;
         double copy_start = std::max(copy_free, previous_kernel_start);
         for (const ChunkSpan& span : plan.evict) {
             const uint64_t bytes = Plan::bytes({&span, 1}, residency);
@@ -343,14 +352,16 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         result.evicted_bytes += evict_bytes + fault_evict_bytes;
         result.prefetched_bytes += fetch_bytes;
         result.demand_bytes += demand_bytes;
-        result.evict_calls += plan.evict.size();
+        result.evict_calls += plan.evict.size() + dead_calls;
+        result.dead_evicted_bytes += dead_bytes;
         result.prefetch_calls += plan.prefetch.size();
         for (; next_bound < bounds.size() && bounds[next_bound] == i + 1; ++next_bound)
-            at_bound[next_bound] = {end, result.prefetched_bytes + result.demand_bytes, result.evicted_bytes};
+            at_bound[next_bound] = {end, result.prefetched_bytes + result.demand_bytes, result.evicted_bytes,
+                                    result.dead_evicted_bytes};
     }
 
     result.total_seconds = compute_free;
-    result.peak_resident_bytes = residency.peak_resident_bytes();
+    result.peak_resident_bytes = residency.peak_held_bytes();
     result.prediction_hit_rate = policy->prediction_hit_rate();
 
     result.step_seconds = result.total_seconds;
@@ -370,6 +381,7 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
                 typical = k + first_steady;
         result.step_in_bytes = at_bound[typical + 1].in_bytes - at_bound[typical].in_bytes;
         result.step_out_bytes = at_bound[typical + 1].out_bytes - at_bound[typical].out_bytes;
+        result.step_dead_out_bytes = at_bound[typical + 1].dead_out_bytes - at_bound[typical].dead_out_bytes;
         result.steady_steps = bounds.size() > 2 ? bounds.size() - 2 : 1;
         // The second iteration stands for all steady ones in the bound below.
         const size_t reference = bounds.size() > 2 ? 1 : 0;

@@ -60,9 +60,14 @@ struct SimResult {
     // Bytes of blocks of the pool found on the GPU where they were placed, left
     // there by freed blocks (moved by nobody).
     uint64_t reused_bytes = 0;
+    // Of evicted_bytes: dead bytes freed blocks left on the GPU, evicted to make
+    // room for a launch (core/model/reuse_in_place.h).
+    uint64_t dead_evicted_bytes = 0;
 
+    // The most the GPU held at once: live resident bytes and the dead ones freed
+    // blocks left there, which take its memory as much.
     uint64_t peak_resident_bytes = 0;
-    // The most resident while a launch runs (after its plan): within the budget
+    // The most held while a launch runs (after its plan): within the budget
     // unless a launch alone exceeds it. Between launches a block of the pool
     // placed over dead GPU memory may take it past the budget, which the next
     // plan undoes; peak_resident_bytes counts that too.
@@ -86,6 +91,7 @@ struct SimResult {
     // step whose time is the median: what the policy moves once it has learned.
     uint64_t step_in_bytes = 0;
     uint64_t step_out_bytes = 0;
+    uint64_t step_dead_out_bytes = 0; // of step_out_bytes: dead bytes
     // No policy can beat this per iteration: compute, or the bytes that must
     // cross the link (working set beyond the budget, in and out) at full speed.
     double transfer_bound_step_seconds = 0;
