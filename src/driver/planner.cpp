@@ -54,6 +54,9 @@ Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
         model.residency = std::make_unique<Residency>(budget, chunk_bytes_, ChunkIds::Reused);
         model.policy = make_policy();
         model.residency->keep_recency_order(model.policy->reads_recency_order());
+        model.reuse.give_up_through(*model.residency, [this](uint64_t address, uint64_t bytes) {
+            dead_scratch_.push_back({address, bytes});
+        });
     }
     return model;
 }
@@ -151,9 +154,7 @@ void Planner::launch(const PlannedLaunch& launch) {
     view.ranges = range_scratch_;
     residency.pin_launch(range_scratch_);
     plan_.clear();
-    dead_scratch_.clear();
-    shed_for_launch(residency, model.reuse, range_scratch_,
-                    [&](uint64_t address, uint64_t bytes) { dead_scratch_.push_back({address, bytes}); });
+    dead_scratch_.clear(); // what the plan gives up of dead memory comes here
     model.policy->plan(view, residency, plan_);
     plan_.coalesce_evictions(residency);
     residency.unpin_launch();

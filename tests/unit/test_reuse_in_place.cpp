@@ -213,11 +213,13 @@ TEST_CASE("reuse in place: shedding takes the longest dead first, a range's top 
     CHECK(add_and_place(r, reuse, 4, kBase, 8 * kMiB) == 0);
 }
 
-TEST_CASE("reuse in place: a launch's plan sheds dead bytes before it evicts live ones", "[reuse]") {
+TEST_CASE("reuse in place: a launch's plan gives up dead bytes before it evicts live ones", "[reuse]") {
     for (const PolicyKind kind : {PolicyKind::DemandLru, PolicyKind::Learned}) {
         CAPTURE(policy_kind_name(kind));
         Residency r(16 * kMiB, 2 * kMiB, ChunkIds::Reused);
         ReuseInPlace reuse;
+        uint64_t shed = 0;
+        reuse.give_up_through(r, [&](uint64_t, uint64_t bytes) { shed += bytes; });
         const auto policy = kind == PolicyKind::Learned ? make_learned_policy() : make_demand_lru_policy();
         r.keep_recency_order(policy->reads_recency_order());
         r.make_resident(*r.add_allocation(1, 8 * kMiB), 0);
@@ -232,14 +234,21 @@ TEST_CASE("reuse in place: a launch's plan sheds dead bytes before it evicts liv
         const trace::Access access{3, 0, 0};
         std::vector<ChunkRange> ranges;
         r.launch_ranges({&access, 1}, ranges);
-        uint64_t shed = 0;
-        CHECK(shed_for_launch(r, reuse, ranges, [&](uint64_t, uint64_t bytes) { shed += bytes; }) == 6 * kMiB);
-        CHECK(shed == 6 * kMiB);
         const Plan plan = plan_launch(*policy, r, access, ranges, 2);
+        CHECK(shed == 6 * kMiB);
         CHECK(plan.evict.empty());
         CHECK(r.missing_bytes(*live) == 0);
+        CHECK(r.missing_bytes(*fresh) == 0);
         CHECK(r.held_bytes() == 16 * kMiB);
-        // Nothing more to shed once the launch fits.
-        CHECK(shed_for_launch(r, reuse, ranges, [](uint64_t, uint64_t) {}) == 0);
+        CHECK(r.dead_bytes() == 2 * kMiB);
+        // Without a place to give them up, dead bytes stay and live ones go.
+        r.set_dead_room(nullptr);
+        const auto more = r.add_allocation(4, 4 * kMiB);
+        policy->on_allocation_added(*more);
+        const trace::Access other{4, 0, 0};
+        r.launch_ranges({&other, 1}, ranges);
+        const Plan second = plan_launch(*policy, r, other, ranges, 3);
+        CHECK(Plan::bytes(second.evict, r) == 4 * kMiB);
+        CHECK(r.dead_bytes() == 2 * kMiB);
     }
 }

@@ -42,6 +42,15 @@ struct ChunkRange {
     ChunkId last = 0;
 };
 
+// Room that dead bytes hold (core/model/reuse_in_place.h keeps them): given up
+// when something live needs it, each dead byte evicted, before any live one.
+class DeadRoom {
+public:
+    virtual ~DeadRoom() = default;
+    // Gives up at least `bytes` of dead memory, as far as there is; returns the bytes given up.
+    virtual uint64_t give_up(uint64_t bytes) = 0;
+};
+
 // How an allocation gets its chunk ids: new ones every time; a removed
 // allocation's where they fit (see above); or ids the caller names, which a
 // chunk schedule worked out by replaying the same allocations with Reused.
@@ -161,6 +170,15 @@ public:
     void set_dead_bytes(uint64_t bytes);
     // What the job holds of the GPU: live resident and dead bytes.
     uint64_t held_bytes() const { return resident_bytes_ + dead_bytes_; }
+    // Where dead bytes are given up (nullptr: nowhere; they then stay until reused).
+    void set_dead_room(DeadRoom* room) { dead_room_ = room; }
+    // Whether `bytes` more fit the budget once dead bytes are given up for them,
+    // as far as they go. Policies call it before they evict anything live.
+    bool room_from_dead(uint64_t bytes) {
+        if (!over_budget(bytes)) return true;
+        if (dead_room_ && dead_bytes_) dead_room_->give_up(held_bytes() + bytes - budget_bytes_);
+        return !over_budget(bytes);
+    }
     uint64_t free_bytes() const { return held_bytes() >= budget_bytes_ ? 0 : budget_bytes_ - held_bytes(); }
     // Whether `bytes` more would exceed the budget, counting what already exceeds
     // it: memory taken over in place, resident already, may go past the budget
@@ -245,6 +263,7 @@ private:
     unsigned chunk_shift_ = 0;
     uint64_t resident_bytes_ = 0;
     uint64_t dead_bytes_ = 0;
+    DeadRoom* dead_room_ = nullptr;
     uint64_t peak_held_bytes_ = 0;
     uint64_t resident_chunks_ = 0;
     uint64_t layout_version_ = 0;

@@ -17,6 +17,17 @@ ReuseInPlace::Ranges::iterator ReuseInPlace::erase(Ranges::iterator it) {
     return ranges_.erase(it);
 }
 
+void ReuseInPlace::give_up_through(Residency& residency, std::function<void(uint64_t, uint64_t)> evict) {
+    room_of_ = &residency;
+    evict_ = std::move(evict);
+    residency.set_dead_room(this);
+}
+
+uint64_t ReuseInPlace::give_up(uint64_t bytes) {
+    if (!room_of_ || !evict_) return 0;
+    return shed(*room_of_, bytes, evict_);
+}
+
 void ReuseInPlace::note_removal(Residency& residency, uint32_t alloc_id, uint64_t address, uint64_t step) {
     const uint32_t count = residency.chunk_count(alloc_id);
     if (count == 0) return;

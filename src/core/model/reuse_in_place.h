@@ -8,10 +8,11 @@
 // Dead bytes hold the GPU's memory as much as live ones: the budget counts them
 // (Residency::dead_bytes, kept here). A new allocation placed over a dead range
 // takes its whole chunks as resident, since that is where its bytes are, at no
-// cost and with no change to what is held. When a launch needs room that only
-// dead bytes hold, they are shed first, the longest dead first (a training step
-// reuses last what it freed first): evicting a dead byte costs what evicting a
-// live one does (host page population), but nothing fetches it back. The
+// cost and with no change to what is held. When a policy needs room, for a
+// launch or to fetch ahead, dead bytes are given up first (DeadRoom), the
+// longest dead first (a training step reuses last what it freed first):
+// evicting a dead byte costs what evicting a live one does (host page
+// population), but nothing fetches it back. The
 // planner (online) and the simulator (offline) use the same code, so that the
 // simulator's prediction follows the library.
 #pragma once
@@ -19,16 +20,21 @@
 #include "core/model/residency.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
-#include <span>
 #include <utility>
 #include <vector>
 
 namespace uvmp {
 
-class ReuseInPlace {
+class ReuseInPlace final : public DeadRoom {
 public:
+    // Dead bytes of `residency` are given up for room (Residency::room_from_dead)
+    // through `evict(address, size)`, a call a piece; both must outlive this.
+    void give_up_through(Residency& residency, std::function<void(uint64_t, uint64_t)> evict);
+    uint64_t give_up(uint64_t bytes) override;
+
     // Before residency.remove_allocation(alloc_id) of a block at `address`, freed
     // at launch `step`: remembers the address ranges of its resident chunks
     // (ranges that touch become one, dead since the later step).
@@ -69,6 +75,8 @@ private:
     std::set<std::pair<uint64_t, uint64_t>> by_age_;
     uint64_t bytes_ = 0;
     std::vector<ChunkRange> taken_; // place()'s, kept for its capacity
+    Residency* room_of_ = nullptr;
+    std::function<void(uint64_t, uint64_t)> evict_;
 };
 
 template <class Evict>
@@ -112,20 +120,6 @@ uint64_t place_block(Residency& residency, ReuseInPlace& reuse, ChunkRange chunk
         c = run.last + 1;
     }
     return reused;
-}
-
-// Before a launch's plan: sheds the dead bytes that stand between the chunks
-// the launch misses (of `ranges`, its chunks) and the budget, so that the
-// policy evicts live chunks only for room that dead ones cannot give. Returns
-// the bytes shed.
-template <class Evict>
-uint64_t shed_for_launch(Residency& residency, ReuseInPlace& reuse, std::span<const ChunkRange> ranges, Evict&& evict) {
-    if (reuse.bytes() == 0) return 0;
-    uint64_t missing = 0;
-    for (const ChunkRange& r : ranges) missing += residency.missing_bytes(r);
-    if (!residency.over_budget(missing)) return 0;
-    const uint64_t excess = residency.held_bytes() + missing - residency.budget_bytes();
-    return reuse.shed(residency, excess, evict);
 }
 
 } // namespace uvmp

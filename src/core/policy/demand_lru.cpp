@@ -14,6 +14,7 @@ public:
         uint64_t missing_bytes = 0;
         for (const ChunkRange& r : launch.ranges) missing_bytes += residency.missing_bytes(r);
 
+        residency.room_from_dead(missing_bytes);
         ChunkId victim = residency.lru_front();
         while (residency.over_budget(missing_bytes) && victim != kNoChunk) {
             const ChunkId next = residency.lru_next(victim);

@@ -225,7 +225,7 @@ uint32_t LookaheadPolicy::fetch_run(ChunkRange run, uint64_t step, Residency& re
     // the queue, and their run of keys grows as long as they come adjacent.
     ChunkId last = run.last;
     const bool room = swaps_to_fetch_ahead() ? make_room(residency.bytes_of(run), horizon_step_, residency, out)
-                                             : !residency.over_budget(residency.bytes_of(run));
+                                             : residency.room_from_dead(residency.bytes_of(run));
     if (!room) {
         // As many as fit, in order.
         uint64_t free = residency.free_bytes();
@@ -242,6 +242,7 @@ uint32_t LookaheadPolicy::fetch_run(ChunkRange run, uint64_t step, Residency& re
 }
 
 bool LookaheadPolicy::make_room(uint64_t bytes, uint64_t above, Residency& residency, Plan& out) {
+    residency.room_from_dead(bytes);
     while (residency.over_budget(bytes)) {
         const EvictionQueue::Entry victim = find_victim(residency, above);
         if (victim.chunk == kNoChunk) return false;

@@ -206,6 +206,15 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     // Blocks of the pool: a freed block's resident bytes stay on the GPU, dead,
     // for the next block placed over them.
     ReuseInPlace reuse;
+    // Dead memory the launch's plan gave up for room: evicted before its other
+    // evictions, each piece one call.
+    uint64_t dead_bytes = 0, dead_calls = 0;
+    double dead_seconds = 0;
+    reuse.give_up_through(residency, [&](uint64_t, uint64_t bytes) {
+        dead_bytes += bytes;
+        ++dead_calls;
+        dead_seconds += seconds_for(bytes, evict_gbps(bytes));
+    });
     // Blocks populated since the last launch: their prefetches go first among the next launch's.
     std::vector<ChunkRange> populated;
     std::vector<ChunkSpan> planned_prefetch;
@@ -257,14 +266,8 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         view.accesses = trace.accesses_of(launch);
         view.ranges = launch_ranges;
         plan.clear();
-        // Dead bytes in the launch's way go first, each piece one eviction call.
-        uint64_t dead_bytes = 0, dead_calls = 0;
-        double dead_seconds = 0;
-        shed_for_launch(residency, reuse, launch_ranges, [&](uint64_t, uint64_t bytes) {
-            dead_bytes += bytes;
-            ++dead_calls;
-            dead_seconds += seconds_for(bytes, evict_gbps(bytes));
-        });
+        dead_bytes = dead_calls = 0;
+        dead_seconds = 0;
         policy->plan(view, residency, plan);
         plan.coalesce_evictions(residency);
         result.peak_launch_resident_bytes = std::max(result.peak_launch_resident_bytes, residency.held_bytes());
