@@ -85,10 +85,15 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
     const auto chunks = residency.add_allocation(allocation.id, allocation.size);
     if (!chunks) return;
     model.policy->on_allocation_added(*chunks);
-    const uint64_t reused = place_block(residency, model.reuse, *chunks, allocation.base, launches_, [&](ChunkRange run) {
-        if (populate)
+    // Dead memory given up for the block is evicted before the block is populated.
+    dead_scratch_.clear();
+    populate_scratch_.clear();
+    const uint64_t reused = place_block(residency, model.reuse, *chunks, allocation.base, launches_,
+                                        [&](ChunkRange run) { populate_scratch_.push_back(run); });
+    for (const DeadPiece& piece : dead_scratch_) evict_dead(piece, model, allocation.context);
+    if (populate)
+        for (const ChunkRange& run : populate_scratch_)
             move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model, allocation.context);
-    });
     if (reused) bytes_reused_in_place_.fetch_add(reused, std::memory_order_relaxed);
     publish(model);
 }

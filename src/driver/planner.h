@@ -78,7 +78,8 @@ public:
     // never added: launches naming them plan for their other accesses. Every allocation is
     // a block of the managed pool: a removed one's resident bytes stay on the GPU,
     // dead, and a later one placed over them takes them as they are
-    // (core/model/reuse_in_place.h); what else of it fits the budget is populated.
+    // (core/model/reuse_in_place.h); what else of it fits the budget, dead bytes
+    // elsewhere given up for it first, is populated.
     // populate: whether the rest may be populated by a move (UVMP_POPULATE); the
     // model counts it resident either way, as the kernel that first touches it
     // brings it to the GPU.
@@ -167,6 +168,7 @@ private:
     std::vector<ChunkRange> range_scratch_;
     std::vector<trace::Access> access_scratch_;
     std::vector<DeadPiece> dead_scratch_;
+    std::vector<ChunkRange> populate_scratch_;
     Plan plan_;
     uint64_t launches_ = 0;
     std::atomic<uint64_t> bytes_reused_in_place_{0};

@@ -50,14 +50,18 @@ TEST_CASE("planner: a block placed where a populated one was freed is reused in 
     CHECK(rig.planner.bytes_reused_in_place() == 16 * kMiB);
 }
 
-TEST_CASE("planner: reuse in place takes the dead bytes whole, past a full budget", "[planner]") {
-    // They are on the GPU already; the next launch's plan evicts back to the budget.
+TEST_CASE("planner: a block populated elsewhere gives up dead bytes; one placed over the rest reuses them", "[planner]") {
     PlannerRig rig;
     rig.add(1, kBase, 8 * kMiB, 10 * kMiB);
     rig.planner.allocation_removed(1);
-    rig.add(2, kBase + (1ull << 30), 4 * kMiB, 10 * kMiB); // populated elsewhere: 6 MiB left
+    CHECK(rig.stats.bytes_dead_resident == 8 * kMiB);
+    // 4 MiB populated elsewhere: 2 MiB of the dead ones go (the top of the range).
+    rig.add(2, kBase + (1ull << 30), 4 * kMiB, 10 * kMiB);
+    CHECK(rig.stats.bytes_dead_resident == 6 * kMiB);
     rig.add(3, kBase, 8 * kMiB, 10 * kMiB);
-    CHECK(rig.planner.bytes_reused_in_place() == 8 * kMiB);
+    CHECK(rig.planner.bytes_reused_in_place() == 6 * kMiB);
+    CHECK(rig.stats.bytes_dead_resident == 0);
+    CHECK(rig.stats.bytes_held_peak == 10 * kMiB);
 }
 
 TEST_CASE("planner: a slab given back holds no dead bytes to reuse", "[planner]") {

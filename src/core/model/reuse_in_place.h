@@ -103,8 +103,10 @@ uint64_t ReuseInPlace::shed(Residency& residency, uint64_t bytes, Evict&& evict)
 
 // What becomes of a new block of the pool, online and in the simulator alike:
 // it takes over the dead GPU chunks that freed blocks left where it lies, and
-// the rest, when it fits the free budget, is made resident now and handed to
-// `populate(run)` run by run (a prefetch of memory no kernel has written yet
+// the rest, when it fits the budget once dead bytes elsewhere are given up for
+// it (a dead byte is evicted either way, and a block populated now is not
+// fetched late by the kernel that first writes it), is made resident now and
+// handed to `populate(run)` run by run (a prefetch of memory no kernel has written yet
 // populates pages, or moves dead bytes at the link's rate: either is far cheaper
 // than the kernel that writes it faulting them in). Returns the bytes reused.
 template <class Populate>
@@ -112,7 +114,7 @@ uint64_t place_block(Residency& residency, ReuseInPlace& reuse, ChunkRange chunk
                      Populate&& populate) {
     const uint64_t reused = reuse.place(residency, chunks, address, step);
     const uint64_t missing = residency.missing_bytes(chunks);
-    if (missing == 0 || residency.over_budget(missing)) return reused;
+    if (missing == 0 || !residency.room_from_dead(missing)) return reused;
     for (ChunkId c = residency.first_missing(chunks); c <= chunks.last; c = residency.first_missing({c, chunks.last})) {
         const ChunkRange run{c, residency.first_resident({c, chunks.last}) - 1};
         residency.make_resident(run, step);

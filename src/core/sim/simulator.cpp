@@ -266,8 +266,6 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         view.accesses = trace.accesses_of(launch);
         view.ranges = launch_ranges;
         plan.clear();
-        dead_bytes = dead_calls = 0;
-        dead_seconds = 0;
         policy->plan(view, residency, plan);
         plan.coalesce_evictions(residency);
         result.peak_launch_resident_bytes = std::max(result.peak_launch_resident_bytes, residency.held_bytes());
@@ -357,6 +355,9 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         result.demand_bytes += demand_bytes;
         result.evict_calls += plan.evict.size() + dead_calls;
         result.dead_evicted_bytes += dead_bytes;
+        // What blocks placed before the next launch give up goes with its moves.
+        dead_bytes = dead_calls = 0;
+        dead_seconds = 0;
         result.prefetch_calls += plan.prefetch.size();
         for (; next_bound < bounds.size() && bounds[next_bound] == i + 1; ++next_bound)
             at_bound[next_bound] = {end, result.prefetched_bytes + result.demand_bytes, result.evicted_bytes,
