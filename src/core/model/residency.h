@@ -181,8 +181,8 @@ public:
     }
     uint64_t free_bytes() const { return held_bytes() >= budget_bytes_ ? 0 : budget_bytes_ - held_bytes(); }
     // Whether `bytes` more would exceed the budget, counting what already exceeds
-    // it: memory taken over in place, resident already, may go past the budget
-    // until the next launch's plan makes room.
+    // it (a launch whose own chunks do not fit leaves it exceeded until a later
+    // plan makes room).
     bool over_budget(uint64_t bytes) const { return held_bytes() + bytes > budget_bytes_; }
     // The most held at once.
     uint64_t peak_held_bytes() const { return peak_held_bytes_; }

@@ -68,9 +68,8 @@ struct SimResult {
     // blocks left there, which take its memory as much.
     uint64_t peak_resident_bytes = 0;
     // The most held while a launch runs (after its plan): within the budget
-    // unless a launch alone exceeds it. Between launches a block of the pool
-    // placed over dead GPU memory may take it past the budget, which the next
-    // plan undoes; peak_resident_bytes counts that too.
+    // unless a launch alone exceeds it. (A block of the pool placed over dead
+    // GPU memory turns dead bytes live: what is held does not change.)
     uint64_t peak_launch_resident_bytes = 0;
     // Launches whose own chunks alone do not fit the budget: the budget is exceeded there.
     uint64_t oversized_launches = 0;
