@@ -477,8 +477,8 @@ def all_steps_bytes_per_step(run):
     stats = run.get("stats")
     if not stats or not run["steps"]:
         return None
-    keys = {"evicted": "bytes_evicted", "prefetched": "bytes_prefetched", "populated": "bytes_populated",
-            "demand": "bytes_demand_estimated", "frees": "frees_converted"}
+    keys = {"evicted": "bytes_evicted", "evicted_dead": "bytes_evicted_dead", "prefetched": "bytes_prefetched",
+            "populated": "bytes_populated", "demand": "bytes_demand_estimated", "frees": "frees_converted"}
     return {name: stats.get(key, 0) / run["steps"] for name, key in keys.items()}
 
 

@@ -19,8 +19,8 @@ import time
 from uvmp_library import LibraryCounters
 
 # The library's counters of bytes it moved, by the names the step lines give them.
-MOVED_COUNTERS = {"evicted": "bytes_evicted", "prefetched": "bytes_prefetched", "populated": "bytes_populated",
-                  "demand": "bytes_demand_estimated", "frees": "frees_converted"}
+MOVED_COUNTERS = {"evicted": "bytes_evicted", "evicted_dead": "bytes_evicted_dead", "prefetched": "bytes_prefetched",
+                  "populated": "bytes_populated", "demand": "bytes_demand_estimated", "frees": "frees_converted"}
 
 
 def moved_between(before, after):

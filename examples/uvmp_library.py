@@ -17,7 +17,11 @@ class LibraryCounters:
                 "bytes_populated bytes_prefetched bytes_evicted iterations budget_bytes "
                 "guard_limit_bytes trace_records_written trace_records_dropped launches_unplanned move_calls "
                 "move_call_ns bytes_demand_estimated launches_with_demand launch_calls_timed launch_call_ns "
-                "launches_captured launches_fenced hooks_timed hook_ns"
+                "launches_captured launches_fenced hooks_timed hook_ns pool_slabs_created pool_slabs_released "
+                "pool_reserved_bytes pool_reserved_peak graph_launches graph_launches_unknown graph_steps_replayed "
+                "launches_planned passthrough_app_managed host_allocs host_bytes_allocated host_blocks_live "
+                "host_bytes_live host_slabs_created host_slab_bytes bytes_evicted_dead bytes_dead_resident "
+                "bytes_held_peak"
             ).split()
         ]
 
