@@ -8,13 +8,13 @@
 // Dead bytes hold the GPU's memory as much as live ones: the budget counts them
 // (Residency::dead_bytes, kept here). A new allocation placed over a dead range
 // takes its whole chunks as resident, since that is where its bytes are, at no
-// cost and with no change to what is held. When a policy needs room, for a
-// launch or to fetch ahead, dead bytes are given up first (DeadRoom), the
-// longest dead first (a training step reuses last what it freed first):
-// evicting a dead byte costs what evicting a live one does (host page
-// population), but nothing fetches it back. The
-// planner (online) and the simulator (offline) use the same code, so that the
-// simulator's prediction follows the library.
+// cost and with no change to what is held. When room is needed, for a launch,
+// to fetch ahead or to populate a new block, dead bytes are given up first
+// (DeadRoom), the longest dead first (a training step reuses last what it freed
+// first): evicting a dead byte costs what evicting a live one does (host page
+// population), but nothing fetches it back. The planner (online) and the
+// simulator (offline) use the same code, so that the simulator's prediction
+// follows the library.
 #pragma once
 
 #include "core/model/residency.h"
