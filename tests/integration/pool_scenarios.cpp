@@ -387,10 +387,11 @@ void dead_bytes(PoolRun& run) {
                                                                   nullptr),
                       "cuLaunchKernel");
     };
-    // The planner runs behind the application: wait for its figures.
+    // The planner runs behind the application: wait for its figures (10 s at most,
+    // for a loaded machine).
     auto settled = [&](auto&& done) {
         uvmp_stats s = run.stats();
-        for (int i = 0; i < 300 && !done(s); ++i) {
+        for (int i = 0; i < 1000 && !done(s); ++i) {
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
             s = run.stats();
         }
