@@ -19,7 +19,6 @@
 
 #include <cuda_runtime.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 
@@ -34,10 +33,6 @@ size_t free_now() {
 }
 
 double mib(long long bytes) { return static_cast<double>(bytes) / double(1 << 20); }
-
-double ms_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
 
 } // namespace
 
@@ -81,7 +76,7 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaStreamSynchronize(stream));
     const size_t with_a = free_now();
 
-    auto start = std::chrono::steady_clock::now();
+    auto start = bench::Clock::now();
     if (std::strcmp(mode, "evict") == 0) {
         CUDA_CHECK(cudaMemPrefetchAsync(a, bytes, host, 0, stream));
     } else if (std::strcmp(mode, "discard") == 0) {
@@ -90,13 +85,13 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaMemDiscardBatchAsync(pointers, sizes, 1, 0, stream));
     }
     CUDA_CHECK(cudaStreamSynchronize(stream));
-    const double drop_ms = ms_since(start);
+    const double drop_ms = bench::ms_since(start);
     const size_t after_drop = free_now();
 
-    start = std::chrono::steady_clock::now();
+    start = bench::Clock::now();
     CUDA_CHECK(cudaMemPrefetchAsync(b, bytes, gpu, 0, stream));
     CUDA_CHECK(cudaStreamSynchronize(stream));
-    const double b_ms = ms_since(start);
+    const double b_ms = bench::ms_since(start);
     const size_t with_b = free_now();
 
     CUDA_CHECK(cudaFree(a));

@@ -114,13 +114,11 @@ void Stats::moved(int device, MoveCount what, uint64_t bytes) {
         add(bytes_prefetched, bytes);
         add(d.bytes_prefetched, bytes);
         break;
+    case MoveCount::EvictDead:
+        add(bytes_evicted_dead, bytes);
+        [[fallthrough]]; // and evicted, as any eviction
     case MoveCount::Evict:
         add(bytes_evicted, bytes);
-        add(d.bytes_evicted, bytes);
-        break;
-    case MoveCount::EvictDead:
-        add(bytes_evicted, bytes);
-        add(bytes_evicted_dead, bytes);
         add(d.bytes_evicted, bytes);
         break;
     }

@@ -67,8 +67,7 @@ uint64_t ReuseInPlace::place(Residency& residency, ChunkRange chunks, uint64_t a
     const uint64_t end = address + size;
     const uint64_t chunk_bytes = residency.chunk_bytes();
     const uint64_t count = uint64_t{chunks.last} - chunks.first + 1;
-    std::vector<ChunkRange>& taken = taken_;
-    taken.clear();
+    taken_.clear();
     auto it = ranges_.upper_bound(address);
     if (it != ranges_.begin() && std::prev(it)->second.end > address) --it;
     for (; it != ranges_.end() && it->first < end; ++it) {
@@ -79,12 +78,12 @@ uint64_t ReuseInPlace::place(Residency& residency, ChunkRange chunks, uint64_t a
         const uint64_t first = (from + chunk_bytes - 1) / chunk_bytes;
         const uint64_t past = to == size ? count : to / chunk_bytes;
         if (first < past)
-            taken.push_back({chunks.first + static_cast<ChunkId>(first), chunks.first + static_cast<ChunkId>(past - 1)});
+            taken_.push_back({chunks.first + static_cast<ChunkId>(first), chunks.first + static_cast<ChunkId>(past - 1)});
     }
     // Dead bytes out before live ones in, so that nothing is held twice.
     forget(residency, address, size);
     uint64_t reused = 0;
-    for (const ChunkRange& run : taken) {
+    for (const ChunkRange& run : taken_) {
         residency.make_resident(run, step);
         reused += residency.bytes_of(run);
     }
