@@ -83,8 +83,14 @@ Interceptor::Interceptor(Config config, bool active)
 
 std::unique_ptr<Planner> Interceptor::make_planner() {
     if (!active_ || config_.policy == ResidencyPolicy::None) return nullptr;
-    return std::make_unique<Planner>(config_.policy, config_.chunk_size, config_.trace_in, stats_, registry_, fences_,
-                                     mover_);
+    auto planner = std::make_unique<Planner>(config_.policy, config_.chunk_size, config_.trace_in, stats_, registry_,
+                                             fences_, mover_);
+    // The device's pool exists by then: the planner hears of its first block.
+    if (config_.pool_placement == PoolPlacement::OverDead)
+        planner->on_dead_memory_known([this](CUdevice device, std::shared_ptr<const pool::PlacementHint> hint) {
+            if (pool::PoolBook* book = pools_.existing_book(device)) book->set_placement_hint(std::move(hint));
+        });
+    return planner;
 }
 
 uint64_t Interceptor::now_ns() const { return monotonic_ns() - start_ns_; }

@@ -54,9 +54,10 @@ Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
         model.residency = std::make_unique<Residency>(budget, chunk_bytes_, ChunkIds::Reused);
         model.policy = make_policy();
         model.residency->keep_recency_order(model.policy->reads_recency_order());
-        model.reuse.give_up_through(*model.residency, [this](uint64_t address, uint64_t bytes) {
+        model.reuse->give_up_through(*model.residency, [this](uint64_t address, uint64_t bytes) {
             dead_scratch_.push_back({address, bytes});
         });
+        if (dead_memory_known_) dead_memory_known_(device, model.reuse);
     }
     return model;
 }
@@ -88,7 +89,7 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
     // Dead memory given up for the block is evicted before the block is populated.
     dead_scratch_.clear();
     populate_scratch_.clear();
-    const uint64_t reused = place_block(residency, model.reuse, *chunks, allocation.base, launches_,
+    const uint64_t reused = place_block(residency, *model.reuse, *chunks, allocation.base, launches_,
                                         [&](ChunkRange run) { populate_scratch_.push_back(run); });
     for (const DeadPiece& piece : dead_scratch_) evict_dead(piece, model, allocation.context);
     if (populate)
@@ -104,7 +105,7 @@ void Planner::allocation_removed(uint32_t id) {
     if (auto found = models_.find(it->second.device); found != models_.end()) {
         // What was resident stays on the GPU, dead, for the next block placed there.
         DeviceModel& model = found->second;
-        model.reuse.note_removal(*model.residency, id, it->second.base, launches_);
+        model.reuse->note_removal(*model.residency, id, it->second.base, launches_);
         model.residency->remove_allocation(id);
         publish(model);
     }
@@ -112,7 +113,7 @@ void Planner::allocation_removed(uint32_t id) {
 }
 
 void Planner::slab_changed(CUdevice device, uint64_t base, uint64_t bytes) {
-    if (auto found = models_.find(device); found != models_.end()) found->second.reuse.forget(*found->second.residency, base, bytes);
+    if (auto found = models_.find(device); found != models_.end()) found->second.reuse->forget(*found->second.residency, base, bytes);
 }
 
 std::span<const trace::Access> Planner::accesses_on(CUdevice device, const std::vector<trace::Access>& accesses) {

@@ -25,6 +25,7 @@
 #include "driver/fence_pool.h"
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -97,6 +98,11 @@ public:
     void launch(const PlannedLaunch& launch);
 
     void set_trace(trace::TraceWriter* trace) { trace_.store(trace, std::memory_order_release); }
+    // Called on the worker thread, once a device's model is made, with where it
+    // keeps the device's dead memory: for the pool's placement. Set before the
+    // first allocation reaches the planner.
+    using DeadMemoryKnown = std::function<void(CUdevice, std::shared_ptr<const pool::PlacementHint>)>;
+    void on_dead_memory_known(DeadMemoryKnown known) { dead_memory_known_ = std::move(known); }
     double prediction_hit_rate() const;
     // Bytes of new blocks found resident where freed ones had left them: no move
     // made them so. Any thread.
@@ -107,7 +113,8 @@ private:
         CUdevice device = 0;
         std::unique_ptr<Residency> residency;
         std::unique_ptr<uvmp::Policy> policy;
-        ReuseInPlace reuse;
+        // Shared with the device's pool, which asks it where dead bytes lie.
+        std::shared_ptr<ReuseInPlace> reuse = std::make_shared<ReuseInPlace>();
         // The context of the device's latest allocation: the stream of moves of
         // dead memory, which belongs to no allocation, when the launch names none.
         CUcontext context = nullptr;
@@ -172,6 +179,7 @@ private:
     Plan plan_;
     uint64_t launches_ = 0;
     std::atomic<uint64_t> bytes_reused_in_place_{0};
+    DeadMemoryKnown dead_memory_known_;
 };
 
 } // namespace uvmp::driver

@@ -4,7 +4,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -371,32 +373,50 @@ void timing(PoolRun& run) {
     run.checks.note(line);
 }
 
+// A kernel that touches one allocation, launched on the run's stream, and the
+// library's figures once the planner has caught up.
+class Toucher {
+public:
+    explicit Toucher(PoolRun& run) : run_(run) {
+        const size_t offsets[] = {0};
+        const size_t sizes[] = {8};
+        kernel_ = run.fake.make_function("_Z5touchPf", 1, offsets, sizes);
+        ok_ = !run.driver.launchers.empty() && run.driver.launchers.front().launch_kernel;
+        run.checks.expect(ok_, "a launch entry point");
+    }
+    bool ok() const { return ok_; }
+    void touch(CUdeviceptr p) {
+        void* params[] = {&p};
+        run_.expect_ok(run_.driver.launchers.front().launch_kernel(kernel_, 1, 1, 1, 32, 1, 1, 0, run_.stream, params,
+                                                                   nullptr),
+                       "cuLaunchKernel");
+    }
+    // The planner runs behind the application: its figures once `done` says so
+    // (10 s at most, for a loaded machine).
+    template <class Done>
+    uvmp_stats settled(Done&& done) {
+        uvmp_stats s = run_.stats();
+        for (int i = 0; i < 1000 && !done(s); ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            s = run_.stats();
+        }
+        return s;
+    }
+
+private:
+    PoolRun& run_;
+    CUfunction kernel_ = nullptr;
+    bool ok_ = false;
+};
+
 // Dead bytes that a freed block left on the GPU count against the budget, and a
 // launch that needs their room has them evicted before anything live. The test
 // sets UVMP_BUDGET=16M, UVMP_POLICY=learned and UVMP_POOL_SLAB_SIZE=64M.
 void dead_bytes(PoolRun& run) {
-    const size_t offsets[] = {0};
-    const size_t sizes[] = {8};
-    CUfunction kernel = run.fake.make_function("_Z5touchPf", 1, offsets, sizes);
-    const bool launcher = !run.driver.launchers.empty() && run.driver.launchers.front().launch_kernel;
-    run.checks.expect(launcher, "a launch entry point");
-    if (!launcher) return;
-    auto touch = [&](CUdeviceptr p) {
-        void* params[] = {&p};
-        run.expect_ok(run.driver.launchers.front().launch_kernel(kernel, 1, 1, 1, 32, 1, 1, 0, run.stream, params,
-                                                                  nullptr),
-                      "cuLaunchKernel");
-    };
-    // The planner runs behind the application: wait for its figures (10 s at most,
-    // for a loaded machine).
-    auto settled = [&](auto&& done) {
-        uvmp_stats s = run.stats();
-        for (int i = 0; i < 1000 && !done(s); ++i) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-            s = run.stats();
-        }
-        return s;
-    };
+    Toucher k(run);
+    if (!k.ok()) return;
+    auto touch = [&](CUdeviceptr p) { k.touch(p); };
+    auto settled = [&](auto&& done) { return k.settled(done); };
     // a at 0-12M, c at 12-14M: both resident once touched.
     const CUdeviceptr a = run.alloc_async(12 * kMiB, run.stream);
     const CUdeviceptr c = run.alloc_async(2 * kMiB, run.stream);
@@ -419,10 +439,42 @@ void dead_bytes(PoolRun& run) {
     run.free_async(c, run.stream);
 }
 
+// A new block goes over dead bytes still on the GPU, not into the hole that
+// fits it best, unless UVMP_POOL_PLACEMENT=best-fit. The test sets
+// UVMP_BUDGET=16M, UVMP_POLICY=learned and UVMP_POOL_SLAB_SIZE=64M.
+void over_dead(PoolRun& run) {
+    Toucher k(run);
+    if (!k.ok()) return;
+    auto touch = [&](CUdeviceptr p) { k.touch(p); };
+    auto settled = [&](auto&& done) { return k.settled(done); };
+    // c at 0-10M and s1 at 10-12M, on the GPU; a at 12-18M, for which the
+    // budget has no room left (it is not populated, and never touched); s2 past it.
+    const CUdeviceptr c = run.alloc_async(10 * kMiB, run.stream);
+    const CUdeviceptr s1 = run.alloc_async(2 * kMiB, run.stream);
+    touch(c);
+    touch(s1);
+    const CUdeviceptr a = run.alloc_async(6 * kMiB, run.stream);
+    const CUdeviceptr s2 = run.alloc_async(2 * kMiB, run.stream);
+    run.checks.expect(c < s1 && s1 < a && a < s2, "blocks laid out in the order made");
+    run.free_async(a, run.stream);
+    run.free_async(c, run.stream);
+    const uvmp_stats s = settled([](const uvmp_stats& x) { return x.bytes_dead_resident == 10 * kMiB; });
+    run.checks.expect_eq("dead bytes on the GPU: c's alone", s.bytes_dead_resident, 10 * kMiB);
+    // a's hole holds 6 MiB exactly; c's is larger, but its bytes are on the GPU.
+    const CUdeviceptr y = run.alloc_async(6 * kMiB, run.stream);
+    const char* placement = std::getenv("UVMP_POOL_PLACEMENT");
+    if (placement && std::string_view(placement) == "best-fit")
+        run.checks.expect(y == a, "best fit: the new block in a's hole, the smallest that holds it");
+    else
+        run.checks.expect(y == c, "over dead: the new block over c's memory, still on the GPU");
+    touch(y);
+    for (CUdeviceptr p : {y, s1, s2}) run.free_async(p, run.stream);
+}
+
 }  // namespace
 
 bool is_pool_mode(std::string_view mode) {
-    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing", "populate", "dead"})
+    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing", "populate", "dead", "over_dead"})
         if (mode == m) return true;
     return false;
 }
@@ -439,6 +491,7 @@ void run_pool_scenario(const DriverEntryPoints& driver, const FakeDriverHelpers&
     else if (mode == "idle") idle(run);
     else if (mode == "populate") populate_once(run);
     else if (mode == "dead") dead_bytes(run);
+    else if (mode == "over_dead") over_dead(run);
     else if (mode == "exit") at_exit(run);
     else if (mode == "timing") timing(run);
     if (mode != "exit") run.expect_ok(driver.stream_synchronize(run.stream), "cuStreamSynchronize");

@@ -1,10 +1,12 @@
 #include "core/pool/pool_book.h"
+#include "core/pool/placement_hint.h"
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -508,6 +510,82 @@ TEST_CASE("pool: best fit, coalescing and fragmentation", "[pool]") {
         auto all = book.allocate(16 * MiB, kS3, 0, 0);
         REQUIRE(all);
         CHECK(all->address == b[0].address);
+    }
+}
+
+namespace {
+
+// Dead extents set by the test, answered as a hint does; counts its questions.
+class FakeHint final : public PlacementHint {
+public:
+    size_t resident_dead(uint64_t begin, uint64_t end, std::span<Extent> out) const override {
+        ++asked;
+        size_t n = 0;
+        for (const Extent& e : dead)
+            if (e.end > begin && e.begin < end && n < out.size()) out[n++] = {std::max(e.begin, begin), std::min(e.end, end)};
+        return n;
+    }
+    std::vector<Extent> dead; // in address order
+    mutable int asked = 0;
+};
+
+} // namespace
+
+TEST_CASE("pool: with a placement hint, a block goes over dead memory still on the GPU", "[pool][placement]") {
+    FakeSlabs slabs;
+    FakeFences fences;
+    PoolBook book(small_config(64 * MiB), slabs, fences);
+    auto hint = std::make_shared<FakeHint>();
+    std::vector<Block> b;
+    for (int i = 0; i < 4; ++i) b.push_back(*book.allocate(8 * MiB, kS1, 0, 0));
+    // Two equal holes apart: best fit takes the one freed last.
+    book.free(b[2].address, kNoStream, 0, 0);
+    book.free(b[0].address, kNoStream, 0, 0);
+
+    SECTION("best fit alone, without a hint") {
+        CHECK(book.allocate(8 * MiB, kS1, 0, 0)->address == b[0].address);
+    }
+    SECTION("the hole whose bytes are still on the GPU, with one") {
+        hint->dead = {{b[2].address, b[2].address + 8 * MiB}};
+        book.set_placement_hint(hint);
+        CHECK(book.allocate(8 * MiB, kS1, 0, 0)->address == b[2].address);
+        CHECK(hint->asked > 0);
+    }
+    SECTION("flush with a dead extent inside a larger piece, on a chunk boundary") {
+        // b[2], b[3] and the free tail of the slab join into one 48 MiB piece,
+        // whose dead bytes are the middle of what b[3] held.
+        book.free(b[3].address, kNoStream, 0, 0);
+        hint->dead = {{b[3].address + 3 * MiB, b[3].address + 7 * MiB}};
+        book.set_placement_hint(hint);
+        const auto got = book.allocate(4 * MiB, kS1, 0, 0);
+        REQUIRE(got);
+        // Starting at the extent's chunk (2 MiB in) covers 3 of its 4 MiB;
+        // ending flush with it (from 3 MiB in, aligned down to 2 MiB) the same.
+        CHECK(got->address == b[3].address + 2 * MiB);
+        CHECK(got->address % (2 * MiB) == 0);
+    }
+    SECTION("where the hint names nothing, best fit as before") {
+        hint->dead = {{b[1].address, b[1].address + 8 * MiB}}; // live: no free piece holds it
+        book.set_placement_hint(hint);
+        CHECK(book.allocate(8 * MiB, kS1, 0, 0)->address == b[0].address);
+    }
+    SECTION("blocks smaller than a chunk are placed by best fit, not asked about") {
+        hint->dead = {{b[2].address, b[2].address + 8 * MiB}};
+        book.set_placement_hint(hint);
+        CHECK(book.allocate(1 * MiB, kS1, 0, 0)->address == b[0].address);
+        CHECK(hint->asked == 0);
+    }
+    SECTION("of two pieces covering as much, the smaller") {
+        book.free(b[3].address, kNoStream, 0, 0); // b[2], b[3] and the tail: one piece of 48 MiB
+        hint->dead = {{b[0].address, b[0].address + 8 * MiB}, {b[2].address, b[2].address + 8 * MiB}};
+        book.set_placement_hint(hint);
+        CHECK(book.allocate(8 * MiB, kS1, 0, 0)->address == b[0].address);
+    }
+    SECTION("the hint taken away: best fit again") {
+        hint->dead = {{b[2].address, b[2].address + 8 * MiB}};
+        book.set_placement_hint(hint);
+        book.set_placement_hint(nullptr);
+        CHECK(book.allocate(8 * MiB, kS1, 0, 0)->address == b[0].address);
     }
 }
 

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <array>
+
 using namespace uvmp;
 
 namespace {
@@ -251,4 +253,37 @@ TEST_CASE("reuse in place: a launch's plan gives up dead bytes before it evicts 
         CHECK(Plan::bytes(second.evict, r) == 4 * kMiB);
         CHECK(r.dead_bytes() == 2 * kMiB);
     }
+}
+
+TEST_CASE("reuse in place: it tells the pool where dead bytes lie, clipped and in address order", "[reuse][placement]") {
+    Residency r(64 * kMiB, 2 * kMiB);
+    ReuseInPlace reuse;
+    const auto a = r.add_allocation(1, 8 * kMiB);
+    const auto b = r.add_allocation(2, 8 * kMiB);
+    const auto c = r.add_allocation(3, 8 * kMiB);
+    REQUIRE((a && b && c));
+    r.make_resident(*a, 0);
+    r.make_resident(*c, 0);
+    // b is not resident: freeing it leaves nothing on the GPU.
+    for (uint32_t id : {1u, 2u, 3u}) {
+        reuse.note_removal(r, id, kBase + (id - 1) * 8 * kMiB, 1);
+        r.remove_allocation(id);
+    }
+    std::array<uvmp::pool::Extent, 4> out;
+    REQUIRE(reuse.resident_dead(kBase, kBase + 24 * kMiB, out) == 2);
+    CHECK(out[0].begin == kBase);
+    CHECK(out[0].end == kBase + 8 * kMiB);
+    CHECK(out[1].begin == kBase + 16 * kMiB);
+    CHECK(out[1].end == kBase + 24 * kMiB);
+    REQUIRE(reuse.resident_dead(kBase + 4 * kMiB, kBase + 20 * kMiB, out) == 2);
+    CHECK(out[0].begin == kBase + 4 * kMiB);
+    CHECK(out[1].end == kBase + 20 * kMiB);
+    CHECK(reuse.resident_dead(kBase + 8 * kMiB, kBase + 16 * kMiB, out) == 0);
+    CHECK(reuse.resident_dead(kBase, kBase + 24 * kMiB, std::span(out).first(1)) == 1);
+    // A block placed there takes the bytes: they are no longer dead.
+    const auto d = r.add_allocation(4, 8 * kMiB);
+    REQUIRE(d);
+    reuse.place(r, *d, kBase, 2);
+    REQUIRE(reuse.resident_dead(kBase, kBase + 24 * kMiB, out) == 1);
+    CHECK(out[0].begin == kBase + 16 * kMiB);
 }

@@ -47,6 +47,11 @@ constexpr std::array kOptions = {
     OptionSpec{"pool_retain", "UVMP_POOL_RETAIN", OptionType::Size, "0", "",
                "Wholly free slabs the pool keeps however long they go unused (the most recently used "
                "are kept); beyond it, idle slabs are given back."},
+    OptionSpec{"pool_placement", "UVMP_POOL_PLACEMENT", OptionType::Choice, "over-dead", "over-dead|best-fit",
+               "Where the pool puts a block of a chunk or more: over-dead places it over memory that freed "
+               "blocks left on the GPU where it can (under a policy, whose model knows where that is), so "
+               "that it finds its pages there and they need not be evicted; best-fit takes the smallest "
+               "free piece that holds it, wherever its pages are."},
     OptionSpec{"pool_release_after", "UVMP_POOL_RELEASE_AFTER", OptionType::Duration, "10s", "",
                "A wholly free slab unused this long is given back to the driver: a duration such as "
                "10s, 500ms or 2m (a plain number is seconds)."},
@@ -209,6 +214,8 @@ void store(Config& config, const OptionSpec& spec, std::string_view value) {
     else if (key == "chunk_size") config.chunk_size = *parse_size(value);
     else if (key == "pool_slab_size") config.pool_slab_size = *parse_size(value);
     else if (key == "pool_retain") config.pool_retain = *parse_size(value);
+    else if (key == "pool_placement")
+        config.pool_placement = value == "best-fit" ? PoolPlacement::BestFit : PoolPlacement::OverDead;
     else if (key == "pool_release_after") config.pool_release_after = *parse_duration_ns(value);
     else if (key == "hide_managed") config.hide_managed = *parse_bool(value);
     else if (key == "log_level") {

@@ -18,6 +18,13 @@ enum class OptionType { Bool, Size, SizeOrPercent, Choice, Path, Text, Duration,
 
 enum class ResidencyPolicy { None, DemandLru, Learned };
 enum class Populate { Off, Prefetch };
+
+// Where the managed pool puts a block of a chunk or more (core/pool/placement_hint.h).
+enum class PoolPlacement : uint8_t {
+    OverDead, // over dead bytes still on the GPU where there are any among the pieces that hold it, else best fit
+    BestFit,
+};
+
 enum class LogLevel { Trace, Debug, Info, Warn, Error, Off };
 // Where converted allocations may live (core/placement): Off, every one on the
 // GPU; On, host homes learned from UVMP_TRACE_IN; Auto, from UVMP_TRACE_IN when
@@ -59,6 +66,7 @@ struct Config {
     uint64_t pool_slab_size = 512ull << 20;            // the managed pool's slabs
     uint64_t pool_retain = 0;                          // wholly free slabs kept however long unused
     uint64_t pool_release_after = 10'000'000'000ull;   // ns: idle slabs given back after this
+    PoolPlacement pool_placement = PoolPlacement::OverDead;
     bool hide_managed = true;
     bool verbose = false;
     std::string framework_settings; // NAME=VALUE that uvmrun set for the job's framework

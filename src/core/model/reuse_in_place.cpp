@@ -8,13 +8,25 @@ namespace uvmp {
 ReuseInPlace::Ranges::iterator ReuseInPlace::add(uint64_t start, Range range, Ranges::iterator hint) {
     bytes_ += range.end - start;
     by_age_.emplace(range.dead_since, start);
+    std::lock_guard lock(ranges_mutex_);
     return ranges_.emplace_hint(hint, start, range);
 }
 
 ReuseInPlace::Ranges::iterator ReuseInPlace::erase(Ranges::iterator it) {
     bytes_ -= it->second.end - it->first;
     by_age_.erase({it->second.dead_since, it->first});
+    std::lock_guard lock(ranges_mutex_);
     return ranges_.erase(it);
+}
+
+size_t ReuseInPlace::resident_dead(uint64_t begin, uint64_t end, std::span<pool::Extent> out) const {
+    std::lock_guard lock(ranges_mutex_);
+    size_t n = 0;
+    auto it = ranges_.upper_bound(begin);
+    if (it != ranges_.begin() && std::prev(it)->second.end > begin) --it;
+    for (; it != ranges_.end() && it->first < end && n < out.size(); ++it)
+        out[n++] = {std::max(it->first, begin), std::min(it->second.end, end)};
+    return n;
 }
 
 void ReuseInPlace::give_up_through(Residency& residency, std::function<void(uint64_t, uint64_t)> evict) {

@@ -15,21 +15,30 @@
 // population), but nothing fetches it back. The planner (online) and the
 // simulator (offline) use the same code, so that the simulator's prediction
 // follows the library.
+//
+// It also tells the pool where dead bytes lie (pool::PlacementHint), so that a
+// new block goes over them rather than beside them. That question comes from
+// the allocating thread, so changes to the ranges take a lock that it takes too;
+// everything else is one thread's.
 #pragma once
 
 #include "core/model/residency.h"
+#include "core/pool/placement_hint.h"
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 #include <utility>
 #include <vector>
 
 namespace uvmp {
 
-class ReuseInPlace final : public DeadRoom {
+class ReuseInPlace final : public DeadRoom, public pool::PlacementHint {
 public:
+    size_t resident_dead(uint64_t begin, uint64_t end, std::span<pool::Extent> out) const override;
+
     // Dead bytes of `residency` are given up for room (Residency::room_from_dead)
     // through `evict(address, size)`, a call a piece; both must outlive this.
     void give_up_through(Residency& residency, std::function<void(uint64_t, uint64_t)> evict);
@@ -74,6 +83,8 @@ private:
     // The same, by (dead_since, first byte): the order ranges are shed in.
     std::set<std::pair<uint64_t, uint64_t>> by_age_;
     uint64_t bytes_ = 0;
+    // Held by changes to ranges_ and by resident_dead().
+    mutable std::mutex ranges_mutex_;
     std::vector<ChunkRange> taken_; // place()'s, kept for its capacity
     Residency* room_of_ = nullptr;
     std::function<void(uint64_t, uint64_t)> evict_;

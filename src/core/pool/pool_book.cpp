@@ -1,5 +1,7 @@
 #include "core/pool/pool_book.h"
 
+#include "core/pool/placement_hint.h"
+
 #include "core/util/round_up.h"
 
 #include <algorithm>
@@ -21,6 +23,10 @@ constexpr uint64_t kMaxRequest = uint64_t{1} << 62;
 // Free blocks looked at in one search before it jumps to the sizes that always
 // fit: bounded work for a request that must start on a chunk boundary.
 constexpr int kScan = 16;
+// Pieces of each index weighed by a placement over dead memory.
+constexpr int kHintCandidates = 16;
+// Dead extents of one piece weighed, at most.
+constexpr size_t kHintExtents = 16;
 // Pieces of one size bin walked to keep it in ascending size.
 constexpr int kInsertWalk = 64;
 // Fences asked about in one call, at most.
@@ -171,6 +177,19 @@ public:
             for (Seg* p = heads_[b]; p; p = p->bnext)
                 if (place(p, size, start)) return p;
         return nullptr;
+    }
+
+    // Each piece of at least `size` bytes, smallest first, until `visit` returns
+    // false or `limit` pieces have been visited.
+    template <class Visit>
+    void each_holding(uint64_t size, int limit, Visit&& visit) const {
+        if (count_ == 0) return;
+        int visited = 0;
+        for (uint32_t b = next_bin(bin_of(size)); b < kBins; b = next_bin(b + 1))
+            for (Seg* p = heads_[b]; p; p = p->bnext) {
+                if (p->size < size) continue;
+                if (++visited > limit || !visit(p)) return;
+            }
     }
 
 private:
@@ -364,6 +383,7 @@ struct PoolBook::State {
     bool retaining = false;
     // Fences to destroy once the mutex is released.
     std::vector<FenceKey> doomed;
+    std::shared_ptr<const PlacementHint> hint;
 
     // --- placement -----------------------------------------------------------
 
@@ -403,7 +423,11 @@ struct PoolBook::State {
 
     // Best fit over the blocks usable on `stream`: ready ones and those pending
     // on `stream` (preferred when as small: ready memory stays for everyone).
+    // With a hint, a block of a chunk or more goes where it covers the most dead
+    // bytes still on the GPU, if any (find_fit_over_dead).
     Seg* find_fit(uint64_t size, StreamKey stream, uint64_t& start) {
+        if (hint && size >= cfg.chunk_bytes)
+            if (Seg* over_dead = find_fit_over_dead(size, stream, start)) return over_dead;
         Seg* fit = best_in(ready, size, start);
         if (stream != kNoStream) {
             Stream* st = stream_of(stream);
@@ -417,6 +441,71 @@ struct PoolBook::State {
             }
         }
         return fit;
+    }
+
+    // A block placed over dead bytes resident on the GPU takes their pages as
+    // they are; placed beside them, it has pages made and leaves them to be
+    // evicted. Among the first pieces of each index that hold the block (smallest
+    // first), and within each at its start or flush with a dead extent's either
+    // end, the placement covering the most dead bytes; ties go to the smaller
+    // piece, then to the stream's own pending one. nullptr when none covers any.
+    Seg* find_fit_over_dead(uint64_t size, StreamKey stream, uint64_t& start) {
+        Seg* best = nullptr;
+        uint64_t best_start = 0, best_cover = 0;
+        std::array<Extent, kHintExtents> extents;
+        auto weigh = [&](Seg* p) {
+            uint64_t at = 0;
+            if (!place(p, size, at)) return true;
+            const uint64_t piece_end = p->addr + p->size;
+            const size_t n = hint->resident_dead(p->addr, piece_end, extents);
+            if (n == 0) return true;
+            const std::span<const Extent> dead(extents.data(), n);
+            const uint64_t base = p->slab->base;
+            auto cover = [&](uint64_t from) {
+                uint64_t bytes = 0;
+                for (const Extent& e : dead) {
+                    const uint64_t lo = std::max(e.begin, from), hi = std::min(e.end, from + size);
+                    if (lo < hi) bytes += hi - lo;
+                }
+                return bytes;
+            };
+            // The chunk-aligned start at or below `want`, moved up into the piece
+            // and down to where the block still ends within it.
+            auto aligned = [&](uint64_t want) -> std::optional<uint64_t> {
+                uint64_t from = base + (std::max(want, at) - base) / cfg.chunk_bytes * cfg.chunk_bytes;
+                if (from < at) from = at;
+                if (from + size > piece_end) {
+                    if (piece_end - size < at) return std::nullopt;
+                    from = base + (piece_end - size - base) / cfg.chunk_bytes * cfg.chunk_bytes;
+                    if (from < at) return std::nullopt;
+                }
+                return from;
+            };
+            auto consider = [&](uint64_t from) {
+                const uint64_t bytes = cover(from);
+                const bool better = bytes > best_cover ||
+                                    (bytes == best_cover && bytes > 0 && best && p->size < best->size);
+                if (better) {
+                    best = p;
+                    best_start = from;
+                    best_cover = bytes;
+                }
+            };
+            consider(at);
+            for (const Extent& e : dead) {
+                if (const auto from = aligned(e.begin)) consider(*from);
+                if (e.end >= size)
+                    if (const auto from = aligned(e.end - size)) consider(*from);
+            }
+            // Nothing covers more than the whole block, and later pieces are no smaller.
+            return best_cover < size;
+        };
+        if (stream != kNoStream)
+            if (Stream* st = stream_of(stream)) st->pending.each_holding(size, kHintCandidates, weigh);
+        if (best_cover < size) ready.each_holding(size, kHintCandidates, weigh);
+        if (!best) return nullptr;
+        start = best_start;
+        return best;
     }
 
     // --- the chunk directory ---------------------------------------------------
@@ -703,10 +792,9 @@ struct PoolBook::State {
         slab->wholly_free = false;
         const uint64_t lo = s->addr, end = s->addr + s->size;
         const uint64_t front = start - lo, back = end - start - size;
-        // The gap in front is smaller than the block (less than a chunk, before a
-        // block of a chunk or more), so the block or the rest after it is the
-        // largest part: it keeps the node, and the chunk directory changes for
-        // the others only.
+        // The block or the rest after it keeps the node, so the chunk directory
+        // changes for the others only: for a best fit, the gap in front is less
+        // than a chunk; a block placed over dead memory may leave more there.
         if (front) free_piece(s, lo, front, true, index);
         Seg* block = s;
         if (back > size) {
@@ -1177,6 +1265,11 @@ void PoolBook::release_idle(uint64_t now_ns, std::vector<SlabEvent>* events) {
     std::unique_lock lock(mutex_);
     st.idle_pass(now_ns, gone);
     st.leave(lock, gone, events);
+}
+
+void PoolBook::set_placement_hint(std::shared_ptr<const PlacementHint> hint) {
+    std::lock_guard lock(mutex_);
+    state_->hint = std::move(hint);
 }
 
 PoolFigures PoolBook::figures(PoolTag tag) const {

@@ -22,9 +22,10 @@
 // residency model's chunks then match the memory's), smaller ones on
 // `alignment`; the search is best fit. Slabs wholly free for `release_after_ns`
 // are given back, beyond the first `retain_bytes` of them (the most recently
-// used are the ones kept). Thread-safe: one mutex, held for bookkeeping and
-// fence queries only (never while a slab is made or given back, a fence is
-// waited for or destroyed).
+// used are the ones kept). With a placement hint, blocks of a chunk or more go
+// over dead memory still on the GPU where they can (set_placement_hint).
+// Thread-safe: one mutex, held for bookkeeping and fence queries only (never
+// while a slab is made or given back, a fence is waited for or destroyed).
 #pragma once
 
 #include <atomic>
@@ -38,6 +39,8 @@
 #include <vector>
 
 namespace uvmp::pool {
+
+class PlacementHint;
 
 using StreamKey = uint64_t; // an opaque stream handle
 using FenceKey = uint64_t;  // an opaque event handle; 0: none
@@ -145,6 +148,11 @@ public:
     // most recently used ones that fit in retain_bytes. Slabs whose last frees
     // are pending have their fences asked first.
     void release_idle(uint64_t now_ns, std::vector<SlabEvent>* events = nullptr);
+
+    // From here on, blocks of a chunk or more go where the hint says dead bytes
+    // still lie on the GPU, where there are any among the pieces that would hold
+    // them (core/pool/placement_hint.h); nullptr: best fit alone. Any thread.
+    void set_placement_hint(std::shared_ptr<const PlacementHint> hint);
 
     PoolFigures figures(PoolTag tag) const;
     PoolFigures figures() const; // every tag together (used_high: of the sum, reset by no call)

@@ -1,0 +1,31 @@
+// What the pool may ask, when it places a block, about the free memory it could
+// place it over: which of it still holds GPU pages that freed blocks left there
+// (dead bytes resident on the GPU). A block placed over them takes them over at
+// no cost; one placed elsewhere has pages made for it, and the dead bytes left
+// idle hold the budget until they are evicted, which costs as much as evicting
+// live bytes. Advisory only: an answer may be stale or empty, and the pool's
+// blocks are correct whatever it says; only what moves changes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace uvmp::pool {
+
+struct Extent {
+    uint64_t begin = 0;
+    uint64_t end = 0; // one past the last byte
+};
+
+class PlacementHint {
+public:
+    virtual ~PlacementHint() = default;
+    // The dead extents resident on the GPU that overlap [begin, end), clipped to
+    // it, in address order, into `out`: how many were written (at most
+    // out.size(); the first ones). Called with the pool's lock held, from any
+    // thread: it must be thread-safe and must not call back into the pool.
+    virtual size_t resident_dead(uint64_t begin, uint64_t end, std::span<Extent> out) const = 0;
+};
+
+} // namespace uvmp::pool
