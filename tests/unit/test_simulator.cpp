@@ -19,11 +19,13 @@ using trace::fixtures::loop_trace;
 
 constexpr uint64_t kMiB = 1ull << 20;
 
-SimResult run(const trace::Trace& t, PolicyKind policy, uint64_t budget, FaultRoom room = FaultRoom::CopyEngine) {
+SimResult run(const trace::Trace& t, PolicyKind policy, uint64_t budget, FaultRoom room = FaultRoom::CopyEngine,
+              BlockPlacement placement = BlockPlacement::OverDead) {
     SimConfig config;
     config.budget_bytes = budget;
     config.policy = policy;
     config.fault_room = room;
+    config.placement = placement;
     return simulate(t, config);
 }
 
@@ -337,18 +339,26 @@ TEST_CASE("simulator: dead bytes in a slab given back or made anew are not reuse
         REQUIRE(schedule.slab_changes().size() == 1 + between.size());
         // Between the free (event 1) and the second allocation (event 2).
         CHECK(schedule.slab_changes().back().before_event == 2);
-        const SimResult r = run(t, PolicyKind::Belady, 64 * kMiB);
+        // (The recorded slabs matter only where blocks stay where they were recorded.)
+        const SimResult r = run(t, PolicyKind::Belady, 64 * kMiB, FaultRoom::CopyEngine, BlockPlacement::Recorded);
         CHECK(r.reused_bytes == 0);
         CHECK(r.demand_bytes + r.prefetched_bytes == 16 * kMiB);
     }
 }
 
-TEST_CASE("simulator: a steady step of a pooled training loop holds the budget, dead bytes counted", "[simulator][reuse]") {
+namespace {
+// Twelve marked steps of a synthetic training loop whose blocks come from the pool.
+trace::Trace pooled_training_loop() {
     trace::TrainingLoopShape shape;
     shape.steps = 12;
     shape.mark_iterations = true;
     shape.pooled = true;
-    const trace::Trace pooled = trace::make_training_loop(shape);
+    return trace::make_training_loop(shape);
+}
+} // namespace
+
+TEST_CASE("simulator: a steady step of a pooled training loop holds the budget, dead bytes counted", "[simulator][reuse]") {
+    const trace::Trace pooled = pooled_training_loop();
     REQUIRE(trace::summarize(pooled).allocs_by_kind[static_cast<size_t>(trace::AllocKind::Pooled)].count > 0);
     const uint64_t peak_live = ChunkSchedule(pooled, 2 * kMiB).footprint_bytes();
     for (const uint64_t budget : {peak_live * 7 / 10, peak_live * 9 / 10}) {
@@ -373,6 +383,23 @@ TEST_CASE("simulator: a steady step of a pooled training loop holds the budget, 
             CHECK(r.step_in_bytes <= r.step_out_bytes * 11 / 10);
         }
     }
+}
+
+TEST_CASE("simulator: blocks placed over dead memory shed fewer dead bytes than best fit", "[simulator][reuse][placement]") {
+    const trace::Trace pooled = pooled_training_loop();
+    const uint64_t peak_live = ChunkSchedule(pooled, 2 * kMiB).footprint_bytes();
+    const uint64_t budget = peak_live * 7 / 10;
+    const SimResult over_dead = run(pooled, PolicyKind::Learned, budget);
+    const SimResult best_fit = run(pooled, PolicyKind::Learned, budget, FaultRoom::CopyEngine, BlockPlacement::BestFit);
+    INFO("over dead: " << over_dead.step_dead_out_bytes / kMiB << " MiB dead out, " << over_dead.reused_bytes / kMiB
+                       << " MiB reused; best fit: " << best_fit.step_dead_out_bytes / kMiB << " MiB dead out, "
+                       << best_fit.reused_bytes / kMiB << " MiB reused");
+    CHECK(over_dead.reused_bytes > best_fit.reused_bytes);
+    CHECK(over_dead.step_dead_out_bytes < best_fit.step_dead_out_bytes);
+    CHECK(over_dead.step_seconds < best_fit.step_seconds);
+    // Either way the budget holds while kernels run.
+    CHECK(over_dead.peak_launch_resident_bytes <= budget);
+    CHECK(best_fit.peak_launch_resident_bytes <= budget);
 }
 
 TEST_CASE("iteration bounds: a shorter last step is whole when a mark follows the last launch", "[sim]") {

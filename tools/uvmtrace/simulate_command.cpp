@@ -49,6 +49,7 @@ struct SimulateOptions {
     std::string extents = "inferred";
     uint32_t repeat_last = 0;
     std::string fault_room = "copy-engine";
+    std::string placement = "over-dead";
     std::string sweep_from = "30%";
     std::string sweep_to = "110%";
     unsigned sweep_steps = 10;
@@ -440,6 +441,9 @@ void run(const SimulateOptions& o) {
     if (!policy) bad_usage(fmt::format("unknown policy '{}': use demand-lru, learned or belady", o.policy));
     config.policy = *policy;
     config.fault_room = o.fault_room == "fault-path" ? FaultRoom::FaultPath : FaultRoom::CopyEngine;
+    config.placement = o.placement == "recorded"  ? BlockPlacement::Recorded
+                       : o.placement == "best-fit" ? BlockPlacement::BestFit
+                                                   : BlockPlacement::OverDead;
     std::optional<SizeOrPercent> budget;
     if (!o.budget.empty()) budget = size_option("--budget", o.budget);
     else if (!o.sweep) bad_usage("--budget is required (or --sweep)");
@@ -528,6 +532,12 @@ void register_simulate(CLI::App& app) {
                     "who makes room for faulted-in data: copy-engine (the library's evictions keep the budget, "
                     "as under UVMP_BUDGET) or fault-path (a full GPU evicts while the kernel waits)")
         ->check(CLI::IsMember({"copy-engine", "fault-path"}))
+        ->capture_default_str();
+    cmd->add_option("--placement", options->placement,
+                    "where the pool's blocks go: over-dead (placed anew as the library places them, over dead "
+                    "bytes still on the GPU where it can), best-fit (placed anew, best fit alone) or recorded "
+                    "(where the recorded run put them)")
+        ->check(CLI::IsMember({"over-dead", "best-fit", "recorded"}))
         ->capture_default_str();
     cmd->add_option("--repeat-last", options->repeat_last,
                     "append this many copies of the trace's last iteration first, to see the steady state "

@@ -1,6 +1,8 @@
 #include "core/sim/simulator.h"
 
 #include "core/model/reuse_in_place.h"
+#include "core/sim/replaced_blocks.h"
+#include "core/util/size_parse.h"
 #include "core/trace/iteration_period.h"
 
 #include <algorithm>
@@ -8,6 +10,8 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 
 namespace uvmp {
@@ -115,6 +119,14 @@ double median(std::vector<double> values) {
     return m;
 }
 
+uint64_t pool_slab_bytes(const trace::Trace& trace, const SimConfig& config) {
+    if (config.pool_slab_bytes) return config.pool_slab_bytes;
+    const auto recorded = trace.header.options.find("pool_slab_size");
+    if (recorded != trace.header.options.end())
+        if (const auto bytes = parse_size(recorded->second); bytes && *bytes >= config.chunk_bytes) return *bytes;
+    return uint64_t{1} << 30;
+}
+
 } // namespace
 
 std::vector<uint64_t> iteration_bounds(const trace::Trace& trace) {
@@ -205,7 +217,12 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     size_t next_event = 0;
     // Blocks of the pool: a freed block's resident bytes stay on the GPU, dead,
     // for the next block placed over them.
-    ReuseInPlace reuse;
+    const auto reuse_owner = std::make_shared<ReuseInPlace>();
+    ReuseInPlace& reuse = *reuse_owner;
+    std::optional<sim::ReplacedBlocks> replaced;
+    if (config.placement != BlockPlacement::Recorded)
+        replaced.emplace(pool_slab_bytes(trace, config), config.chunk_bytes,
+                         config.placement == BlockPlacement::OverDead ? reuse_owner : nullptr);
     // Dead memory the launch's plan gave up for room: evicted before its other
     // evictions, each piece one call.
     uint64_t dead_bytes = 0, dead_calls = 0;
@@ -226,14 +243,18 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             const ChunkSchedule::AllocEvent& e = events[k];
             // A pooled block is placed as the library places it; allocations of
             // traces made before the pool fault in at first use.
-            if (e.kind == trace::AllocKind::Pooled)
-                result.reused_bytes += place_block(residency, reuse, chunks, e.address, launch,
+            if (e.kind == trace::AllocKind::Pooled) {
+                const uint64_t address = replaced ? replaced->allocate(e.alloc_id, e.size) : e.address;
+                result.reused_bytes += place_block(residency, reuse, chunks, address, launch,
                                                    [&](ChunkRange run) { populated.push_back(run); });
-            else reuse.forget(residency, e.address, e.size);
+            } else reuse.forget(residency, e.address, e.size);
         };
         const auto removing = [&](size_t k) {
             const ChunkSchedule::AllocEvent& e = events[k];
-            if (e.kind == trace::AllocKind::Pooled) reuse.note_removal(residency, e.alloc_id, e.address, launch);
+            if (e.kind == trace::AllocKind::Pooled) {
+                const uint64_t address = replaced ? replaced->free(e.alloc_id) : e.address;
+                reuse.note_removal(residency, e.alloc_id, address, launch);
+            }
             // Freed before any launch: nothing of it is populated (its ids may be handed out again).
             const ChunkId first = residency.first_chunk(e.alloc_id);
             const ChunkId last = first + residency.chunk_count(e.alloc_id) - 1;
@@ -243,7 +264,8 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         for (; next_slab < slab_changes.size() && slab_changes[next_slab].launches_before <= launch; ++next_slab) {
             const ChunkSchedule::SlabChange& change = slab_changes[next_slab];
             ChunkSchedule::replay_events(events.first(change.before_event), next_event, launch, residency, added, removing);
-            reuse.forget(residency, change.base, change.size);
+            // (The recorded slabs: re-placed blocks lie in slabs of their own.)
+            if (!replaced) reuse.forget(residency, change.base, change.size);
         }
         ChunkSchedule::replay_events(events, next_event, launch, residency, added, removing);
     };

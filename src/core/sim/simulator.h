@@ -30,8 +30,23 @@ enum class FaultRoom {
     FaultPath,
 };
 
+// Where the pool's blocks of a trace go.
+enum class BlockPlacement : uint8_t {
+    // Placed anew as the library's pool places them under a budget: over dead
+    // bytes still on the GPU where it can (core/sim/replaced_blocks.h).
+    OverDead,
+    // Placed anew by the same pool with no regard to dead bytes (best fit):
+    // what the library does with UVMP_POOL_PLACEMENT=best-fit.
+    BestFit,
+    // Where the recorded run placed them.
+    Recorded,
+};
+
 struct SimConfig {
     uint64_t budget_bytes = 0;
+    BlockPlacement placement = BlockPlacement::OverDead;
+    // The simulated pool's slab size; 0: the recorded run's (its pool_slab_size), else 1 GiB.
+    uint64_t pool_slab_bytes = 0;
     FaultRoom fault_room = FaultRoom::CopyEngine;
     uint64_t chunk_bytes = kDefaultChunkBytes;
     PolicyKind policy = PolicyKind::Learned;
