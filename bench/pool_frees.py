@@ -76,7 +76,8 @@ UNPRESSURED_MODES = ("native", "default", "fit")
 # Labels of the modes; "default" under pressure is labelled apart (mode_label).
 MODE_LABELS = {"native": "native", "default": "uvmrun defaults", "fit": "uvmrun, fit budget",
                "record": "recording (none)", "learned": "learned, migration only", "demand-lru": "demand-lru",
-               "save-on-cpu": "PyTorch save_on_cpu, capped", "host-homes": "learned, host homes from the trace"}
+               "save-on-cpu": "PyTorch save_on_cpu, capped", "host-homes": "learned, host homes from the trace",
+               "best-fit": "default, pool placing by best fit"}
 DEFAULT_PRESSURE_LABEL = "default (learned, homes learned in the run)"
 # Runs without the library: the job natively, and PyTorch's own offloading under a cap
 # (torch.autograd.graph.save_on_cpu with set_per_process_memory_fraction: what a user
@@ -85,15 +86,18 @@ WITHOUT_LIBRARY = ("native", "save-on-cpu")
 # Pressure modes the library runs, each checked against the simulator's prediction: default
 # (uvmrun with a budget and nothing else), host-homes (homes from the recorded trace), learned and
 # demand-lru (migration only).
-LIBRARY_PRESSURE_MODES = ("default", "host-homes", "learned", "demand-lru")
+LIBRARY_PRESSURE_MODES = ("default", "best-fit", "host-homes", "learned", "demand-lru")
 PRESSURE_MODES = LIBRARY_PRESSURE_MODES + ("save-on-cpu",)
 DEFAULT_PRESSURE_MODES = "default,learned,demand-lru,save-on-cpu"
 # What uvmrun is told in each library pressure mode besides the budget.
-PRESSURE_OPTIONS = {"default": [], "learned": ["--policy", "learned", "--host-homes", "off"],
+PRESSURE_OPTIONS = {"default": [], "best-fit": [], "learned": ["--policy", "learned", "--host-homes", "off"],
                     "demand-lru": ["--policy", "demand-lru", "--host-homes", "off"]}
 # uvmtrace simulate --homes for each library pressure mode (None: the simulator's default, every
 # home on the GPU).
-SIMULATED_HOMES = {"default": "auto", "host-homes": "host", "learned": None, "demand-lru": None}
+SIMULATED_HOMES = {"default": "auto", "best-fit": "auto", "host-homes": "host", "learned": None, "demand-lru": None}
+# Modes whose pool places blocks by best fit alone (UVMP_POOL_PLACEMENT=best-fit): the library's
+# default but for that, to show what placing blocks over dead memory gains.
+BEST_FIT_MODES = ("best-fit",)
 # Modes that read the recorded trace: none of them can run without it.
 NEEDS_TRACE = ("host-homes",)
 DEFAULT_RATIO_GOAL = 1.05
@@ -178,7 +182,7 @@ def expected_seconds(entry, measured):
         seconds += SAVE_ON_CPU_FIRST_S[workload] + (entry["steps"] - 1) * SAVE_ON_CPU_STEP_S[workload]
     elif entry.get("pressure") is not None:
         seconds += entry["steps"] * PRESSURE_STEP_S[workload]
-        if mode in ("default", "host-homes"):
+        if mode in ("default", "best-fit", "host-homes"):
             seconds += HOME_SEARCH_S
     else:
         seconds += entry["steps"] * STEP_S[workload]
@@ -286,6 +290,8 @@ class Bench:
             return self.native_env
         if mode == "record":
             return dict(self.uvmrun_env, UVMP_TRACE_TIMING="1")
+        if mode in BEST_FIT_MODES:
+            return dict(self.uvmrun_env, UVMP_POOL_PLACEMENT="best-fit")
         return self.uvmrun_env
 
     def ok_runs(self, workload, mode):
@@ -382,7 +388,8 @@ class Bench:
                                        "learned" if homes else policy, self.link["h2d_gbps"], self.link["d2h_gbps"],
                                        min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
                                        repeat_last=self.args.sim_repeat_last,
-                                       extra=simulate_homes_arguments(self.link, homes) if homes else ())
+                                       extra=(simulate_homes_arguments(self.link, homes) if homes else [])
+                                       + (["--placement", "best-fit"] if policy in BEST_FIT_MODES else []))
             entry["problem"] = problem
             if result:
                 entry.update({"step_ms": result["step_seconds"] * 1e3, "in_bytes": result.get("step_in_bytes"),
@@ -1074,9 +1081,10 @@ def parse_arguments(argv=None):
                         help="modes under pressure, in order (default " + DEFAULT_PRESSURE_MODES + "): default "
                              "(uvmrun --budget B and nothing else: learned, with host homes learned in the run), "
                              "learned (--policy learned --host-homes off: migration only), demand-lru (--host-homes "
-                             "off), save-on-cpu (PyTorch's save_on_cpu under the same cap, without the library) and "
+                             "off), save-on-cpu (PyTorch's save_on_cpu under the same cap, without the library), "
                              "host-homes (learned with the homes chosen on the recorded trace: --host-homes on "
-                             "--trace-in TRACE)")
+                             "--trace-in TRACE) and best-fit (the default with UVMP_POOL_PLACEMENT=best-fit: the "
+                             "pool places blocks without regard to dead memory on the GPU)")
     parser.add_argument("--pressure-warmup", type=int, default=8,
                         help="untimed steps under pressure (default 8: the default mode learns its homes in them, "
                              "from the step that goes over the budget, two steps recorded and the search while "
@@ -1162,12 +1170,16 @@ def print_plan(bench, plan):
         if entry["kind"] == "probe":
             what = f"link probe: {args.link_probe or '(none: given rates)'} {args.link_probe_mib}"
         elif entry["kind"] == "simulate":
-            simulated = [mode + (f" (learned --homes {SIMULATED_HOMES[mode]})" if SIMULATED_HOMES[mode] else "")
+            simulated = [mode + (f" (learned --homes {SIMULATED_HOMES[mode]}" if SIMULATED_HOMES[mode] else "")
+                         + (" --placement best-fit" if mode in BEST_FIT_MODES else "")
+                         + (")" if SIMULATED_HOMES[mode] else "")
                          for mode in args.pressure_policies if mode in LIBRARY_PRESSURE_MODES]
             what = (f"uvmtrace simulate the recorded trace at {entry['pressure']}: "
                     f"{', '.join(simulated) or 'nothing'} (--repeat-last {args.sim_repeat_last})")
         else:
-            extra = " UVMP_TRACE_TIMING=1" if entry["mode"] == "record" else ""
+            extra = {"record": " UVMP_TRACE_TIMING=1"}.get(entry["mode"], "")
+            if entry["mode"] in BEST_FIT_MODES:
+                extra = " UVMP_POOL_PLACEMENT=best-fit"
             round_text = f" round {entry['round']}" if entry["round"] else ""
             budget = f" at {entry['pressure']}" if entry.get("pressure") else ""
             what = (f"{entry['workload']} {mode_label(entry['mode'], entry.get('pressure'))}{budget}{round_text}, "
