@@ -255,7 +255,7 @@ TEST_CASE("reuse in place: a launch's plan gives up dead bytes before it evicts 
     }
 }
 
-TEST_CASE("reuse in place: it tells the pool where dead bytes lie, clipped and in address order", "[reuse][placement]") {
+TEST_CASE("reuse in place: once the budget binds, it tells the pool where dead bytes lie, clipped and in address order", "[reuse][placement]") {
     Residency r(64 * kMiB, 2 * kMiB);
     ReuseInPlace reuse;
     const auto a = r.add_allocation(1, 8 * kMiB);
@@ -270,6 +270,9 @@ TEST_CASE("reuse in place: it tells the pool where dead bytes lie, clipped and i
         r.remove_allocation(id);
     }
     std::array<uvmp::pool::Extent, 4> out;
+    // Nothing until the budget binds: no dead byte would ever have to move.
+    CHECK(reuse.resident_dead(kBase, kBase + 24 * kMiB, out) == 0);
+    CHECK(reuse.give_up(0) == 0);
     REQUIRE(reuse.resident_dead(kBase, kBase + 24 * kMiB, out) == 2);
     CHECK(out[0].begin == kBase);
     CHECK(out[0].end == kBase + 8 * kMiB);

@@ -49,9 +49,9 @@ constexpr std::array kOptions = {
                "are kept); beyond it, idle slabs are given back."},
     OptionSpec{"pool_placement", "UVMP_POOL_PLACEMENT", OptionType::Choice, "over-dead", "over-dead|best-fit",
                "Where the pool puts a block of a chunk or more: over-dead places it over memory that freed "
-               "blocks left on the GPU where it can (under a policy, whose model knows where that is), so "
-               "that it finds its pages there and they need not be evicted; best-fit takes the smallest "
-               "free piece that holds it, wherever its pages are."},
+               "blocks left on the GPU where it can, once the budget has bound (under a policy, whose model "
+               "knows where that is), so that it finds its pages there and they need not be evicted; "
+               "best-fit takes the smallest free piece that holds it, wherever its pages are."},
     OptionSpec{"pool_release_after", "UVMP_POOL_RELEASE_AFTER", OptionType::Duration, "10s", "",
                "A wholly free slab unused this long is given back to the driver: a duration such as "
                "10s, 500ms or 2m (a plain number is seconds)."},

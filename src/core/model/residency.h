@@ -47,7 +47,9 @@ struct ChunkRange {
 class DeadRoom {
 public:
     virtual ~DeadRoom() = default;
-    // Gives up at least `bytes` of dead memory, as far as there is; returns the bytes given up.
+    // Gives up at least `bytes` of dead memory, as far as there is; returns the
+    // bytes given up. Called whenever room is wanted past the budget, dead bytes
+    // held or not.
     virtual uint64_t give_up(uint64_t bytes) = 0;
 };
 
@@ -176,7 +178,8 @@ public:
     // as far as they go. Policies call it before they evict anything live.
     bool room_from_dead(uint64_t bytes) {
         if (!over_budget(bytes)) return true;
-        if (dead_room_ && dead_bytes_) dead_room_->give_up(held_bytes() + bytes - budget_bytes_);
+        // Asked even with no dead bytes held: it learns that the budget binds.
+        if (dead_room_) dead_room_->give_up(held_bytes() + bytes - budget_bytes_);
         return !over_budget(bytes);
     }
     uint64_t free_bytes() const { return held_bytes() >= budget_bytes_ ? 0 : budget_bytes_ - held_bytes(); }

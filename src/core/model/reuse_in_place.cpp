@@ -20,6 +20,7 @@ ReuseInPlace::Ranges::iterator ReuseInPlace::erase(Ranges::iterator it) {
 }
 
 size_t ReuseInPlace::resident_dead(uint64_t begin, uint64_t end, std::span<pool::Extent> out) const {
+    if (!budget_binds_.load(std::memory_order_relaxed)) return 0;
     std::lock_guard lock(ranges_mutex_);
     size_t n = 0;
     auto it = ranges_.upper_bound(begin);
@@ -36,6 +37,7 @@ void ReuseInPlace::give_up_through(Residency& residency, std::function<void(uint
 }
 
 uint64_t ReuseInPlace::give_up(uint64_t bytes) {
+    budget_binds_.store(true, std::memory_order_relaxed);
     if (!room_of_ || !evict_) return 0;
     return shed(*room_of_, bytes, evict_);
 }

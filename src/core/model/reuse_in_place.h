@@ -17,7 +17,9 @@
 // follows the library.
 //
 // It also tells the pool where dead bytes lie (pool::PlacementHint), so that a
-// new block goes over them rather than beside them. That question comes from
+// new block goes over them rather than beside them; but only once the budget
+// has bound (room was wanted past it): until then no dead byte ever has to
+// move, and best fit keeps the pool's memory smallest. That question comes from
 // the allocating thread, so changes to the ranges take a lock that it takes too;
 // everything else is one thread's.
 #pragma once
@@ -25,6 +27,7 @@
 #include "core/model/residency.h"
 #include "core/pool/placement_hint.h"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -85,6 +88,8 @@ private:
     uint64_t bytes_ = 0;
     // Held by changes to ranges_ and by resident_dead().
     mutable std::mutex ranges_mutex_;
+    std::atomic<bool> budget_binds_{false}; // give_up() has been called
+
     std::vector<ChunkRange> taken_; // place()'s, kept for its capacity
     Residency* room_of_ = nullptr;
     std::function<void(uint64_t, uint64_t)> evict_;
