@@ -13,6 +13,7 @@ using namespace uvmp;
 using namespace uvmp::placement;
 using uvmp::trace::fixtures::add_alloc;
 using uvmp::trace::fixtures::add_free;
+using uvmp::trace::fixtures::add_launch;
 using uvmp::trace::fixtures::add_launch_naming;
 
 namespace {
@@ -60,6 +61,28 @@ TEST_CASE("timing prior: streaming kernels tolerate, slow-per-byte ones do not, 
     TimingPriorConfig strict;
     strict.streaming_gbps = 3000;
     CHECK(TimingPrior::from_trace(t, strict).verdict(2, 0) == Tolerance::Intolerant);
+}
+
+TEST_CASE("timing prior: a byte a kernel's parameters name twice counts once", "[placement]") {
+    // A GEMM's parameters hold its operands' pointers in several places: counted
+    // once each, 64 MiB moved in 100 us is 671 GB/s, far from streaming; counted
+    // as often as named, it would pass for a kernel streaming 2.7 TB/s.
+    trace::Trace t;
+    add_alloc(t, 1, 32 * kMiB, 0);
+    add_alloc(t, 2, 32 * kMiB, 0);
+    const trace::Access a{1, 0, 0}, b{2, 0, 0}, a_head{1, 0, 8 * kMiB}, b_tail{2, 16 * kMiB, 0};
+    const trace::Access repeated[] = {a, b, a, b, a_head, b_tail, a, b};
+    for (int i = 0; i < 3; ++i) add_launch(t, 7, repeated, 100'000);
+    const TimingPrior prior = TimingPrior::from_trace(t);
+    CHECK(prior.kernel_gbps(7).value() == Approx(64.0 * kMiB / 100'000).epsilon(1e-6));
+    CHECK(prior.verdict(7, 0) == Tolerance::Intolerant);
+    // Extents of one allocation that overlap join; apart, they add up.
+    trace::Trace u;
+    add_alloc(u, 1, 32 * kMiB, 0);
+    const trace::Access head{1, 0, 8 * kMiB}, middle{1, 4 * kMiB, 8 * kMiB}, tail{1, 24 * kMiB, 4 * kMiB};
+    const trace::Access pieces[] = {head, middle, tail};
+    for (int i = 0; i < 3; ++i) add_launch(u, 9, pieces, 1'000'000);
+    CHECK(TimingPrior::from_trace(u).kernel_gbps(9).value() == Approx(16.0 * kMiB / 1'000'000).epsilon(1e-6));
 }
 
 TEST_CASE("host homes: the streamed activation of every step lives on the host, its launches pay the trips",

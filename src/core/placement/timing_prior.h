@@ -21,9 +21,11 @@ namespace uvmp::placement {
 
 struct TimingPriorConfig {
     // Named bytes per second of local run time at which a kernel counts as
-    // streaming: a third of the H200's 4.8 TB/s. The GEMMs and attention
-    // kernels of the reference workloads reach under 1 TB/s by this measure,
-    // their elementwise and normalisation kernels 2-4 TB/s.
+    // streaming: a third of the H200's 4.8 TB/s. By this measure (each byte
+    // counted once), GPT-2 small's elementwise kernels reach 2.6-4.4 TB/s and
+    // most of its GEMMs 1.2-1.7 TB/s, but one of them 2.7 TB/s and resnet50's
+    // small GEMMs 3.5-4.1 TB/s: the line does not part every GEMM from every
+    // streaming kernel, which is why only remote trials settle it.
     double streaming_gbps = 1600;
     // Kernels shorter than this are left unjudged: their time is launch
     // overhead more than work, and their operands are small.
