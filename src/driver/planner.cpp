@@ -86,12 +86,16 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
     const auto chunks = residency.add_allocation(allocation.id, allocation.size);
     if (!chunks) return;
     model.policy->on_allocation_added(*chunks);
-    // Dead memory given up for the block is evicted before the block is populated.
+    // The block's memory is its own now: no dead piece still to evict may take it.
+    keep_clear_of(model.dead_pending, allocation.base, allocation.size);
     dead_scratch_.clear();
     populate_scratch_.clear();
     const uint64_t reused = place_block(residency, *model.reuse, *chunks, allocation.base, launches_,
                                         [&](ChunkRange run) { populate_scratch_.push_back(run); });
-    for (const DeadPiece& piece : dead_scratch_) evict_dead(piece, model, allocation.context);
+    // Dead memory given up for the block may still be in use by kernels queued
+    // before its free (the application runs ahead of the GPU): it is evicted
+    // behind the next launch's fence, as a launch's own dead pieces are.
+    model.dead_pending.insert(model.dead_pending.end(), dead_scratch_.begin(), dead_scratch_.end());
     if (populate)
         for (const ChunkRange& run : populate_scratch_)
             move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model, allocation.context);
@@ -113,7 +117,26 @@ void Planner::allocation_removed(uint32_t id) {
 }
 
 void Planner::slab_changed(CUdevice device, uint64_t base, uint64_t bytes) {
-    if (auto found = models_.find(device); found != models_.end()) found->second.reuse->forget(*found->second.residency, base, bytes);
+    if (auto found = models_.find(device); found != models_.end()) {
+        found->second.reuse->forget(*found->second.residency, base, bytes);
+        keep_clear_of(found->second.dead_pending, base, bytes);
+    }
+}
+
+void Planner::keep_clear_of(std::vector<DeadPiece>& pieces, uint64_t base, uint64_t bytes) {
+    const uint64_t end = base + bytes;
+    for (size_t i = 0; i < pieces.size();) {
+        const DeadPiece piece = pieces[i];
+        const uint64_t piece_end = piece.address + piece.bytes;
+        if (piece_end <= base || piece.address >= end) {
+            ++i;
+            continue;
+        }
+        pieces.erase(pieces.begin() + static_cast<std::ptrdiff_t>(i));
+        // What lies outside [base, end) is still dead and still to go.
+        if (piece.address < base) pieces.insert(pieces.begin() + static_cast<std::ptrdiff_t>(i++), {piece.address, base - piece.address});
+        if (piece_end > end) pieces.insert(pieces.begin() + static_cast<std::ptrdiff_t>(i++), {end, piece_end - end});
+    }
 }
 
 std::span<const trace::Access> Planner::accesses_on(CUdevice device, const std::vector<trace::Access>& accesses) {
@@ -170,6 +193,9 @@ void Planner::launch(const PlannedLaunch& launch) {
     }
     stats_.add(stats_.device(model.device).launches_planned);
     publish(model);
+    // Dead memory given up for blocks made since the last launch goes first.
+    dead_scratch_.insert(dead_scratch_.begin(), model.dead_pending.begin(), model.dead_pending.end());
+    model.dead_pending.clear();
     if (!execute(plan_, dead_scratch_, launch.fence, model, launch.origin.context) && launch.fence)
         fences_.release(launch.fence);
 }

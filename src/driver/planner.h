@@ -80,7 +80,9 @@ public:
     // a block of the managed pool: a removed one's resident bytes stay on the GPU,
     // dead, and a later one placed over them takes them as they are
     // (core/model/reuse_in_place.h); what else of it fits the budget, dead bytes
-    // elsewhere given up for it first, is populated.
+    // elsewhere given up for it first, is populated. Those dead bytes are evicted
+    // behind the next launch's fence: kernels queued before their free may still
+    // use them.
     // populate: whether the rest may be populated by a move (UVMP_POPULATE); the
     // model counts it resident either way, as the kernel that first touches it
     // brings it to the GPU.
@@ -109,6 +111,11 @@ public:
     uint64_t bytes_reused_in_place() const { return bytes_reused_in_place_.load(std::memory_order_relaxed); }
 
 private:
+    // A piece of dead memory to evict.
+    struct DeadPiece {
+        uint64_t address;
+        uint64_t bytes;
+    };
     struct DeviceModel {
         CUdevice device = 0;
         std::unique_ptr<Residency> residency;
@@ -118,14 +125,15 @@ private:
         // The context of the device's latest allocation: the stream of moves of
         // dead memory, which belongs to no allocation, when the launch names none.
         CUcontext context = nullptr;
-    };
-    // A piece of dead memory to evict.
-    struct DeadPiece {
-        uint64_t address;
-        uint64_t bytes;
+        // Dead memory given up for new blocks since the last launch, evicted
+        // behind that launch's fence.
+        std::vector<DeadPiece> dead_pending;
     };
 
     DeviceModel& model_for(CUdevice device, uint64_t budget);
+    // Drops what of `pieces` lies in [base, base + bytes): memory a block or a
+    // slab change has taken over.
+    static void keep_clear_of(std::vector<DeadPiece>& pieces, uint64_t base, uint64_t bytes);
     // The model's resident bytes into the device's stats.
     void publish(const DeviceModel& model);
     std::unique_ptr<uvmp::Policy> make_policy();

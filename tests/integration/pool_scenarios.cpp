@@ -428,6 +428,11 @@ void dead_bytes(PoolRun& run) {
     // b does not fit where a was: 14 MiB more than the 2 live ones, with 12 dead.
     const CUdeviceptr b = run.alloc_async(14 * kMiB, run.stream);
     run.checks.expect(b >= c + 2 * kMiB, "b placed past c, not over a's memory");
+    // b is populated at once, but a's dead bytes, which kernels queued before
+    // its free might still use, wait for the next launch's fence.
+    s = settled([](const uvmp_stats& x) { return x.bytes_populated >= 28 * kMiB; });
+    run.checks.expect_eq("a, c and then b populated", s.bytes_populated, 28 * kMiB);
+    run.checks.expect_eq("no dead byte evicted before a launch", s.bytes_evicted_dead, 0);
     touch(b);
     s = settled([](const uvmp_stats& x) { return x.bytes_evicted_dead == 12 * kMiB; });
     run.checks.expect_eq("dead bytes evicted to make room for b", s.bytes_evicted_dead, 12 * kMiB);
@@ -437,6 +442,31 @@ void dead_bytes(PoolRun& run) {
                       "held at most the budget (" + std::to_string(s.bytes_held_peak) + " bytes)");
     run.free_async(b, run.stream);
     run.free_async(c, run.stream);
+}
+
+// Dead bytes given up for a new block wait for the next launch's fence; a block
+// placed over them meanwhile takes them over, and they are not evicted. The test
+// sets UVMP_BUDGET=16M, UVMP_POLICY=learned and UVMP_POOL_SLAB_SIZE=64M.
+void dead_taken_over(PoolRun& run) {
+    Toucher k(run);
+    if (!k.ok()) return;
+    // a at 0-12M and c at 12-14M, both on the GPU; a freed: 12 MiB dead.
+    const CUdeviceptr a = run.alloc_async(12 * kMiB, run.stream);
+    const CUdeviceptr c = run.alloc_async(2 * kMiB, run.stream);
+    k.touch(a);
+    k.touch(c);
+    run.free_async(a, run.stream);
+    k.settled([](const uvmp_stats& x) { return x.bytes_dead_resident == 12 * kMiB; });
+    // b past c gives up a's dead bytes to be populated; d then goes where a was.
+    const CUdeviceptr b = run.alloc_async(14 * kMiB, run.stream);
+    const CUdeviceptr d = run.alloc_async(4 * kMiB, run.stream);
+    run.checks.expect(b > c && d == a, "b placed past c, d where a was");
+    k.touch(b);
+    const uvmp_stats s = k.settled([](const uvmp_stats& x) { return x.bytes_evicted_dead >= 8 * kMiB; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50)); // anything more would come now
+    run.checks.expect_eq("a's dead bytes evicted but for d's 4 MiB", run.stats().bytes_evicted_dead, 8 * kMiB);
+    run.checks.expect_eq("nothing live evicted", s.bytes_evicted, s.bytes_evicted_dead);
+    for (CUdeviceptr p : {b, c, d}) run.free_async(p, run.stream);
 }
 
 // A new block goes over dead bytes still on the GPU, not into the hole that
@@ -474,7 +504,7 @@ void over_dead(PoolRun& run) {
 }  // namespace
 
 bool is_pool_mode(std::string_view mode) {
-    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing", "populate", "dead", "over_dead"})
+    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing", "populate", "dead", "dead_taken", "over_dead"})
         if (mode == m) return true;
     return false;
 }
@@ -492,6 +522,7 @@ void run_pool_scenario(const DriverEntryPoints& driver, const FakeDriverHelpers&
     else if (mode == "populate") populate_once(run);
     else if (mode == "dead") dead_bytes(run);
     else if (mode == "over_dead") over_dead(run);
+    else if (mode == "dead_taken") dead_taken_over(run);
     else if (mode == "exit") at_exit(run);
     else if (mode == "timing") timing(run);
     if (mode != "exit") run.expect_ok(driver.stream_synchronize(run.stream), "cuStreamSynchronize");
