@@ -85,6 +85,7 @@ std::unique_ptr<Planner> Interceptor::make_planner() {
     if (!active_ || config_.policy == ResidencyPolicy::None) return nullptr;
     auto planner = std::make_unique<Planner>(config_.policy, config_.chunk_size, config_.trace_in, stats_, registry_,
                                              fences_, mover_);
+    planner->count_budget_bound_in(&budget_bound_);
     // The device's pool exists by then: the planner hears of its first block.
     if (config_.pool_placement == PoolPlacement::OverDead)
         planner->on_dead_memory_known([this](CUdevice device, std::shared_ptr<const pool::PlacementHint> hint) {
@@ -641,7 +642,7 @@ void Interceptor::count_unplanned(CUevent fence) {
 }
 
 bool Interceptor::all_converted_memory_fits() const {
-    return devices_over_budget_.load(std::memory_order_acquire) == 0;
+    return devices_over_budget_.load(std::memory_order_acquire) == 0 && !budget_bound_.load(std::memory_order_acquire);
 }
 
 CUevent Interceptor::record_fence(StreamFlavor flavor, CUstream stream, CUcontext context) {

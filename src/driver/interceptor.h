@@ -227,7 +227,9 @@ private:
     // The context current on the launching thread and its device: where the
     // launch runs, and so where the moves planned for it go.
     LaunchOrigin launch_origin() const;
-    // True while every device's converted memory fits its budget: nothing can need evicting.
+    // True while every device's converted memory fits its budget and no planner
+    // has wanted room past it: nothing can need evicting. (Dead bytes count
+    // against the budget too: plans evict them while the live bytes fit.)
     bool all_converted_memory_fits() const;
     // Where the launch's stream stands, asked only when a planner or the trace needs it.
     CaptureState capture_of(StreamFlavor flavor, CUstream stream, bool has_accesses) const;
@@ -257,6 +259,7 @@ private:
     Executor mover_;
     std::array<DeviceBudget, ManagedPools::kMaxDevices> budgets_;
     std::atomic<uint32_t> devices_over_budget_{0}; // kept by the budgets themselves
+    std::atomic<bool> budget_bound_{false};        // set by the planner (Planner::count_budget_bound_in)
     std::mutex budgets_mutex_;
 
     std::mutex passthrough_mutex_;

@@ -96,6 +96,7 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
     // before its free (the application runs ahead of the GPU): it is evicted
     // behind the next launch's fence, as a launch's own dead pieces are.
     model.dead_pending.insert(model.dead_pending.end(), dead_scratch_.begin(), dead_scratch_.end());
+    note_budget_bound(model);
     if (populate)
         for (const ChunkRange& run : populate_scratch_)
             move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model, allocation.context);
@@ -121,6 +122,11 @@ void Planner::slab_changed(CUdevice device, uint64_t base, uint64_t bytes) {
         found->second.reuse->forget(*found->second.residency, base, bytes);
         keep_clear_of(found->second.dead_pending, base, bytes);
     }
+}
+
+void Planner::note_budget_bound(const DeviceModel& model) {
+    if (budget_bound_ && model.reuse->budget_binds() && !budget_bound_->load(std::memory_order_relaxed))
+        budget_bound_->store(true, std::memory_order_release);
 }
 
 void Planner::keep_clear_of(std::vector<DeadPiece>& pieces, uint64_t base, uint64_t bytes) {
@@ -193,6 +199,7 @@ void Planner::launch(const PlannedLaunch& launch) {
     }
     stats_.add(stats_.device(model.device).launches_planned);
     publish(model);
+    note_budget_bound(model);
     // Dead memory given up for blocks made since the last launch goes first.
     dead_scratch_.insert(dead_scratch_.begin(), model.dead_pending.begin(), model.dead_pending.end());
     model.dead_pending.clear();

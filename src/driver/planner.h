@@ -105,6 +105,10 @@ public:
     // first allocation reaches the planner.
     using DeadMemoryKnown = std::function<void(CUdevice, std::shared_ptr<const pool::PlacementHint>)>;
     void on_dead_memory_known(DeadMemoryKnown known) { dead_memory_known_ = std::move(known); }
+    // `*bound` is set once a device's model has wanted room past its budget,
+    // live or dead bytes: from then on a plan may evict, and launches need
+    // fences. Set before the first allocation reaches the planner.
+    void count_budget_bound_in(std::atomic<bool>* bound) { budget_bound_ = bound; }
     double prediction_hit_rate() const;
     // Bytes of new blocks found resident where freed ones had left them: no move
     // made them so. Any thread.
@@ -188,6 +192,9 @@ private:
     uint64_t launches_ = 0;
     std::atomic<uint64_t> bytes_reused_in_place_{0};
     DeadMemoryKnown dead_memory_known_;
+    std::atomic<bool>* budget_bound_ = nullptr;
+    // Sets *budget_bound_ once the model's budget has bound.
+    void note_budget_bound(const DeviceModel& model);
 };
 
 } // namespace uvmp::driver

@@ -433,7 +433,11 @@ void dead_bytes(PoolRun& run) {
     s = settled([](const uvmp_stats& x) { return x.bytes_populated >= 28 * kMiB; });
     run.checks.expect_eq("a, c and then b populated", s.bytes_populated, 28 * kMiB);
     run.checks.expect_eq("no dead byte evicted before a launch", s.bytes_evicted_dead, 0);
+    // The live bytes fit (16 MiB), but the budget has bound on dead ones: from
+    // now on a plan may evict, so launches are fenced; before, nothing needed it.
+    run.checks.expect_eq("no launch fenced while everything fit", s.launches_fenced, 0);
     touch(b);
+    run.checks.expect(run.stats().launches_fenced >= 1, "a launch fenced once the budget bound on dead bytes");
     s = settled([](const uvmp_stats& x) { return x.bytes_evicted_dead == 12 * kMiB; });
     run.checks.expect_eq("dead bytes evicted to make room for b", s.bytes_evicted_dead, 12 * kMiB);
     run.checks.expect_eq("no dead bytes left on the GPU", s.bytes_dead_resident, 0);
