@@ -1010,7 +1010,35 @@ TEST_CASE("pool: fence queries are bounded and never repeated within a call", "[
 // Random work on a few streams, GPU progress at random: a block is only handed
 // to a stream when every byte of it was last freed on that stream, without a
 // stream, or under a fence that has completed.
+namespace {
+
+// Dead extents made up from the asked range alone: whatever a hint says, the
+// pool's blocks must stay its own.
+class ScatteredHint final : public PlacementHint {
+public:
+    size_t resident_dead(uint64_t begin, uint64_t end, std::span<Extent> out) const override {
+        const uint64_t span = end - begin;
+        uint64_t h = begin * 0x9E3779B97F4A7C15ull;
+        uint64_t at = begin;
+        size_t n = 0;
+        while (n < out.size() && n < 3 && at < end) {
+            h ^= h >> 29;
+            h *= 0xBF58476D1CE4E5B9ull;
+            const uint64_t from = at + h % (end - at);
+            const uint64_t to = std::min(end, from + 1 + (h >> 17) % std::max<uint64_t>(span / 2, 1));
+            out[n++] = {from, to};
+            at = to;
+        }
+        return n;
+    }
+};
+
+} // namespace
+
 TEST_CASE("pool: randomized frees on several streams keep CUDA's free semantics", "[pool]") {
+    // With a hint, blocks land inside pieces rather than at their start.
+    const bool hinted = GENERATE(false, true);
+    INFO("placement hint: " << hinted);
     FakeSlabs slabs(96 * MiB);
     FakeFences fences;
     struct LastFree {
@@ -1034,11 +1062,12 @@ TEST_CASE("pool: randomized frees on several streams keep CUDA's free semantics"
         split_at(end);
         last.erase(last.lower_bound(start), last.lower_bound(end));
     };
-    int violations = 0, find_errors = 0;
+    int violations = 0, find_errors = 0, overlaps = 0, misaligned = 0;
     {
         PoolConfig config = small_config(16 * MiB);
         config.release_after_ns = 50;
         PoolBook book(config, slabs, fences);
+        if (hinted) book.set_placement_hint(std::make_shared<ScatteredHint>());
         std::mt19937_64 rng(11);
         const StreamKey streams[] = {kS1, kS2, kS3, kNoStream};
         std::vector<std::pair<Block, StreamKey>> live;
@@ -1053,6 +1082,9 @@ TEST_CASE("pool: randomized frees on several streams keep CUDA's free semantics"
                 const uint64_t bytes = 1 + rng() % range;
                 auto b = book.allocate(bytes, s, 0, now);
                 if (!b) continue;
+                for (const auto& [other, stream] : live)
+                    if (b->address < other.address + other.size && other.address < b->address + b->size) ++overlaps;
+                if (b->size >= config.chunk_bytes && (b->address - b->slab_base) % config.chunk_bytes != 0) ++misaligned;
                 for (auto it = last.lower_bound(b->address); it != last.end() && it->first < b->address + b->size; ++it)
                     if (it->second.stream != kNoStream && it->second.stream != s && !fences.done(it->second.fence))
                         ++violations;
@@ -1108,6 +1140,8 @@ TEST_CASE("pool: randomized frees on several streams keep CUDA's free semantics"
         }
         CHECK(violations == 0);
         CHECK(find_errors == 0);
+        CHECK(overlaps == 0);
+        CHECK(misaligned == 0);
         for (auto& [b, s] : live) book.free(b.address, kNoStream, 0, now);
         CHECK(book.figures().used == 0);
         CHECK(book.figures().blocks == 0);
