@@ -307,12 +307,12 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
                            : dead                                  ? MoveCount::EvictDead
                                                                    : MoveCount::Evict;
     stats_.moved(order.device, what, bytes);
-    // A trace's moves name allocations; dead memory belongs to none.
-    if (trace::TraceWriter* trace = dead ? nullptr : trace_.load(std::memory_order_acquire)) {
+    if (trace::TraceWriter* trace = trace_.load(std::memory_order_acquire)) {
         trace::Move record;
         record.kind = order.kind;
-        record.alloc_id = order.allocation.id;
-        record.offset = order.offset;
+        // Dead memory belongs to no allocation: the record names its address.
+        record.alloc_id = dead ? trace::kNoAllocation : order.allocation.id;
+        record.offset = dead ? order.allocation.base + order.offset : order.offset;
         record.length = bytes;
         record.launches_before = order.launches_before;
         trace->move(record);

@@ -130,6 +130,10 @@ std::string text_line(const Trace& trace, const ReplayIndex& replays, const Even
     }
     case EventType::Move: {
         const Move& move = trace.moves[event.index];
+        if (move.alloc_id == kNoAllocation)
+            return fmt::format("move {} dead address={:#x} length={} t={} duration={} before={}",
+                               move_kind_name(move.kind), move.offset, move.length, move.time_ns, move.duration_ns,
+                               move.launches_before);
         return fmt::format("move {} id={} offset={} length={} t={} duration={} before={}", move_kind_name(move.kind),
                            move.alloc_id, move.offset, move.length, move.time_ns, move.duration_ns,
                            move.launches_before);

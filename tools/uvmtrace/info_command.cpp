@@ -98,6 +98,7 @@ void print_text(const Trace& trace, const TraceSummary& summary) {
         if (totals.count == 0) continue;
         moves += fmt::format("{}{} {} in {}", moves.empty() ? "" : ", ", move_kind_name(static_cast<MoveKind>(kind)),
                              count_and_size(totals.count, totals.bytes), seconds(totals.duration_ns));
+        if (totals.dead_bytes) moves += fmt::format(" ({} of dead memory)", format_size(totals.dead_bytes));
     }
     line("library moves", moves.empty() ? std::string("none") : moves);
     line("dropped records", std::to_string(summary.dropped_records));
@@ -157,8 +158,10 @@ nlohmann::ordered_json to_json(const Trace& trace, const TraceSummary& summary) 
     nlohmann::ordered_json moves;
     for (size_t kind = 0; kind < summary.moves_by_kind.size(); ++kind) {
         const MoveTotals& totals = summary.moves_by_kind[kind];
-        moves[move_kind_name(static_cast<MoveKind>(kind))] = {
-            {"count", totals.count}, {"bytes", totals.bytes}, {"duration_ns", totals.duration_ns}};
+        moves[move_kind_name(static_cast<MoveKind>(kind))] = {{"count", totals.count},
+                                                              {"bytes", totals.bytes},
+                                                              {"dead_bytes", totals.dead_bytes},
+                                                              {"duration_ns", totals.duration_ns}};
     }
     out["library_moves"] = moves;
     out["dropped_records"] = summary.dropped_records;

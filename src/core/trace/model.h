@@ -14,7 +14,7 @@
 namespace uvmp::trace {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 2;
+inline constexpr uint16_t kFormatMinor = 3;
 
 enum class AllocKind : uint8_t {
     Converted = 0,     // device allocation turned into managed memory
@@ -131,9 +131,13 @@ struct GraphLaunch {
     uint32_t nodes_skipped = 0;   // nodes of kinds nothing is planned for (host, event, ...)
 };
 
+// The alloc_id of a move of memory no allocation holds: dead bytes that freed
+// blocks of the pool left on the GPU. Its offset is then the address.
+inline constexpr uint32_t kNoAllocation = 0;
+
 struct Move {
     MoveKind kind = MoveKind::Prefetch;
-    uint32_t alloc_id = 0;
+    uint32_t alloc_id = 0; // kNoAllocation: dead memory, at address `offset`
     uint64_t offset = 0;
     uint64_t length = 0;
     uint64_t time_ns = 0;

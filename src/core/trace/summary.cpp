@@ -174,6 +174,7 @@ TraceSummary summarize(const Trace& trace) {
         MoveTotals& totals = summary.moves_by_kind[static_cast<size_t>(move.kind)];
         ++totals.count;
         totals.bytes += move.length;
+        if (move.alloc_id == kNoAllocation) totals.dead_bytes += move.length;
         totals.duration_ns += move.duration_ns;
         last_ns = std::max(last_ns, move.time_ns + move.duration_ns);
     }

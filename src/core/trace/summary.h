@@ -21,6 +21,7 @@ struct MoveTotals {
     uint64_t count = 0;
     uint64_t bytes = 0;
     uint64_t duration_ns = 0;
+    uint64_t dead_bytes = 0; // of dead memory (Move::alloc_id kNoAllocation)
 };
 
 struct IterationFootprint {
