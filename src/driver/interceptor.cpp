@@ -86,7 +86,7 @@ std::unique_ptr<Planner> Interceptor::make_planner() {
     auto planner = std::make_unique<Planner>(config_.policy, config_.chunk_size, config_.trace_in, stats_, registry_,
                                              fences_, mover_);
     planner->count_budget_bound_in(&budget_bound_);
-    // The device's pool exists by then: the planner hears of its first block.
+    // The device's pool exists by then: its blocks are what bound the budget.
     if (config_.pool_placement == PoolPlacement::OverDead)
         planner->on_dead_memory_known([this](CUdevice device, std::shared_ptr<const pool::PlacementHint> hint) {
             if (pool::PoolBook* book = pools_.existing_book(device)) book->set_placement_hint(std::move(hint));

@@ -57,7 +57,6 @@ Planner::DeviceModel& Planner::model_for(CUdevice device, uint64_t budget) {
         model.reuse->give_up_through(*model.residency, [this](uint64_t address, uint64_t bytes) {
             dead_scratch_.push_back({address, bytes});
         });
-        if (dead_memory_known_) dead_memory_known_(device, model.reuse);
     }
     return model;
 }
@@ -124,9 +123,13 @@ void Planner::slab_changed(CUdevice device, uint64_t base, uint64_t bytes) {
     }
 }
 
-void Planner::note_budget_bound(const DeviceModel& model) {
-    if (budget_bound_ && model.reuse->budget_binds() && !budget_bound_->load(std::memory_order_relaxed))
-        budget_bound_->store(true, std::memory_order_release);
+void Planner::note_budget_bound(DeviceModel& model) {
+    if (model.budget_bound || !model.reuse->budget_binds()) return;
+    model.budget_bound = true;
+    if (budget_bound_) budget_bound_->store(true, std::memory_order_release);
+    // Until now no dead byte had to move, and the pool placed by best fit
+    // without asking anything in the allocation hook.
+    if (dead_memory_known_) dead_memory_known_(model.device, model.reuse);
 }
 
 void Planner::keep_clear_of(std::vector<DeadPiece>& pieces, uint64_t base, uint64_t bytes) {

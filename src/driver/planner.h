@@ -100,9 +100,10 @@ public:
     void launch(const PlannedLaunch& launch);
 
     void set_trace(trace::TraceWriter* trace) { trace_.store(trace, std::memory_order_release); }
-    // Called on the worker thread, once a device's model is made, with where it
-    // keeps the device's dead memory: for the pool's placement. Set before the
-    // first allocation reaches the planner.
+    // Called on the worker thread, once a device's model has wanted room past
+    // its budget, with where it keeps the device's dead memory: for the pool's
+    // placement (before, no dead byte has to move). Set before the first
+    // allocation reaches the planner.
     using DeadMemoryKnown = std::function<void(CUdevice, std::shared_ptr<const pool::PlacementHint>)>;
     void on_dead_memory_known(DeadMemoryKnown known) { dead_memory_known_ = std::move(known); }
     // `*bound` is set once a device's model has wanted room past its budget,
@@ -132,6 +133,8 @@ private:
         // Dead memory given up for new blocks since the last launch, evicted
         // behind that launch's fence.
         std::vector<DeadPiece> dead_pending;
+        // The model has wanted room past its budget (note_budget_bound).
+        bool budget_bound = false;
     };
 
     DeviceModel& model_for(CUdevice device, uint64_t budget);
@@ -194,7 +197,7 @@ private:
     DeadMemoryKnown dead_memory_known_;
     std::atomic<bool>* budget_bound_ = nullptr;
     // Sets *budget_bound_ once the model's budget has bound.
-    void note_budget_bound(const DeviceModel& model);
+    void note_budget_bound(DeviceModel& model);
 };
 
 } // namespace uvmp::driver

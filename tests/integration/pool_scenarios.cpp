@@ -409,36 +409,46 @@ private:
     bool ok_ = false;
 };
 
+// a at 0-12M and c at 12-14M, both on the GPU once touched; a then freed, and
+// its 12 MiB dead once the planner has caught up. The figures then.
+struct DeadBeside {
+    CUdeviceptr a = 0, c = 0;
+    uvmp_stats stats{};
+};
+DeadBeside twelve_dead_beside_two_live(PoolRun& run, Toucher& k) {
+    DeadBeside out;
+    out.a = run.alloc_async(12 * kMiB, run.stream);
+    out.c = run.alloc_async(2 * kMiB, run.stream);
+    k.touch(out.a);
+    k.touch(out.c);
+    run.free_async(out.a, run.stream);
+    out.stats = k.settled([](const uvmp_stats& x) { return x.bytes_dead_resident == 12 * kMiB; });
+    return out;
+}
+
 // Dead bytes that a freed block left on the GPU count against the budget, and a
 // launch that needs their room has them evicted before anything live. The test
 // sets UVMP_BUDGET=16M, UVMP_POLICY=learned and UVMP_POOL_SLAB_SIZE=64M.
 void dead_bytes(PoolRun& run) {
     Toucher k(run);
     if (!k.ok()) return;
-    auto touch = [&](CUdeviceptr p) { k.touch(p); };
-    auto settled = [&](auto&& done) { return k.settled(done); };
-    // a at 0-12M, c at 12-14M: both resident once touched.
-    const CUdeviceptr a = run.alloc_async(12 * kMiB, run.stream);
-    const CUdeviceptr c = run.alloc_async(2 * kMiB, run.stream);
-    touch(a);
-    touch(c);
-    run.free_async(a, run.stream);
-    uvmp_stats s = settled([](const uvmp_stats& x) { return x.bytes_dead_resident == 12 * kMiB; });
+    const auto [a, c, freed] = twelve_dead_beside_two_live(run, k);
+    uvmp_stats s = freed;
     run.checks.expect_eq("dead bytes after the free: a's, still on the GPU", s.bytes_dead_resident, 12 * kMiB);
     // b does not fit where a was: 14 MiB more than the 2 live ones, with 12 dead.
     const CUdeviceptr b = run.alloc_async(14 * kMiB, run.stream);
     run.checks.expect(b >= c + 2 * kMiB, "b placed past c, not over a's memory");
     // b is populated at once, but a's dead bytes, which kernels queued before
     // its free might still use, wait for the next launch's fence.
-    s = settled([](const uvmp_stats& x) { return x.bytes_populated >= 28 * kMiB; });
+    s = k.settled([](const uvmp_stats& x) { return x.bytes_populated >= 28 * kMiB; });
     run.checks.expect_eq("a, c and then b populated", s.bytes_populated, 28 * kMiB);
     run.checks.expect_eq("no dead byte evicted before a launch", s.bytes_evicted_dead, 0);
     // The live bytes fit (16 MiB), but the budget has bound on dead ones: from
     // now on a plan may evict, so launches are fenced; before, nothing needed it.
     run.checks.expect_eq("no launch fenced while everything fit", s.launches_fenced, 0);
-    touch(b);
+    k.touch(b);
     run.checks.expect(run.stats().launches_fenced >= 1, "a launch fenced once the budget bound on dead bytes");
-    s = settled([](const uvmp_stats& x) { return x.bytes_evicted_dead == 12 * kMiB; });
+    s = k.settled([](const uvmp_stats& x) { return x.bytes_evicted_dead == 12 * kMiB; });
     run.checks.expect_eq("dead bytes evicted to make room for b", s.bytes_evicted_dead, 12 * kMiB);
     run.checks.expect_eq("no dead bytes left on the GPU", s.bytes_dead_resident, 0);
     run.checks.expect_eq("every evicted byte dead: nothing live went", s.bytes_evicted, s.bytes_evicted_dead);
@@ -454,13 +464,7 @@ void dead_bytes(PoolRun& run) {
 void dead_taken_over(PoolRun& run) {
     Toucher k(run);
     if (!k.ok()) return;
-    // a at 0-12M and c at 12-14M, both on the GPU; a freed: 12 MiB dead.
-    const CUdeviceptr a = run.alloc_async(12 * kMiB, run.stream);
-    const CUdeviceptr c = run.alloc_async(2 * kMiB, run.stream);
-    k.touch(a);
-    k.touch(c);
-    run.free_async(a, run.stream);
-    k.settled([](const uvmp_stats& x) { return x.bytes_dead_resident == 12 * kMiB; });
+    const auto [a, c, freed] = twelve_dead_beside_two_live(run, k);
     // b past c gives up a's dead bytes to be populated; d then goes where a was.
     const CUdeviceptr b = run.alloc_async(14 * kMiB, run.stream);
     const CUdeviceptr d = run.alloc_async(4 * kMiB, run.stream);
@@ -479,20 +483,18 @@ void dead_taken_over(PoolRun& run) {
 void over_dead(PoolRun& run) {
     Toucher k(run);
     if (!k.ok()) return;
-    auto touch = [&](CUdeviceptr p) { k.touch(p); };
-    auto settled = [&](auto&& done) { return k.settled(done); };
     // c at 0-10M and s1 at 10-12M, on the GPU; a at 12-18M, for which the
     // budget has no room left (it is not populated, and never touched); s2 past it.
     const CUdeviceptr c = run.alloc_async(10 * kMiB, run.stream);
     const CUdeviceptr s1 = run.alloc_async(2 * kMiB, run.stream);
-    touch(c);
-    touch(s1);
+    k.touch(c);
+    k.touch(s1);
     const CUdeviceptr a = run.alloc_async(6 * kMiB, run.stream);
     const CUdeviceptr s2 = run.alloc_async(2 * kMiB, run.stream);
     run.checks.expect(c < s1 && s1 < a && a < s2, "blocks laid out in the order made");
     run.free_async(a, run.stream);
     run.free_async(c, run.stream);
-    const uvmp_stats s = settled([](const uvmp_stats& x) { return x.bytes_dead_resident == 10 * kMiB; });
+    const uvmp_stats s = k.settled([](const uvmp_stats& x) { return x.bytes_dead_resident == 10 * kMiB; });
     run.checks.expect_eq("dead bytes on the GPU: c's alone", s.bytes_dead_resident, 10 * kMiB);
     // a's hole holds 6 MiB exactly; c's is larger, but its bytes are on the GPU.
     const CUdeviceptr y = run.alloc_async(6 * kMiB, run.stream);
@@ -501,7 +503,7 @@ void over_dead(PoolRun& run) {
         run.checks.expect(y == a, "best fit: the new block in a's hole, the smallest that holds it");
     else
         run.checks.expect(y == c, "over dead: the new block over c's memory, still on the GPU");
-    touch(y);
+    k.touch(y);
     for (CUdeviceptr p : {y, s1, s2}) run.free_async(p, run.stream);
 }
 
