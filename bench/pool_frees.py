@@ -77,7 +77,7 @@ UNPRESSURED_MODES = ("native", "default", "fit")
 MODE_LABELS = {"native": "native", "default": "uvmrun defaults", "fit": "uvmrun, fit budget",
                "record": "recording (none)", "learned": "learned, migration only", "demand-lru": "demand-lru",
                "save-on-cpu": "PyTorch save_on_cpu, capped", "host-homes": "learned, host homes from the trace",
-               "best-fit": "default, pool placing by best fit"}
+               "best-fit": "default, pool placing by best fit", "no-trial": "default, no remote trial"}
 DEFAULT_PRESSURE_LABEL = "default (learned, homes learned in the run)"
 # Runs without the library: the job natively, and PyTorch's own offloading under a cap
 # (torch.autograd.graph.save_on_cpu with set_per_process_memory_fraction: what a user
@@ -86,18 +86,20 @@ WITHOUT_LIBRARY = ("native", "save-on-cpu")
 # Pressure modes the library runs, each checked against the simulator's prediction: default
 # (uvmrun with a budget and nothing else), host-homes (homes from the recorded trace), learned and
 # demand-lru (migration only).
-LIBRARY_PRESSURE_MODES = ("default", "best-fit", "host-homes", "learned", "demand-lru")
+LIBRARY_PRESSURE_MODES = ("default", "best-fit", "no-trial", "host-homes", "learned", "demand-lru")
 PRESSURE_MODES = LIBRARY_PRESSURE_MODES + ("save-on-cpu",)
 DEFAULT_PRESSURE_MODES = "default,learned,demand-lru,save-on-cpu"
 # What uvmrun is told in each library pressure mode besides the budget.
-PRESSURE_OPTIONS = {"default": [], "best-fit": [], "learned": ["--policy", "learned", "--host-homes", "off"],
+PRESSURE_OPTIONS = {"default": [], "best-fit": [], "no-trial": [], "learned": ["--policy", "learned", "--host-homes", "off"],
                     "demand-lru": ["--policy", "demand-lru", "--host-homes", "off"]}
 # uvmtrace simulate --homes for each library pressure mode (None: the simulator's default, every
 # home on the GPU).
-SIMULATED_HOMES = {"default": "auto", "best-fit": "auto", "host-homes": "host", "learned": None, "demand-lru": None}
+SIMULATED_HOMES = {"default": "auto", "best-fit": "auto", "no-trial": "auto", "host-homes": "host", "learned": None, "demand-lru": None}
 # Modes whose pool places blocks by best fit alone (UVMP_POOL_PLACEMENT=best-fit): the library's
 # default but for that, to show what placing blocks over dead memory gains.
 BEST_FIT_MODES = ("best-fit",)
+# The library's default with one setting changed, to show what that setting gains.
+DEFAULT_WITH = {"best-fit": {"UVMP_POOL_PLACEMENT": "best-fit"}, "no-trial": {"UVMP_REMOTE_TRIAL": "0"}}
 # Modes that read the recorded trace: none of them can run without it.
 NEEDS_TRACE = ("host-homes",)
 DEFAULT_RATIO_GOAL = 1.05
@@ -182,7 +184,7 @@ def expected_seconds(entry, measured):
         seconds += SAVE_ON_CPU_FIRST_S[workload] + (entry["steps"] - 1) * SAVE_ON_CPU_STEP_S[workload]
     elif entry.get("pressure") is not None:
         seconds += entry["steps"] * PRESSURE_STEP_S[workload]
-        if mode in ("default", "best-fit", "host-homes"):
+        if mode in ("default", "host-homes") or mode in DEFAULT_WITH:
             seconds += HOME_SEARCH_S
     else:
         seconds += entry["steps"] * STEP_S[workload]
@@ -290,8 +292,8 @@ class Bench:
             return self.native_env
         if mode == "record":
             return dict(self.uvmrun_env, UVMP_TRACE_TIMING="1")
-        if mode in BEST_FIT_MODES:
-            return dict(self.uvmrun_env, UVMP_POOL_PLACEMENT="best-fit")
+        if mode in DEFAULT_WITH:
+            return dict(self.uvmrun_env, **DEFAULT_WITH[mode])
         return self.uvmrun_env
 
     def ok_runs(self, workload, mode):
@@ -645,6 +647,7 @@ def host_homes_of_run(run):
             "warmup": run["warmup"], "median_ms_after": statistics.median(after) if after else None,
             "steps_after": len(after),
             "host_allocs": stats.get("host_allocs") or 0, "host_bytes": host_bytes, "over_steps": homed_steps,
+            "given_back": stats.get("host_homes_given_back"), "given_back_bytes": stats.get("host_homes_given_back_bytes"),
             "bytes_per_step": host_bytes / homed_steps if homed_steps > 0 else None}
 
 
@@ -799,6 +802,9 @@ def host_homes_text(homes):
             when += f" (step {homes['at_step']}; timed steps from {homes.get('warmup')})"
     state = ("homes learned" + when if learned else
              "no homes learned" if learned is False else "learning not reported")
+    if learned and homes.get("given_back") is not None:
+        state += (f", remote trial gave {homes['given_back']} allocations of a step "
+                  f"({gb(homes.get('given_back_bytes') or 0)} GB) back their GPU home")
     if not homes["host_bytes"]:
         return f"run: {state}, nothing homed on the host"
     per_step = homes.get("bytes_per_step")
@@ -1083,8 +1089,9 @@ def parse_arguments(argv=None):
                              "learned (--policy learned --host-homes off: migration only), demand-lru (--host-homes "
                              "off), save-on-cpu (PyTorch's save_on_cpu under the same cap, without the library), "
                              "host-homes (learned with the homes chosen on the recorded trace: --host-homes on "
-                             "--trace-in TRACE) and best-fit (the default with UVMP_POOL_PLACEMENT=best-fit: the "
-                             "pool places blocks without regard to dead memory on the GPU)")
+                             "--trace-in TRACE), best-fit (the default with UVMP_POOL_PLACEMENT=best-fit: the "
+                             "pool places blocks without regard to dead memory on the GPU) and no-trial (the default "
+                             "with UVMP_REMOTE_TRIAL=0: the homes the timing prior chose, untried)")
     parser.add_argument("--pressure-warmup", type=int, default=8,
                         help="untimed steps under pressure (default 8: the default mode learns its homes in them, "
                              "from the step that goes over the budget, two steps recorded and the search while "
@@ -1178,8 +1185,8 @@ def print_plan(bench, plan):
                     f"{', '.join(simulated) or 'nothing'} (--repeat-last {args.sim_repeat_last})")
         else:
             extra = {"record": " UVMP_TRACE_TIMING=1"}.get(entry["mode"], "")
-            if entry["mode"] in BEST_FIT_MODES:
-                extra = " UVMP_POOL_PLACEMENT=best-fit"
+            if entry["mode"] in DEFAULT_WITH:
+                extra = "".join(f" {k}={v}" for k, v in DEFAULT_WITH[entry["mode"]].items())
             round_text = f" round {entry['round']}" if entry["round"] else ""
             budget = f" at {entry['pressure']}" if entry.get("pressure") else ""
             what = (f"{entry['workload']} {mode_label(entry['mode'], entry.get('pressure'))}{budget}{round_text}, "

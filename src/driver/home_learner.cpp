@@ -1,11 +1,13 @@
 #include "driver/home_learner.h"
 
+#include "core/placement/remote_trial.h"
 #include "core/sim/simulator.h"
 #include "core/trace/fastest_durations.h"
 #include "core/util/log.h"
 #include "core/util/size_parse.h"
 #include "driver/kernel_timing.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <string>
@@ -24,11 +26,11 @@ constexpr uint64_t kLaunchesBetweenLooks = 256;
 } // namespace
 
 trace::MemoryRecorder* HomeLearner::begin(int device, uint64_t budget_bytes, trace::Header header,
-                                          std::span<const trace::Alloc> live, std::function<void()> done) {
+                                          std::span<const trace::Alloc> live, Callbacks callbacks) {
     if (begun_.exchange(true, std::memory_order_acq_rel)) return nullptr;
     device_ = device;
     budget_bytes_ = budget_bytes;
-    done_ = std::move(done);
+    callbacks_ = std::move(callbacks);
     recorder_ = std::make_unique<trace::MemoryRecorder>(std::move(header), kMaxLaunches);
     for (const trace::Alloc& a : live) recorder_->alloc(a);
     recording_.store(true, std::memory_order_release);
@@ -46,16 +48,29 @@ void HomeLearner::kernel_timed(uint64_t launch_seq, uint64_t duration_ns) {
     if (recording_.load(std::memory_order_acquire)) recorder_->kernel_duration(launch_seq, duration_ns);
 }
 
+void HomeLearner::host_homed(uint32_t id, std::optional<size_t> step_entry) {
+    if (!trialling_.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(host_mutex_);
+    host_homed_.emplace(id, step_entry);
+}
+
 void HomeLearner::give_up(const std::string& why) {
     if (!recording_.load(std::memory_order_acquire)) return;
+    if (trialling_.load(std::memory_order_acquire)) return trial_failed(why);
     log::info("host homes not learned in the run: {}; every allocation is homed on the GPU", why);
+    end();
+}
+
+void HomeLearner::trial_failed(const std::string& why) {
+    log::info("remote trial of the host homes ended without a verdict: {}; the homes stay as learned", why);
     end();
 }
 
 void HomeLearner::end() {
     std::call_once(end_once_, [this] {
+        trialling_.store(false, std::memory_order_release);
         recording_.store(false, std::memory_order_release);
-        if (done_) done_();
+        if (callbacks_.done) callbacks_.done();
         recorder_->close();
     });
 }
@@ -72,7 +87,8 @@ void HomeLearner::run() {
             if (look()) return;
         } catch (const std::exception& e) {
             // The application must never pay for what went wrong here.
-            give_up(std::string("learning failed (") + e.what() + ")");
+            give_up(std::string(trialling_.load(std::memory_order_acquire) ? "the trial failed (" : "learning failed (") +
+                    e.what() + ")");
             return;
         }
     }
@@ -87,14 +103,18 @@ bool HomeLearner::look() {
     KernelTiming::flush();
     trace::Trace recording = recorder_->snapshot();
     const std::vector<uint64_t> bounds = recording_iteration_bounds(recording);
+    const bool ended = trialling_.load(std::memory_order_acquire) ? judge_trial(recording, bounds)
+                                                                   : learn(recording, bounds);
+    if (!ended && launches >= kMaxLaunches)
+        give_up(fmt::format("no step repeated within the first {} launches after the budget was reached",
+                            kMaxLaunches));
+    return !recording_.load(std::memory_order_acquire);
+}
+
+bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bounds) {
     // Two full steps after the partial one it began in; the learned one is the
     // second of the trace's full steps, as for a recorded trace.
-    if (bounds.size() < 3) {
-        if (launches >= kMaxLaunches)
-            give_up(fmt::format("no step repeated within the first {} launches after the budget was reached",
-                                kMaxLaunches));
-        return !recording_.load(std::memory_order_acquire);
-    }
+    if (bounds.size() < 3) return false;
     trace::use_fastest_durations(recording);
     std::string why_not;
     const placement::TimingPriorConfig prior{.streaming_gbps = config_.streaming_gbps};
@@ -105,7 +125,46 @@ bool HomeLearner::look() {
         give_up(why_not);
         return true;
     }
+    // Before routing begins, so that every allocation it homes on the host is noted.
+    trialling_.store(config_.remote_trial, std::memory_order_release);
     router_.adopt_learned(device_, budget_bytes_, std::move(*homes), [this] { return recorder_->managed_allocs(); });
+    trial_from_ = recorder_->launches();
+    if (router_.routing() && callbacks_.routing) callbacks_.routing();
+    if (!router_.routing() || !config_.remote_trial) {
+        end();
+        return true;
+    }
+    return false;
+}
+
+bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<uint64_t>& bounds) {
+    // The first full step that began after routing did: all of its
+    // allocations were routed by the homes. Judged once the step after it has
+    // ended too, by when its own kernels have run and been timed (a job's
+    // launches run up to a step ahead of its kernels).
+    const auto first = std::lower_bound(bounds.begin(), bounds.end(), trial_from_);
+    if (bounds.end() - first < 3) return false;
+    const uint64_t step_begin = *first, step_end = *std::next(first);
+    std::unordered_map<uint32_t, std::optional<size_t>> host_homed;
+    {
+        std::lock_guard lock(host_mutex_);
+        host_homed = host_homed_;
+    }
+    const placement::TrialVerdict verdict = placement::judge_remote_trial(
+        recording, step_begin, step_end, [&](uint32_t id) { return host_homed.contains(id); });
+    std::vector<size_t> entries;
+    for (const uint32_t id : verdict.gpu_again)
+        if (const auto it = host_homed.find(id); it != host_homed.end() && it->second) entries.push_back(*it->second);
+    std::sort(entries.begin(), entries.end());
+    entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+    router_.home_on_gpu(entries);
+    if (callbacks_.given_back) callbacks_.given_back(entries.size(), verdict.gpu_again_bytes);
+    log::info("remote trial of launches [{}, {}) of the recording: {} launches of {} kinds read host-homed data, "
+              "{} kinds slower than their local time plus two trips ({:.1f} ms a step past it); {} allocations of "
+              "the step ({}) homed on the GPU from now on, whose readers' {:.1f} ms outweighed their GPU home",
+              step_begin, step_end, verdict.launches_judged, verdict.kinds_judged, verdict.kinds_slowed,
+              verdict.excess_seconds * 1e3, entries.size(), format_size(verdict.gpu_again_bytes),
+              verdict.gpu_again_excess_seconds * 1e3);
     end();
     return true;
 }

@@ -9,8 +9,12 @@
 // that pressure put in them (trace::use_fastest_durations), and only the
 // allocations a step makes as candidates, since those made before are on the
 // GPU already. The router homes the allocations after that by order and size,
-// from the place in the step the run has reached. Then recording and timing
-// stop, homes or not.
+// from the place in the step the run has reached.
+//
+// With homes, a remote trial follows (core/placement/remote_trial.h): recording
+// and timing go on for the first full step whose allocations were all routed,
+// and the allocations whose readers it finds slower than their GPU home would
+// cost are homed on the GPU from then on. Then recording and timing stop.
 #pragma once
 
 #include "core/trace/memory_recorder.h"
@@ -21,7 +25,11 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 namespace uvmp::driver {
 
@@ -37,12 +45,25 @@ public:
     // Whether learning may still begin.
     bool armed() const { return router_.learns_in_run() && !begun_.load(std::memory_order_acquire); }
 
+    struct Callbacks {
+        // On the learner's thread, once the router routes by learned homes.
+        std::function<void()> routing;
+        // On the learner's thread, after a remote trial gave `entries` of the
+        // learned step, of `bytes`, back their GPU home.
+        std::function<void(uint64_t entries, uint64_t bytes)> given_back;
+        // On the learner's thread once learning has ended, whatever its
+        // outcome, with the recorder no longer wanted.
+        std::function<void()> done;
+    };
+
     // Once, on `device` gone over its budget of `budget_bytes`: makes the
-    // recorder and gives it `live`, the allocations live now. `done` is called
-    // on the learner's thread once learning has ended, whatever its outcome,
-    // with the recorder no longer wanted. nullptr if learning had begun.
+    // recorder and gives it `live`, the allocations live now. nullptr if
+    // learning had begun.
     trace::MemoryRecorder* begin(int device, uint64_t budget_bytes, trace::Header header,
-                                 std::span<const trace::Alloc> live, std::function<void()> done);
+                                 std::span<const trace::Alloc> live, Callbacks callbacks);
+    // Allocation `id` was homed on the host, by the learned step's entry
+    // `step_entry` where it took one (HostHomeRouter::home_of).
+    void host_homed(uint32_t id, std::optional<size_t> step_entry);
     // A kernel's duration, from the kernel timing.
     void kernel_timed(uint64_t launch_seq, uint64_t duration_ns);
     // Learning ends without homes (kernel timing is not to be had, say).
@@ -56,6 +77,11 @@ private:
     void run();
     // Learns from the recording if it holds enough; true once learning has ended.
     bool look();
+    // Learns the homes from the recording's two full steps (`bounds`).
+    bool learn(trace::Trace& recording, const std::vector<uint64_t>& bounds);
+    // Judges the first full step after routing began, once the recording holds one.
+    bool judge_trial(const trace::Trace& recording, const std::vector<uint64_t>& bounds);
+    void trial_failed(const std::string& why);
     void end();
 
     const Config& config_;
@@ -63,6 +89,11 @@ private:
     std::atomic<bool> begun_{false};
     std::atomic<bool> recording_{false};
     std::atomic<bool> stopping_{false};
+    std::atomic<bool> trialling_{false};
+    uint64_t trial_from_ = 0; // launches recorded when routing began
+    std::mutex host_mutex_;
+    // The host-homed allocations made since routing began, with their entries.
+    std::unordered_map<uint32_t, std::optional<size_t>> host_homed_;
     std::once_flag end_once_;
     int device_ = -1;
     uint64_t budget_bytes_ = 0;
@@ -70,7 +101,7 @@ private:
     // Never destroyed while the process runs: the application's threads may
     // still hold it as their trace writer.
     std::unique_ptr<trace::MemoryRecorder> recorder_;
-    std::function<void()> done_;
+    Callbacks callbacks_;
 };
 
 } // namespace uvmp::driver

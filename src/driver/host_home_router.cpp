@@ -20,12 +20,19 @@ bool HostHomeRouter::learns_in_run() const {
     return config_.host_homes == HostHomes::Auto && enabled() && config_.trace_in.empty() && config_.budget;
 }
 
-placement::Home HostHomeRouter::home_of(int device, uint64_t bytes, uint64_t budget_bytes) {
+placement::Home HostHomeRouter::home_of(int device, uint64_t bytes, uint64_t budget_bytes,
+                                        std::optional<size_t>* step_entry) {
+    if (step_entry) step_entry->reset();
     if (!enabled()) return placement::Home::Gpu;
     std::call_once(once_, [&] { set_up(device, budget_bytes); });
     if (!routing_.load(std::memory_order_acquire) || device != device_) return placement::Home::Gpu;
     std::lock_guard lock(mutex_);
-    return sequence_.next(bytes);
+    return sequence_.next(bytes, step_entry);
+}
+
+void HostHomeRouter::home_on_gpu(std::span<const size_t> step_entries) {
+    std::lock_guard lock(mutex_);
+    for (const size_t entry : step_entries) sequence_.home_on_gpu(entry);
 }
 
 void HostHomeRouter::set_up(int device, uint64_t budget_bytes) {

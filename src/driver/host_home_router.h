@@ -17,6 +17,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace uvmp::driver {
@@ -27,8 +28,12 @@ public:
 
     // The home of the run's next converted allocation, of `bytes` on `device`
     // whose budget is `budget_bytes`. Any thread; the calls' order is the
-    // order the sequence follows.
-    placement::Home home_of(int device, uint64_t bytes, uint64_t budget_bytes);
+    // order the sequence follows. `step_entry`: the learned step's entry it
+    // took, where it took one.
+    placement::Home home_of(int device, uint64_t bytes, uint64_t budget_bytes, std::optional<size_t>* step_entry);
+    // Remote trials' verdict: these entries of the learned step are homed on
+    // the GPU from the next allocation on.
+    void home_on_gpu(std::span<const size_t> step_entries);
     // Whether this run learns its homes from itself: UVMP_HOST_HOMES=auto
     // without UVMP_TRACE_IN, with policy learned and a budget.
     bool learns_in_run() const;

@@ -138,7 +138,8 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     SlabRefusal why;
     std::optional<pool::Block> block;
     bool host_homed = false;
-    if (host_homes_.home_of(device, bytes, budget->budget()) == placement::Home::Host) {
+    std::optional<size_t> step_entry;
+    if (host_homes_.home_of(device, bytes, budget->budget(), &step_entry) == placement::Home::Host) {
         if (pool::PoolBook* host = pools_.host_book(device)) {
             block = pools_.allocate(device, *host, bytes, stream, tag, now_ns(), t_slab_events, &why);
             host_homed = block.has_value();
@@ -168,7 +169,10 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     *dptr = block->address;
     const uint32_t id = registry_.add(*dptr, bytes, device, context, stream_ordered, host_homed);
     stats_.converted_allocated(device, bytes);
-    if (host_homed) stats_.host_block_allocated(bytes);
+    if (host_homed) {
+        stats_.host_block_allocated(bytes);
+        learner_.host_homed(id, step_entry);
+    }
     if (trace::TraceWriter* trace = this->trace()) {
         trace::Alloc record;
         record.id = id;
@@ -772,11 +776,15 @@ void Interceptor::learn_homes_if_over_budget(int device, const DeviceBudget& bud
             record.launches_before = launches_before;
             live.push_back(record);
         }
-        trace::MemoryRecorder* recording = learner_.begin(device, budget.budget(), trace_header(table), live, [this] {
-            if (host_homes_.routing()) stats_.host_homes_learned_at(launch_seq_.load(std::memory_order_relaxed));
+        HomeLearner::Callbacks callbacks;
+        callbacks.routing = [this] { stats_.host_homes_learned_at(launch_seq_.load(std::memory_order_relaxed)); };
+        callbacks.given_back = [this](uint64_t entries, uint64_t bytes) { stats_.host_homes_given_back(entries, bytes); };
+        callbacks.done = [this] {
             route_trace_records(nullptr);
             if (!config_.trace_timing) KernelTiming::stop();
-        });
+        };
+        trace::MemoryRecorder* recording =
+            learner_.begin(device, budget.budget(), trace_header(table), live, std::move(callbacks));
         if (!recording) return;
         std::string error;
         if (!start_kernel_timing(error)) return learner_.give_up(error);

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <vector>
 
 using namespace uvmp;
@@ -33,6 +34,23 @@ TEST_CASE("home sequence: a step repeated exactly gets its homes every time", "[
     CHECK(sequence.counts().unmatched == 0);
     CHECK(sequence.counts().resyncs == 0);
     CHECK(sequence.counts().host == 10);
+}
+
+TEST_CASE("home sequence: each answer names the step's entry it took, and an entry homed on the GPU stays so",
+          "[placement]") {
+    HomeSequence sequence({{8 * kMiB, G}}, four());
+    std::optional<size_t> entry = 7;
+    CHECK(sequence.next(8 * kMiB, &entry) == G);
+    CHECK_FALSE(entry); // a prologue entry
+    CHECK(sequence.next(kMiB, &entry) == H);
+    CHECK(entry == 0u);
+    CHECK(sequence.next(3 * kMiB, &entry) == H); // past a missing 2 MiB
+    CHECK(entry == 2u);
+    CHECK(sequence.next(5 * kMiB, &entry) == G);
+    CHECK_FALSE(entry); // matched nothing
+    sequence.home_on_gpu(2);
+    sequence.home_on_gpu(99); // no such entry: nothing changes
+    CHECK(route(sequence, {4 * kMiB, kMiB, 2 * kMiB, 3 * kMiB, 4 * kMiB}) == std::vector<Home>{G, H, G, G, G});
 }
 
 TEST_CASE("home sequence: the prologue comes once, then the step over and over", "[placement]") {

@@ -4,7 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <stdexcept>
+#include <utility>
 
 using namespace uvmp;
 using namespace uvmp::placement;
@@ -14,6 +16,15 @@ using uvmp::trace::fixtures::add_launch_naming;
 
 namespace {
 constexpr uint64_t kMiB = 1ull << 20;
+
+// Verdicts set by the test, by kernel and slot; Unknown for the rest.
+struct FixedTolerance final : ToleranceSource {
+    std::map<std::pair<uint32_t, uint32_t>, Tolerance> verdicts;
+    Tolerance verdict(uint32_t kernel_id, uint32_t slot) const override {
+        const auto it = verdicts.find({kernel_id, slot});
+        return it == verdicts.end() ? Tolerance::Unknown : it->second;
+    }
+};
 
 // Weights (1) made before everything; an activation (2) made before launch 2 of
 // each step and freed before launch 4; pinned host memory (3) never counts.
@@ -55,16 +66,12 @@ TEST_CASE("step model: live intervals, order and uses of a step's allocations", 
 
 TEST_CASE("step model: tolerance is every naming launch's verdict", "[placement]") {
     const trace::Trace t = two_steps();
-    RemoteTolerance tolerance;
-    for (int i = 0; i < 3; ++i) {
-        tolerance.record(1, 1, false, 1000, 16 * kMiB); // kernel 1 reads the activation at slot 1
-        tolerance.record(1, 1, true, 1100, 16 * kMiB);
-        tolerance.record(2, 0, false, 1000, 16 * kMiB);
-        tolerance.record(2, 0, true, 1200, 16 * kMiB);
-    }
+    FixedTolerance tolerance;
+    tolerance.verdicts[{1, 1}] = Tolerance::Tolerant; // kernel 1 reads the activation at slot 1
+    tolerance.verdicts[{2, 0}] = Tolerance::Tolerant;
     CHECK(step_model(t, 5, 10, &tolerance).allocations[1].remote_tolerant);
     // Kernel 2 re-reads it: one intolerant reader keeps it off the host.
-    for (int i = 0; i < 8; ++i) tolerance.record(2, 0, true, 90'000'000, 16 * kMiB);
+    tolerance.verdicts[{2, 0}] = Tolerance::Intolerant;
     const StepModel m = step_model(t, 5, 10, &tolerance);
     CHECK_FALSE(m.allocations[1].remote_tolerant);
     // The weights' readers (kernel 0, kernel 1 at slot 0) have no verdict.

@@ -146,6 +146,8 @@ std::string Stats::to_json(bool active, int pid) const {
     const uint64_t learned_at = host_homes_learned_at_launch_.load(std::memory_order_relaxed);
     j["host_homes_learned"] = learned_at != 0;
     j["host_homes_learned_at_launch"] = learned_at ? learned_at - 1 : 0;
+    j["host_homes_given_back"] = host_homes_given_back_.load(std::memory_order_relaxed);
+    j["host_homes_given_back_bytes"] = host_homes_given_back_bytes_.load(std::memory_order_relaxed);
     // Each device the job used, after the process-wide figures, which keep their names.
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
     for (size_t i = 0; i < devices_.size(); ++i) {
@@ -224,7 +226,9 @@ std::vector<std::string> Stats::summary_lines() const {
                         ") live at exit; " + n(host_slabs_created) + " host slabs made, " + sz(host_slab_bytes) +
                         " held at exit");
     if (const uint64_t at = host_homes_learned_at_launch_.load(std::memory_order_relaxed))
-        lines.push_back("host homes learned in the run, used from launch " + std::to_string(at - 1) + " on");
+        lines.push_back("host homes learned in the run, used from launch " + std::to_string(at - 1) + " on; " +
+                        n(host_homes_given_back_) + " allocations of a step (" + sz(host_homes_given_back_bytes_) +
+                        ") given back their GPU home by remote trials");
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
     std::vector<int> used;
@@ -262,6 +266,8 @@ void Stats::reset() {
     }
     budget_known_.store(false, std::memory_order_relaxed);
     host_homes_learned_at_launch_.store(0, std::memory_order_relaxed);
+    host_homes_given_back_.store(0, std::memory_order_relaxed);
+    host_homes_given_back_bytes_.store(0, std::memory_order_relaxed);
 }
 
 } // namespace uvmp

@@ -71,6 +71,13 @@ struct Stats {
     void host_homes_learned_at(uint64_t launch) {
         host_homes_learned_at_launch_.store(launch + 1, std::memory_order_relaxed);
     }
+    // Remote trials gave `entries` of the learned step back their GPU home:
+    // `bytes` a step, that the learned homes had put on the host (JSON and
+    // summary only).
+    void host_homes_given_back(uint64_t entries, uint64_t bytes) {
+        host_homes_given_back_.store(entries, std::memory_order_relaxed);
+        host_homes_given_back_bytes_.store(bytes, std::memory_order_relaxed);
+    }
 
     void fill(uvmp_stats& out, bool active) const;
     std::string to_json(bool active, int pid) const;
@@ -84,6 +91,8 @@ private:
     DeviceStats unreported_;
     std::atomic<bool> budget_known_{false};
     std::atomic<uint64_t> host_homes_learned_at_launch_{0}; // launch + 1; 0: never
+    std::atomic<uint64_t> host_homes_given_back_{0};
+    std::atomic<uint64_t> host_homes_given_back_bytes_{0};
 };
 
 } // namespace uvmp

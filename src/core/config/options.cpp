@@ -93,6 +93,11 @@ constexpr std::array kOptions = {
                "kernels run at 2600-4400 and most of its GEMMs at 1200-1700, but some GEMMs above 2000. "
                "Lower judges more kernels tolerant of remote operands; `uvmtrace simulate "
                "--homes auto --streaming-gbps R` shows what a value does on a recorded trace."},
+    OptionSpec{"remote_trial", "UVMP_REMOTE_TRIAL", OptionType::Bool, "1", "",
+               "With host homes learned in the run: time the kernels of the first step run with them (and "
+               "of the step after), and give back its GPU home to any allocation whose readers ran slower "
+               "with it on the host (past their local time plus two trips of its bytes over the link) by "
+               "more than migrating it would cost. 0 keeps the homes the timing prior chose."},
     OptionSpec{"verbose", "UVMP_VERBOSE", OptionType::Bool, "0", "",
                "Print every option's effective value at start."},
     OptionSpec{"framework_settings", "UVMP_FRAMEWORK_SETTINGS", OptionType::Text, "", "",
@@ -232,6 +237,7 @@ void store(Config& config, const OptionSpec& spec, std::string_view value) {
     else if (key == "host_homes")
         config.host_homes = value == "on" ? HostHomes::On : value == "off" ? HostHomes::Off : HostHomes::Auto;
     else if (key == "streaming_gbps") config.streaming_gbps = *parse_rate(value);
+    else if (key == "remote_trial") config.remote_trial = *parse_bool(value);
     else if (key == "verbose") config.verbose = *parse_bool(value);
     else if (key == "framework_settings") config.framework_settings = value;
 }

@@ -62,6 +62,7 @@ struct Config {
     std::string trace_in;
     HostHomes host_homes = HostHomes::Auto; // core/placement/recorded_homes.h, driver/home_learner.h
     double streaming_gbps = 1600;           // core/placement/timing_prior.h
+    bool remote_trial = true;               // core/placement/remote_trial.h
     uint64_t chunk_size = 2ull << 20;
     uint64_t pool_slab_size = 512ull << 20;            // the managed pool's slabs
     uint64_t pool_retain = 0;                          // wholly free slabs kept however long unused

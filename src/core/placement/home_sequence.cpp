@@ -10,7 +10,14 @@ HomeSequence::HomeSequence(std::vector<HomeEntry> prologue, std::vector<HomeEntr
     if (prologue_.empty()) enter_step();
 }
 
-Home HomeSequence::next(uint64_t bytes) { return in_prologue_ ? next_in_prologue(bytes) : next_in_step(bytes); }
+Home HomeSequence::next(uint64_t bytes, std::optional<size_t>* step_entry) {
+    if (step_entry) step_entry->reset();
+    return in_prologue_ ? next_in_prologue(bytes, step_entry) : next_in_step(bytes, step_entry);
+}
+
+void HomeSequence::home_on_gpu(size_t index) {
+    if (index < step_.size()) step_[index].home = Home::Gpu;
+}
 
 void HomeSequence::start_in_step(size_t position) {
     enter_step();
@@ -22,10 +29,11 @@ void HomeSequence::enter_step() {
     position_ = 0;
 }
 
-Home HomeSequence::take(size_t index) {
+Home HomeSequence::take(size_t index, std::optional<size_t>* step_entry) {
     const std::vector<HomeEntry>& entries = in_prologue_ ? prologue_ : step_;
     if (index != position_) ++counts_.resyncs;
     const Home home = entries[index].home;
+    if (step_entry && !in_prologue_) *step_entry = index;
     ++counts_.matched;
     if (home == Home::Host) ++counts_.host;
     position_ = index + 1;
@@ -38,28 +46,28 @@ Home HomeSequence::take(size_t index) {
     return home;
 }
 
-Home HomeSequence::next_in_prologue(uint64_t bytes) {
+Home HomeSequence::next_in_prologue(uint64_t bytes, std::optional<size_t>* step_entry) {
     const size_t end = std::min(prologue_.size(), position_ + 1 + kWindow);
     for (size_t i = position_; i < end; ++i)
-        if (prologue_[i].bytes == bytes) return take(i);
+        if (prologue_[i].bytes == bytes) return take(i, step_entry);
     // The run's set-up differs from the recording's more than a few
     // allocations' worth: what follows is matched against the step instead.
     if (++prologue_misses_ > kWindow) {
         enter_step();
-        return next_in_step(bytes);
+        return next_in_step(bytes, step_entry);
     }
     ++counts_.unmatched;
     return Home::Gpu;
 }
 
-Home HomeSequence::next_in_step(uint64_t bytes) {
+Home HomeSequence::next_in_step(uint64_t bytes, std::optional<size_t>* step_entry) {
     const size_t n = step_.size();
     for (size_t k = 0; k <= kWindow && k < n; ++k) {
         const size_t i = (position_ + k) % n;
-        if (step_[i].bytes == bytes) return take(i);
+        if (step_[i].bytes == bytes) return take(i, step_entry);
     }
     // A step that starts early (the last one cut short, say).
-    if (n > 0 && step_[0].bytes == bytes) return take(0);
+    if (n > 0 && step_[0].bytes == bytes) return take(0, step_entry);
     ++counts_.unmatched;
     return Home::Gpu;
 }

@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace uvmp::placement {
@@ -44,8 +45,13 @@ public:
     // order; `step`: the learned step's. Either may be empty.
     HomeSequence(std::vector<HomeEntry> prologue, std::vector<HomeEntry> step);
 
-    // The home of the run's next allocation, of `bytes`.
-    Home next(uint64_t bytes);
+    // The home of the run's next allocation, of `bytes`. `step_entry`, if
+    // given: the learned step's entry it matched, or nullopt (a prologue
+    // entry, or none).
+    Home next(uint64_t bytes, std::optional<size_t>* step_entry = nullptr);
+    // The step's entry `index` is homed on the GPU from now on (its readers
+    // proved slower with it remote than its GPU home costs).
+    void home_on_gpu(size_t index);
     // For a run that learned its step from itself, part of the way into one:
     // the next allocation is the step's `position`-th (modulo the step's length).
     void start_in_step(size_t position);
@@ -55,9 +61,9 @@ public:
     const HomeSequenceCounts& counts() const { return counts_; }
 
 private:
-    Home take(size_t index);
-    Home next_in_prologue(uint64_t bytes);
-    Home next_in_step(uint64_t bytes);
+    Home take(size_t index, std::optional<size_t>* step_entry);
+    Home next_in_prologue(uint64_t bytes, std::optional<size_t>* step_entry);
+    Home next_in_step(uint64_t bytes, std::optional<size_t>* step_entry);
     void enter_step();
 
     std::vector<HomeEntry> prologue_;

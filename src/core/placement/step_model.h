@@ -6,7 +6,7 @@
 #pragma once
 
 #include "core/placement/home_choice.h"
-#include "core/placement/remote_tolerance.h"
+#include "core/placement/tolerance.h"
 #include "core/trace/model.h"
 
 #include <cstdint>

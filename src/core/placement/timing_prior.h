@@ -5,12 +5,13 @@
 // reductions, optimizer updates): with an operand remote it costs about one
 // trip of that operand over the link. A kernel far below that rate does more
 // work per byte than it moves, which is what re-reading operands looks like (a
-// GEMM, attention): it is judged intolerant. Only remote trials
-// (RemoteTolerance) settle it; this prior says where trying is worth it, and
-// lets the simulator estimate what host homes could gain on a recorded trace.
+// GEMM, attention): it is judged intolerant. Remote trials (remote_trial.h)
+// correct it once the run has timed the readers remote; this prior says where
+// trying is worth it, and lets the simulator estimate what host homes could gain
+// on a recorded trace.
 #pragma once
 
-#include "core/placement/remote_tolerance.h"
+#include "core/placement/tolerance.h"
 #include "core/trace/model.h"
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The bytes a launch's accesses name in managed allocations, each once: what a
 // kernel moves that the library could place, by which its speed and its kind are
-// judged (core/placement/timing_prior.h, core/trace/fastest_durations.h).
+// judged (core/placement/timing_prior.h, core/trace/launch_kind.h).
 #pragma once
 
 #include "core/trace/model.h"

@@ -1,0 +1,122 @@
+#include "core/placement/remote_trial.h"
+
+#include "core/trace/launch_kind.h"
+
+#include <algorithm>
+#include <limits>
+#include <unordered_map>
+
+namespace uvmp::placement {
+namespace {
+
+struct HostShare {
+    uint32_t id = 0;
+    uint64_t bytes = 0; // named by the launch
+};
+
+// The host-homed allocations a launch names, each once with the most bytes any
+// of its accesses names.
+void host_shares_of(const trace::Trace& recording, const trace::Launch& launch,
+                    const std::unordered_map<uint32_t, uint64_t>& sizes,
+                    const std::function<bool(uint32_t)>& host_homed, std::vector<HostShare>& out) {
+    out.clear();
+    if (!recording.has_accesses_of(launch)) return;
+    for (const trace::Access& access : recording.accesses_of(launch)) {
+        const auto size = sizes.find(access.alloc_id);
+        if (size == sizes.end() || !host_homed(access.alloc_id)) continue;
+        const uint64_t bytes = trace::named_bytes(access, size->second);
+        if (bytes == 0) continue;
+        const auto seen = std::find_if(out.begin(), out.end(), [&](const HostShare& s) { return s.id == access.alloc_id; });
+        if (seen == out.end()) out.push_back({access.alloc_id, bytes});
+        else seen->bytes = std::max(seen->bytes, bytes);
+    }
+}
+
+} // namespace
+
+TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_begin, uint64_t step_end,
+                                const std::function<bool(uint32_t)>& host_homed, const TrialConfig& config) {
+    TrialVerdict verdict;
+    const uint64_t launches = recording.launches.size();
+    step_end = std::min(step_end, launches);
+    if (step_begin >= step_end) return verdict;
+
+    std::unordered_map<uint32_t, uint64_t> sizes;
+    for (const trace::Alloc& a : recording.allocs)
+        if (trace::is_managed(a.kind)) sizes.emplace(a.id, a.size);
+    const trace::ManagedBytes managed(recording);
+    std::vector<HostShare> shares;
+
+    // Local times: the least of each kind over launches naming nothing on the host.
+    std::unordered_map<trace::LaunchKind, uint64_t, trace::LaunchKindHash> local_ns;
+    for (const trace::Launch& launch : recording.launches) {
+        if (launch.duration_ns == 0) continue;
+        host_shares_of(recording, launch, sizes, host_homed, shares);
+        if (!shares.empty()) continue;
+        const auto [it, added] = local_ns.emplace(trace::kind_of(launch, managed), launch.duration_ns);
+        if (!added) it->second = std::min(it->second, launch.duration_ns);
+    }
+
+    // The judged step's remote launches, by kind, with each one's excess.
+    struct Remote {
+        std::vector<uint64_t> launch_indices;
+        double least_excess_seconds = std::numeric_limits<double>::infinity();
+    };
+    std::unordered_map<trace::LaunchKind, Remote, trace::LaunchKindHash> remote;
+    const double trip_bytes_per_second = config.rates.remote_read_gbps * 1e9;
+    for (uint64_t i = step_begin; i < step_end; ++i) {
+        const trace::Launch& launch = recording.launches[i];
+        if (launch.duration_ns == 0) continue;
+        host_shares_of(recording, launch, sizes, host_homed, shares);
+        if (shares.empty()) continue;
+        const trace::LaunchKind kind = trace::kind_of(launch, managed);
+        const auto local = local_ns.find(kind);
+        if (local == local_ns.end()) continue;
+        uint64_t host_bytes = 0;
+        for (const HostShare& s : shares) host_bytes += s.bytes;
+        const double allowed = static_cast<double>(local->second) * 1e-9 +
+                               (trip_bytes_per_second > 0 ? config.trips * static_cast<double>(host_bytes) /
+                                                                trip_bytes_per_second
+                                                          : 0.0);
+        Remote& r = remote[kind];
+        r.launch_indices.push_back(i);
+        r.least_excess_seconds = std::min(r.least_excess_seconds, static_cast<double>(launch.duration_ns) * 1e-9 - allowed);
+        ++verdict.launches_judged;
+    }
+    verdict.kinds_judged = remote.size();
+
+    // Each slowed launch's excess falls on the host-homed allocations it names,
+    // by the bytes it names of each.
+    std::unordered_map<uint32_t, double> excess_by_id;
+    std::vector<uint32_t> order;
+    for (const auto& [kind, r] : remote) {
+        if (r.least_excess_seconds <= 0) continue;
+        ++verdict.kinds_slowed;
+        for (const uint64_t i : r.launch_indices) {
+            host_shares_of(recording, recording.launches[i], sizes, host_homed, shares);
+            uint64_t host_bytes = 0;
+            for (const HostShare& s : shares) host_bytes += s.bytes;
+            verdict.excess_seconds += r.least_excess_seconds;
+            for (const HostShare& s : shares) {
+                const auto [it, added] = excess_by_id.emplace(s.id, 0.0);
+                if (added) order.push_back(s.id);
+                it->second += r.least_excess_seconds * static_cast<double>(s.bytes) / static_cast<double>(host_bytes);
+            }
+        }
+    }
+    // Ids grow with the allocations' order: a verdict that does not hang on hashing.
+    std::sort(order.begin(), order.end());
+    const double evict = config.rates.evict_gbps * 1e9, fetch = config.rates.fetch_gbps * 1e9;
+    for (const uint32_t id : order) {
+        const double bytes = static_cast<double>(sizes.at(id));
+        const double gpu_home_seconds = (evict > 0 ? bytes / evict : 0.0) + (fetch > 0 ? bytes / fetch : 0.0);
+        const double excess = excess_by_id.at(id);
+        if (excess <= gpu_home_seconds) continue;
+        verdict.gpu_again.push_back(id);
+        verdict.gpu_again_bytes += sizes.at(id);
+        verdict.gpu_again_excess_seconds += excess;
+    }
+    return verdict;
+}
+
+} // namespace uvmp::placement

@@ -1,0 +1,54 @@
+// Remote trials: the homes chosen from a recording judge which kernels may read
+// an allocation remotely by a prior from their local timings alone
+// (timing_prior.h), and a rate cannot part every GEMM from a streaming kernel.
+// Once the run routes allocations to the host, the kernels that name them are
+// timed again, remote. A kernel that streams its host-homed operands takes about
+// its local time plus one trip of their bytes over the link; one that re-reads
+// them (a GEMM: up to 108x slower) takes far longer. What a launch takes past
+// its local time plus `trips` trips is what the host homes it names cost it.
+// Where an allocation's share of that, over a step, exceeds the most its GPU home
+// can cost (evicted and fetched back once a step), the GPU home is the cheaper
+// one, and it is given back for the steps to come.
+//
+// Launches are matched by kind (trace/launch_kind.h). A kind's local time is the
+// least the recording holds for it on launches naming no host-homed allocation
+// (pressure only lengthens a run); its excess with remote operands is the least
+// over the judged step's launches of it that name some, so that a launch that
+// also waited for a GPU-homed operand does not condemn the host-homed ones.
+#pragma once
+
+#include "core/placement/home_choice.h"
+#include "core/trace/model.h"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace uvmp::placement {
+
+struct TrialConfig {
+    // Trips of the host-homed bytes a tolerant launch may add to its local
+    // time: one read, with room for the noise of a shared link.
+    double trips = 2.0;
+    Rates rates; // remote reads for the trips; evictions and fetches for the GPU home's cost
+};
+
+struct TrialVerdict {
+    // Host-homed allocations named in the judged step whose readers' excess
+    // outweighs their GPU home's cost, in the order they were made.
+    std::vector<uint32_t> gpu_again;
+    uint64_t gpu_again_bytes = 0;
+    uint64_t launches_judged = 0; // naming a host-homed allocation, timed, with a local time to compare
+    uint64_t kinds_judged = 0;
+    uint64_t kinds_slowed = 0;    // whose least excess was above zero
+    double excess_seconds = 0;    // the slowed kinds' excess over the judged step
+    double gpu_again_excess_seconds = 0; // the part of it the allocations given back their GPU home caused
+};
+
+// Judges the launches [step_begin, step_end) of `recording` (positions in its
+// launches: a full step, every allocation of which was routed by the homes).
+// `host_homed(id)`: whether allocation `id` lives on the host.
+TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_begin, uint64_t step_end,
+                                const std::function<bool(uint32_t)>& host_homed, const TrialConfig& config = {});
+
+} // namespace uvmp::placement

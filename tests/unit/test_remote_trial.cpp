@@ -1,0 +1,109 @@
+#include "core/placement/remote_trial.h"
+
+#include "trace_fixtures.h"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+using namespace uvmp;
+using namespace uvmp::placement;
+using uvmp::trace::fixtures::add_alloc;
+using uvmp::trace::fixtures::add_launch_naming;
+
+namespace {
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kUs = 1000, kMs = 1000 * kUs;
+
+// Weights (1, 64 MiB) and two steps. Each step makes a streamed activation (8
+// MiB), a GEMM operand (32 MiB) and a small buffer (1 MiB): ids 10-12 in the
+// first step, all on the GPU, and 20-22 in the second, all on the host.
+// Kernel 2 streams the activation twice, kernel 3 multiplies the weights by
+// the operand, kernel 4 reads the small buffer. `remote_ns` gives the second
+// step's durations, in that launch order.
+trace::Trace local_then_remote(const uint64_t (&remote_ns)[4]) {
+    trace::Trace t;
+    add_alloc(t, 1, 64 * kMiB, 0);
+    for (uint32_t step = 0; step < 2; ++step) {
+        const uint32_t streamed = 10 + 10 * step, operand = 11 + 10 * step, small = 12 + 10 * step;
+        const uint64_t base = t.launches.size();
+        add_alloc(t, streamed, 8 * kMiB, base);
+        add_alloc(t, operand, 32 * kMiB, base);
+        add_alloc(t, small, kMiB, base);
+        add_launch_naming(t, 2, {streamed}, step ? remote_ns[0] : 20 * kUs);
+        add_launch_naming(t, 2, {streamed}, step ? remote_ns[1] : 20 * kUs);
+        add_launch_naming(t, 3, {1, operand}, step ? remote_ns[2] : kMs);
+        add_launch_naming(t, 4, {small}, step ? remote_ns[3] : 10 * kUs);
+    }
+    return t;
+}
+
+bool on_host(uint32_t id) { return id >= 20; }
+} // namespace
+
+TEST_CASE("remote trial: a re-reading kernel gives its remote operand back the GPU; streaming ones keep theirs",
+          "[placement]") {
+    // At 51.2 GB/s, a trip of 8 MiB takes 164 us, of 32 MiB 655 us, of 1 MiB 20 us.
+    // The streaming kernel takes its local time plus a trip once, and 5 ms once
+    // (it waited for something else); the GEMM 60 ms; the small reader 50 us
+    // past its local time and two trips.
+    const uint64_t remote_ns[4] = {190 * kUs, 5 * kMs, 60 * kMs, 101 * kUs};
+    const trace::Trace t = local_then_remote(remote_ns);
+    const TrialVerdict v = judge_remote_trial(t, 4, 8, on_host);
+    CHECK(v.launches_judged == 4);
+    CHECK(v.kinds_judged == 3);
+    CHECK(v.kinds_slowed == 2);
+    // The GEMM's 57.7 ms past its allowance outweigh the operand's GPU home
+    // (32 MiB evicted at 15 GB/s and fetched at 49: 2.9 ms a step). The small
+    // buffer's 50 us do not outweigh its 91 us.
+    CHECK(v.gpu_again == std::vector<uint32_t>{21});
+    CHECK(v.gpu_again_bytes == 32 * kMiB);
+    CHECK(v.gpu_again_excess_seconds == Approx(60e-3 - 1e-3 - 2 * 32.0 * kMiB / 51.2e9).epsilon(1e-6));
+    CHECK(v.excess_seconds == Approx(v.gpu_again_excess_seconds + (101e-6 - 10e-6 - 2 * 1.0 * kMiB / 51.2e9)));
+}
+
+TEST_CASE("remote trial: a kind's least excess is what each launch of it costs", "[placement]") {
+    // Both streaming launches are slow: the least of the two falls on the activation, and
+    // 2 x 4.65 ms outweigh its 0.73 ms GPU home.
+    const uint64_t remote_ns[4] = {5 * kMs, 8 * kMs, kMs, 10 * kUs};
+    const TrialVerdict v = judge_remote_trial(local_then_remote(remote_ns), 4, 8, on_host);
+    CHECK(v.kinds_slowed == 1);
+    CHECK(v.gpu_again == std::vector<uint32_t>{20});
+    CHECK(v.gpu_again_excess_seconds == Approx(2 * (5e-3 - 20e-6 - 2 * 8.0 * kMiB / 51.2e9)).epsilon(1e-6));
+}
+
+TEST_CASE("remote trial: a launch naming two host-homed allocations splits its excess by their bytes",
+          "[placement]") {
+    trace::Trace t;
+    add_alloc(t, 1, 16 * kMiB, 0);
+    add_alloc(t, 2, 48 * kMiB, 0);
+    add_launch_naming(t, 5, {1, 2}, kMs);
+    add_alloc(t, 21, 16 * kMiB, 1);
+    add_alloc(t, 22, 48 * kMiB, 1);
+    add_launch_naming(t, 5, {21, 22}, 11 * kMs);
+    const TrialVerdict v = judge_remote_trial(t, 1, 2, on_host);
+    const double excess = 10e-3 - 2 * 64.0 * kMiB / 51.2e9;
+    CHECK(v.excess_seconds == Approx(excess));
+    // A quarter of its 7.4 ms (1.8 ms) falls on the 16 MiB (its GPU home: 1.5 ms),
+    // three quarters (5.5 ms) on the 48 MiB (4.4 ms).
+    CHECK(v.gpu_again == std::vector<uint32_t>{21, 22});
+    TrialConfig dear;
+    dear.rates.evict_gbps = 5; // a GPU home now costs 3.7 and 11.1 ms
+    CHECK(judge_remote_trial(t, 1, 2, on_host, dear).gpu_again.empty());
+}
+
+TEST_CASE("remote trial: nothing judged without a local time, a timing or a host home", "[placement]") {
+    trace::Trace t;
+    add_alloc(t, 21, 16 * kMiB, 0);
+    add_alloc(t, 2, 16 * kMiB, 0);
+    add_launch_naming(t, 6, {21}, 50 * kMs); // never ran local
+    add_launch_naming(t, 7, {2}, kMs);
+    add_launch_naming(t, 7, {21}, 0); // untimed
+    add_launch_naming(t, 7, {2}, 50 * kMs); // slow, but nothing of it is on the host
+    const TrialVerdict v = judge_remote_trial(t, 0, 4, on_host);
+    CHECK(v.launches_judged == 0);
+    CHECK(v.kinds_judged == 0);
+    CHECK(v.gpu_again.empty());
+    CHECK(judge_remote_trial(t, 3, 3, on_host).launches_judged == 0);
+    CHECK(judge_remote_trial(t, 2, 99, on_host).launches_judged == 0);
+}
