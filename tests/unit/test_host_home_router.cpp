@@ -1,0 +1,74 @@
+#include "driver/host_home_router.h"
+
+#include <catch2/catch.hpp>
+
+#include <optional>
+#include <vector>
+
+// The router of homes learned in the run, without a driver: which entry of the
+// learned step each allocation took, and entries that remote trials give back
+// their GPU home.
+using namespace uvmp;
+using namespace uvmp::driver;
+using placement::Home;
+
+namespace {
+constexpr uint64_t kMiB = 1ull << 20;
+constexpr uint64_t kBudget = 64 * kMiB;
+
+Config learning_config() {
+    Config config;
+    config.policy = ResidencyPolicy::Learned;
+    config.host_homes = HostHomes::Auto;
+    config.budget = SizeOrPercent{.bytes = kBudget};
+    return config;
+}
+
+// A step of three allocations of 1, 2 and 3 MiB, the first and last on the host,
+// that simulated at half the all-GPU step.
+placement::RecordedHomes learned_step() {
+    placement::RecordedHomes homes;
+    homes.step = {{kMiB, Home::Host}, {2 * kMiB, Home::Gpu}, {3 * kMiB, Home::Host}};
+    homes.choice.homes = {Home::Host, Home::Gpu, Home::Host};
+    homes.simulated_step_seconds = 0.5;
+    homes.all_gpu_step_seconds = 1.0;
+    return homes;
+}
+
+struct Routed {
+    std::vector<Home> homes;
+    std::vector<std::optional<size_t>> entries;
+};
+
+Routed route_step(HostHomeRouter& router) {
+    Routed routed;
+    for (const uint64_t bytes : {kMiB, 2 * kMiB, 3 * kMiB}) {
+        std::optional<size_t> entry;
+        routed.homes.push_back(router.home_of(0, bytes, kBudget, &entry));
+        routed.entries.push_back(entry);
+    }
+    return routed;
+}
+} // namespace
+
+TEST_CASE("host home router: entries taken, and entries given back their GPU home", "[placement]") {
+    const Config config = learning_config();
+    HostHomeRouter router(config);
+    REQUIRE(router.learns_in_run());
+    std::optional<size_t> entry = 5;
+    CHECK(router.home_of(0, kMiB, kBudget, &entry) == Home::Gpu); // nothing learned yet
+    CHECK_FALSE(entry);
+
+    router.adopt_learned(0, kBudget, learned_step(), [] { return uint64_t{0}; });
+    REQUIRE(router.routing());
+    Routed first = route_step(router);
+    CHECK(first.homes == std::vector<Home>{Home::Host, Home::Gpu, Home::Host});
+    CHECK(first.entries == std::vector<std::optional<size_t>>{0, 1, 2});
+
+    const std::vector<size_t> given_back{2};
+    router.home_on_gpu(given_back);
+    CHECK(route_step(router).homes == std::vector<Home>{Home::Host, Home::Gpu, Home::Gpu});
+    // Another device's allocations are not routed.
+    CHECK(router.home_of(1, kMiB, kBudget, &entry) == Home::Gpu);
+    CHECK_FALSE(entry);
+}
