@@ -648,6 +648,7 @@ def host_homes_of_run(run):
             "steps_after": len(after),
             "host_allocs": stats.get("host_allocs") or 0, "host_bytes": host_bytes, "over_steps": homed_steps,
             "given_back": stats.get("host_homes_given_back"), "given_back_bytes": stats.get("host_homes_given_back_bytes"),
+            "given_back_reverted": stats.get("host_homes_given_back_reverted"),
             "bytes_per_step": host_bytes / homed_steps if homed_steps > 0 else None}
 
 
@@ -804,7 +805,9 @@ def host_homes_text(homes):
              "no homes learned" if learned is False else "learning not reported")
     if learned and homes.get("given_back") is not None:
         state += (f", remote trial gave {homes['given_back']} allocations of a step "
-                  f"({gb(homes.get('given_back_bytes') or 0)} GB) back their GPU home")
+                  f"({gb(homes.get('given_back_bytes') or 0)} GB) back their GPU home"
+                  + (", then sent them back to the host (slower steps after)" if homes.get("given_back_reverted")
+                     else ""))
     if not homes["host_bytes"]:
         return f"run: {state}, nothing homed on the host"
     per_step = homes.get("bytes_per_step")

@@ -49,26 +49,25 @@ void HomeLearner::kernel_timed(uint64_t launch_seq, uint64_t duration_ns) {
 }
 
 void HomeLearner::host_homed(uint32_t id, std::optional<size_t> step_entry) {
-    if (!trialling_.load(std::memory_order_acquire)) return;
+    if (phase_.load(std::memory_order_acquire) != Phase::Trialling) return;
     std::lock_guard lock(host_mutex_);
     host_homed_.emplace(id, step_entry);
 }
 
 void HomeLearner::give_up(const std::string& why) {
     if (!recording_.load(std::memory_order_acquire)) return;
-    if (trialling_.load(std::memory_order_acquire)) return trial_failed(why);
+    if (phase_.load(std::memory_order_acquire) != Phase::Learning) return trial_failed(why);
     log::info("host homes not learned in the run: {}; every allocation is homed on the GPU", why);
     end();
 }
 
 void HomeLearner::trial_failed(const std::string& why) {
-    log::info("remote trial of the host homes ended without a verdict: {}; the homes stay as learned", why);
+    log::info("remote trial of the host homes ended: {}; the homes stay as they are", why);
     end();
 }
 
 void HomeLearner::end() {
     std::call_once(end_once_, [this] {
-        trialling_.store(false, std::memory_order_release);
         recording_.store(false, std::memory_order_release);
         if (callbacks_.done) callbacks_.done();
         recorder_->close();
@@ -87,8 +86,8 @@ void HomeLearner::run() {
             if (look()) return;
         } catch (const std::exception& e) {
             // The application must never pay for what went wrong here.
-            give_up(std::string(trialling_.load(std::memory_order_acquire) ? "the trial failed (" : "learning failed (") +
-                    e.what() + ")");
+            const bool learning = phase_.load(std::memory_order_acquire) == Phase::Learning;
+            give_up(std::string(learning ? "learning failed (" : "the trial failed (") + e.what() + ")");
             return;
         }
     }
@@ -103,8 +102,12 @@ bool HomeLearner::look() {
     KernelTiming::flush();
     trace::Trace recording = recorder_->snapshot();
     const std::vector<uint64_t> bounds = recording_iteration_bounds(recording);
-    const bool ended = trialling_.load(std::memory_order_acquire) ? judge_trial(recording, bounds)
-                                                                   : learn(recording, bounds);
+    bool ended = false;
+    switch (phase_.load(std::memory_order_acquire)) {
+    case Phase::Learning: ended = learn(recording, bounds); break;
+    case Phase::Trialling: ended = judge_trial(recording, bounds); break;
+    case Phase::Checking: ended = check_verdict(recording, bounds); break;
+    }
     if (!ended && launches >= kMaxLaunches)
         give_up(fmt::format("no step repeated within the first {} launches after the budget was reached",
                             kMaxLaunches));
@@ -126,7 +129,7 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
         return true;
     }
     // Before routing begins, so that every allocation it homes on the host is noted.
-    trialling_.store(config_.remote_trial, std::memory_order_release);
+    if (config_.remote_trial) phase_.store(Phase::Trialling, std::memory_order_release);
     router_.adopt_learned(device_, budget_bytes_, std::move(*homes), [this] { return recorder_->managed_allocs(); });
     trial_from_ = recorder_->launches();
     if (router_.routing() && callbacks_.routing) callbacks_.routing();
@@ -137,14 +140,26 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     return false;
 }
 
+namespace {
+
+// The time from the launch call of a step's first launch to that of the next
+// step's: a step's length as the application sees it.
+uint64_t step_ns(const trace::Trace& recording, uint64_t step_begin, uint64_t step_end) {
+    const uint64_t end_ns = recording.launches[step_end].time_ns, begin_ns = recording.launches[step_begin].time_ns;
+    return end_ns > begin_ns ? end_ns - begin_ns : 0;
+}
+
+} // namespace
+
 bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<uint64_t>& bounds) {
-    // The first full step that began after routing did: all of its
-    // allocations were routed by the homes. Judged once the step after it has
-    // ended too, by when its own kernels have run and been timed (a job's
-    // launches run up to a step ahead of its kernels).
+    // The second full step that began after routing did: all of its
+    // allocations were routed by the homes, and their host slabs had their
+    // pages. Judged once the step after it has begun and ended, by when its
+    // own kernels have run and been timed (a job's launches run up to a step
+    // ahead of its kernels).
     const auto first = std::lower_bound(bounds.begin(), bounds.end(), trial_from_);
-    if (bounds.end() - first < 3) return false;
-    const uint64_t step_begin = *first, step_end = *std::next(first);
+    if (bounds.end() - first < 4) return false;
+    const uint64_t step_begin = *std::next(first), step_end = *std::next(first, 2);
     std::unordered_map<uint32_t, std::optional<size_t>> host_homed;
     {
         std::lock_guard lock(host_mutex_);
@@ -157,14 +172,43 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
         if (const auto it = host_homed.find(id); it != host_homed.end() && it->second) entries.push_back(*it->second);
     std::sort(entries.begin(), entries.end());
     entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
-    router_.home_on_gpu(entries);
-    if (callbacks_.given_back) callbacks_.given_back(entries.size(), verdict.gpu_again_bytes);
     log::info("remote trial of launches [{}, {}) of the recording: {} launches of {} kinds read host-homed data, "
               "{} kinds slower than their local time plus two trips ({:.1f} ms a step past it); {} allocations of "
               "the step ({}) homed on the GPU from now on, whose readers' {:.1f} ms outweighed their GPU home",
               step_begin, step_end, verdict.launches_judged, verdict.kinds_judged, verdict.kinds_slowed,
               verdict.excess_seconds * 1e3, entries.size(), format_size(verdict.gpu_again_bytes),
               verdict.gpu_again_excess_seconds * 1e3);
+    if (entries.empty()) {
+        end();
+        return true;
+    }
+    router_.set_homes(entries, placement::Home::Gpu);
+    if (callbacks_.given_back) callbacks_.given_back(entries.size(), verdict.gpu_again_bytes, false);
+    judged_step_ns_ = step_ns(recording, step_begin, step_end);
+    given_back_ = std::move(entries);
+    given_back_bytes_ = verdict.gpu_again_bytes;
+    verdict_from_ = recorder_->launches();
+    phase_.store(Phase::Checking, std::memory_order_release);
+    return false;
+}
+
+bool HomeLearner::check_verdict(const trace::Trace& recording, const std::vector<uint64_t>& bounds) {
+    // The second full step after the verdict: the first makes GPU blocks
+    // where host ones were, with pages to populate and evictions to make room.
+    const auto first = std::lower_bound(bounds.begin(), bounds.end(), verdict_from_);
+    if (bounds.end() - first < 3) return false;
+    const uint64_t after_ns = step_ns(recording, *std::next(first), *std::next(first, 2));
+    if (after_ns > judged_step_ns_) {
+        router_.set_homes(given_back_, placement::Home::Host);
+        if (callbacks_.given_back) callbacks_.given_back(given_back_.size(), given_back_bytes_, true);
+        log::info("remote trial: the step with {} allocations ({}) homed on the GPU again took {:.1f} ms, against "
+                  "{:.1f} ms for the judged one; they live on the host again",
+                  given_back_.size(), format_size(given_back_bytes_), after_ns * 1e-6, judged_step_ns_ * 1e-6);
+    } else {
+        log::info("remote trial: the step with {} allocations ({}) homed on the GPU again took {:.1f} ms, against "
+                  "{:.1f} ms for the judged one; the verdict stays",
+                  given_back_.size(), format_size(given_back_bytes_), after_ns * 1e-6, judged_step_ns_ * 1e-6);
+    }
     end();
     return true;
 }

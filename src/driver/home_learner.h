@@ -12,9 +12,13 @@
 // from the place in the step the run has reached.
 //
 // With homes, a remote trial follows (core/placement/remote_trial.h): recording
-// and timing go on for the first full step whose allocations were all routed,
-// and the allocations whose readers it finds slower than their GPU home would
-// cost are homed on the GPU from then on. Then recording and timing stop.
+// and timing go on for the second full step whose allocations were all routed
+// (the first pays once for the pages of the new host slabs, which the GPU's
+// first remote writes make), and the allocations whose readers it finds slower
+// than their GPU home would cost are homed on the GPU from then on. The steps
+// after check the verdict: where the second full step after it runs slower than
+// the judged one, those allocations go back to the host. Then recording and
+// timing stop.
 #pragma once
 
 #include "core/trace/memory_recorder.h"
@@ -49,8 +53,9 @@ public:
         // On the learner's thread, once the router routes by learned homes.
         std::function<void()> routing;
         // On the learner's thread, after a remote trial gave `entries` of the
-        // learned step, of `bytes`, back their GPU home.
-        std::function<void(uint64_t entries, uint64_t bytes)> given_back;
+        // learned step, of `bytes`, back their GPU home, and again with
+        // `reverted` once the steps after sent them back to the host.
+        std::function<void(uint64_t entries, uint64_t bytes, bool reverted)> given_back;
         // On the learner's thread once learning has ended, whatever its
         // outcome, with the recorder no longer wanted.
         std::function<void()> done;
@@ -79,8 +84,10 @@ private:
     bool look();
     // Learns the homes from the recording's two full steps (`bounds`).
     bool learn(trace::Trace& recording, const std::vector<uint64_t>& bounds);
-    // Judges the first full step after routing began, once the recording holds one.
+    // Judges the second full step after routing began, once the recording holds it.
     bool judge_trial(const trace::Trace& recording, const std::vector<uint64_t>& bounds);
+    // Sets the judged step against the second full step after the verdict.
+    bool check_verdict(const trace::Trace& recording, const std::vector<uint64_t>& bounds);
     void trial_failed(const std::string& why);
     void end();
 
@@ -89,8 +96,13 @@ private:
     std::atomic<bool> begun_{false};
     std::atomic<bool> recording_{false};
     std::atomic<bool> stopping_{false};
-    std::atomic<bool> trialling_{false};
+    enum class Phase : uint8_t { Learning, Trialling, Checking };
+    std::atomic<Phase> phase_{Phase::Learning};
     uint64_t trial_from_ = 0; // launches recorded when routing began
+    uint64_t verdict_from_ = 0; // launches recorded when the verdict took effect
+    uint64_t judged_step_ns_ = 0; // the judged step's time, launch to launch
+    std::vector<size_t> given_back_; // the entries the verdict homed on the GPU
+    uint64_t given_back_bytes_ = 0;
     std::mutex host_mutex_;
     // The host-homed allocations made since routing began, with their entries.
     std::unordered_map<uint32_t, std::optional<size_t>> host_homed_;

@@ -30,9 +30,9 @@ placement::Home HostHomeRouter::home_of(int device, uint64_t bytes, uint64_t bud
     return sequence_.next(bytes, step_entry);
 }
 
-void HostHomeRouter::home_on_gpu(std::span<const size_t> step_entries) {
+void HostHomeRouter::set_homes(std::span<const size_t> step_entries, placement::Home home) {
     std::lock_guard lock(mutex_);
-    for (const size_t entry : step_entries) sequence_.home_on_gpu(entry);
+    for (const size_t entry : step_entries) sequence_.set_home(entry, home);
 }
 
 void HostHomeRouter::set_up(int device, uint64_t budget_bytes) {

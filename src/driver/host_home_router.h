@@ -31,9 +31,9 @@ public:
     // order the sequence follows. `step_entry`: the learned step's entry it
     // took, where it took one.
     placement::Home home_of(int device, uint64_t bytes, uint64_t budget_bytes, std::optional<size_t>* step_entry);
-    // Remote trials' verdict: these entries of the learned step are homed on
-    // the GPU from the next allocation on.
-    void home_on_gpu(std::span<const size_t> step_entries);
+    // Remote trials' verdict: these entries of the learned step are homed at
+    // `home` from the next allocation on.
+    void set_homes(std::span<const size_t> step_entries, placement::Home home);
     // Whether this run learns its homes from itself: UVMP_HOST_HOMES=auto
     // without UVMP_TRACE_IN, with policy learned and a budget.
     bool learns_in_run() const;

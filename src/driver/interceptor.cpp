@@ -778,7 +778,9 @@ void Interceptor::learn_homes_if_over_budget(int device, const DeviceBudget& bud
         }
         HomeLearner::Callbacks callbacks;
         callbacks.routing = [this] { stats_.host_homes_learned_at(launch_seq_.load(std::memory_order_relaxed)); };
-        callbacks.given_back = [this](uint64_t entries, uint64_t bytes) { stats_.host_homes_given_back(entries, bytes); };
+        callbacks.given_back = [this](uint64_t entries, uint64_t bytes, bool reverted) {
+            stats_.host_homes_given_back(entries, bytes, reverted);
+        };
         callbacks.done = [this] {
             route_trace_records(nullptr);
             if (!config_.trace_timing) KernelTiming::stop();

@@ -36,7 +36,7 @@ TEST_CASE("home sequence: a step repeated exactly gets its homes every time", "[
     CHECK(sequence.counts().host == 10);
 }
 
-TEST_CASE("home sequence: each answer names the step's entry it took, and an entry homed on the GPU stays so",
+TEST_CASE("home sequence: each answer names the step's entry it took, and an entry's home can be changed",
           "[placement]") {
     HomeSequence sequence({{8 * kMiB, G}}, four());
     std::optional<size_t> entry = 7;
@@ -48,9 +48,11 @@ TEST_CASE("home sequence: each answer names the step's entry it took, and an ent
     CHECK(entry == 2u);
     CHECK(sequence.next(5 * kMiB, &entry) == G);
     CHECK_FALSE(entry); // matched nothing
-    sequence.home_on_gpu(2);
-    sequence.home_on_gpu(99); // no such entry: nothing changes
+    sequence.set_home(2, G);
+    sequence.set_home(99, H); // no such entry: nothing changes
     CHECK(route(sequence, {4 * kMiB, kMiB, 2 * kMiB, 3 * kMiB, 4 * kMiB}) == std::vector<Home>{G, H, G, G, G});
+    sequence.set_home(2, H);
+    CHECK(route(sequence, {kMiB, 2 * kMiB, 3 * kMiB}) == std::vector<Home>{H, G, H});
 }
 
 TEST_CASE("home sequence: the prologue comes once, then the step over and over", "[placement]") {

@@ -66,8 +66,10 @@ TEST_CASE("host home router: entries taken, and entries given back their GPU hom
     CHECK(first.entries == std::vector<std::optional<size_t>>{0, 1, 2});
 
     const std::vector<size_t> given_back{2};
-    router.home_on_gpu(given_back);
+    router.set_homes(given_back, Home::Gpu);
     CHECK(route_step(router).homes == std::vector<Home>{Home::Host, Home::Gpu, Home::Gpu});
+    router.set_homes(given_back, Home::Host); // the steps after proved the trial wrong
+    CHECK(route_step(router).homes == first.homes);
     // Another device's allocations are not routed.
     CHECK(router.home_of(1, kMiB, kBudget, &entry) == Home::Gpu);
     CHECK_FALSE(entry);

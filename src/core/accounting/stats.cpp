@@ -148,6 +148,7 @@ std::string Stats::to_json(bool active, int pid) const {
     j["host_homes_learned_at_launch"] = learned_at ? learned_at - 1 : 0;
     j["host_homes_given_back"] = host_homes_given_back_.load(std::memory_order_relaxed);
     j["host_homes_given_back_bytes"] = host_homes_given_back_bytes_.load(std::memory_order_relaxed);
+    j["host_homes_given_back_reverted"] = host_homes_given_back_reverted_.load(std::memory_order_relaxed);
     // Each device the job used, after the process-wide figures, which keep their names.
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
     for (size_t i = 0; i < devices_.size(); ++i) {
@@ -228,7 +229,10 @@ std::vector<std::string> Stats::summary_lines() const {
     if (const uint64_t at = host_homes_learned_at_launch_.load(std::memory_order_relaxed))
         lines.push_back("host homes learned in the run, used from launch " + std::to_string(at - 1) + " on; " +
                         n(host_homes_given_back_) + " allocations of a step (" + sz(host_homes_given_back_bytes_) +
-                        ") given back their GPU home by remote trials");
+                        ") given back their GPU home by remote trials" +
+                        (host_homes_given_back_reverted_.load(std::memory_order_relaxed)
+                             ? ", then sent back to the host (the steps after were slower)"
+                             : ""));
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
     std::vector<int> used;
@@ -268,6 +272,7 @@ void Stats::reset() {
     host_homes_learned_at_launch_.store(0, std::memory_order_relaxed);
     host_homes_given_back_.store(0, std::memory_order_relaxed);
     host_homes_given_back_bytes_.store(0, std::memory_order_relaxed);
+    host_homes_given_back_reverted_.store(false, std::memory_order_relaxed);
 }
 
 } // namespace uvmp

@@ -72,11 +72,12 @@ struct Stats {
         host_homes_learned_at_launch_.store(launch + 1, std::memory_order_relaxed);
     }
     // Remote trials gave `entries` of the learned step back their GPU home:
-    // `bytes` a step, that the learned homes had put on the host (JSON and
-    // summary only).
-    void host_homes_given_back(uint64_t entries, uint64_t bytes) {
+    // `bytes` a step, that the learned homes had put on the host; `reverted`:
+    // the steps after sent them back to the host (JSON and summary only).
+    void host_homes_given_back(uint64_t entries, uint64_t bytes, bool reverted) {
         host_homes_given_back_.store(entries, std::memory_order_relaxed);
         host_homes_given_back_bytes_.store(bytes, std::memory_order_relaxed);
+        host_homes_given_back_reverted_.store(reverted, std::memory_order_relaxed);
     }
 
     void fill(uvmp_stats& out, bool active) const;
@@ -93,6 +94,7 @@ private:
     std::atomic<uint64_t> host_homes_learned_at_launch_{0}; // launch + 1; 0: never
     std::atomic<uint64_t> host_homes_given_back_{0};
     std::atomic<uint64_t> host_homes_given_back_bytes_{0};
+    std::atomic<bool> host_homes_given_back_reverted_{false};
 };
 
 } // namespace uvmp

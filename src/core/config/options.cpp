@@ -94,10 +94,11 @@ constexpr std::array kOptions = {
                "Lower judges more kernels tolerant of remote operands; `uvmtrace simulate "
                "--homes auto --streaming-gbps R` shows what a value does on a recorded trace."},
     OptionSpec{"remote_trial", "UVMP_REMOTE_TRIAL", OptionType::Bool, "1", "",
-               "With host homes learned in the run: time the kernels of the first step run with them (and "
-               "of the step after), and give back its GPU home to any allocation whose readers ran slower "
-               "with it on the host (past their local time plus two trips of its bytes over the link) by "
-               "more than migrating it would cost. 0 keeps the homes the timing prior chose."},
+               "With host homes learned in the run: time the kernels of the second step run with them, and "
+               "give back its GPU home to any allocation whose readers ran slower with it on the host (past "
+               "their local time plus two trips of its bytes over the link) by more than migrating it would "
+               "cost; if the steps after run slower, those allocations go back to the host. 0 keeps the "
+               "homes the timing prior chose."},
     OptionSpec{"verbose", "UVMP_VERBOSE", OptionType::Bool, "0", "",
                "Print every option's effective value at start."},
     OptionSpec{"framework_settings", "UVMP_FRAMEWORK_SETTINGS", OptionType::Text, "", "",

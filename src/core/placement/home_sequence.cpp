@@ -15,8 +15,8 @@ Home HomeSequence::next(uint64_t bytes, std::optional<size_t>* step_entry) {
     return in_prologue_ ? next_in_prologue(bytes, step_entry) : next_in_step(bytes, step_entry);
 }
 
-void HomeSequence::home_on_gpu(size_t index) {
-    if (index < step_.size()) step_[index].home = Home::Gpu;
+void HomeSequence::set_home(size_t index, Home home) {
+    if (index < step_.size()) step_[index].home = home;
 }
 
 void HomeSequence::start_in_step(size_t position) {

@@ -49,9 +49,10 @@ public:
     // given: the learned step's entry it matched, or nullopt (a prologue
     // entry, or none).
     Home next(uint64_t bytes, std::optional<size_t>* step_entry = nullptr);
-    // The step's entry `index` is homed on the GPU from now on (its readers
-    // proved slower with it remote than its GPU home costs).
-    void home_on_gpu(size_t index);
+    // The step's entry `index` is homed at `home` from now on (remote trials:
+    // its readers proved slower with it remote than its GPU home costs, or the
+    // steps after proved otherwise).
+    void set_home(size_t index, Home home);
     // For a run that learned its step from itself, part of the way into one:
     // the next allocation is the step's `position`-th (modulo the step's length).
     void start_in_step(size_t position);
