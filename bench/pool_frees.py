@@ -649,6 +649,7 @@ def host_homes_of_run(run):
             "host_allocs": stats.get("host_allocs") or 0, "host_bytes": host_bytes, "over_steps": homed_steps,
             "given_back": stats.get("host_homes_given_back"), "given_back_bytes": stats.get("host_homes_given_back_bytes"),
             "given_back_reverted": stats.get("host_homes_given_back_reverted"),
+            "choice": stats.get("host_homes"),
             "bytes_per_step": host_bytes / homed_steps if homed_steps > 0 else None}
 
 
@@ -808,6 +809,15 @@ def host_homes_text(homes):
                   f"({gb(homes.get('given_back_bytes') or 0)} GB) back their GPU home"
                   + (", then sent them back to the host (slower steps after)" if homes.get("given_back_reverted")
                      else ""))
+    choice = homes.get("choice")
+    if choice:
+        state += (f"; chose {choice['chosen']} of the step's {choice['step_allocations']} allocations "
+                  f"({gb(choice['chosen_bytes'])} GB; {choice['candidates']} candidates, "
+                  f"{choice['kernels_streaming']} of {choice['kernels_judged']} kernels judged streaming), "
+                  f"simulated {choice['simulated_ms']:.1f} ms against {choice['all_gpu_ms']:.1f} all on the GPU"
+                  + ("" if choice.get("used") else ", not used")
+                  + (f"; routed {choice['routed_host']} to the host, {choice['routed_unmatched']} allocations "
+                     f"matched no entry" if choice.get("used") else ""))
     if not homes["host_bytes"]:
         return f"run: {state}, nothing homed on the host"
     per_step = homes.get("bytes_per_step")

@@ -9,6 +9,26 @@
 #include <string>
 
 namespace uvmp::driver {
+namespace {
+
+HostHomeChoice figures_of(const placement::RecordedHomes& homes, const std::string& source) {
+    const auto& chosen = homes.choice.homes;
+    HostHomeChoice c;
+    c.source = source;
+    c.step_allocations = chosen.size();
+    c.candidates = homes.candidates;
+    c.chosen = static_cast<uint64_t>(std::count(chosen.begin(), chosen.end(), placement::Home::Host));
+    c.chosen_bytes = homes.choice.host_bytes;
+    c.swapped_bytes = homes.choice.swapped_bytes;
+    c.all_gpu_swapped_bytes = homes.choice.all_gpu_swapped_bytes;
+    c.kernels_judged = homes.kernels_judged;
+    c.kernels_streaming = homes.kernels_streaming;
+    c.simulated_ms = homes.simulated_step_seconds * 1e3;
+    c.all_gpu_ms = homes.all_gpu_step_seconds * 1e3;
+    return c;
+}
+
+} // namespace
 
 bool HostHomeRouter::enabled() const {
     // auto leaves the policies that are there for comparison as they are.
@@ -73,6 +93,8 @@ void HostHomeRouter::adopt(int device, uint64_t budget_bytes, placement::Recorde
                            const std::string& source,
                            const std::function<std::optional<uint64_t>()>& position) {
     const std::string budget = "a budget of " + format_size(budget_bytes);
+    HostHomeChoice figures = figures_of(homes, source);
+    figures_.chosen(figures);
     if (homes.host_entries() == 0) {
         log::info("host homes: under {}, no allocation of {} gains from a host home", budget, source);
         return;
@@ -99,12 +121,15 @@ void HostHomeRouter::adopt(int device, uint64_t budget_bytes, placement::Recorde
     if (const std::optional<uint64_t> at = position()) sequence_.start_in_step(*at);
     device_ = device;
     routing_.store(true, std::memory_order_release);
+    figures.used = true;
+    figures_.chosen(std::move(figures));
 }
 
 void HostHomeRouter::report() const {
     if (!routing_.load(std::memory_order_acquire)) return;
     std::lock_guard lock(mutex_);
     const placement::HomeSequenceCounts& c = sequence_.counts();
+    figures_.routed({.host = c.host, .matched = c.matched, .unmatched = c.unmatched, .resyncs = c.resyncs});
     log::info("host homes: {} allocations routed to the host; {} matched the learned sequence ({} after a resync), "
               "{} did not (homed on the GPU)",
               c.host, c.matched, c.resyncs, c.unmatched);

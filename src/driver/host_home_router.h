@@ -8,6 +8,7 @@
 // in order.
 #pragma once
 
+#include "core/accounting/host_home_figures.h"
 #include "core/config/options.h"
 #include "core/placement/home_sequence.h"
 #include "core/placement/recorded_homes.h"
@@ -24,7 +25,8 @@ namespace uvmp::driver {
 
 class HostHomeRouter {
 public:
-    explicit HostHomeRouter(const Config& config) : config_(config) {}
+    // `figures`: where the choice and what routing did are reported.
+    HostHomeRouter(const Config& config, HostHomeFigures& figures) : config_(config), figures_(figures) {}
 
     // The home of the run's next converted allocation, of `bytes` on `device`
     // whose budget is `budget_bytes`. Any thread; the calls' order is the
@@ -42,7 +44,7 @@ public:
     // holds: the run's place in the learned step.
     void adopt_learned(int device, uint64_t budget_bytes, placement::RecordedHomes homes,
                        const std::function<uint64_t()>& allocations_recorded);
-    // What routing did, in one log line (at exit).
+    // What routing did, in one log line and in the figures (at exit).
     void report() const;
     // Whether routing has begun.
     bool routing() const { return routing_.load(std::memory_order_acquire); }
@@ -64,6 +66,7 @@ private:
     bool enabled() const;
 
     const Config& config_;
+    HostHomeFigures& figures_;
     std::once_flag once_;
     std::atomic<bool> routing_{false};
     int device_ = -1; // the device the homes were chosen for: its budget decided them

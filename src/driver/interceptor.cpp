@@ -74,7 +74,7 @@ pool::StreamKey stream_key(StreamFlavor flavor, CUstream stream) {
 Interceptor::Interceptor(Config config, bool active)
     : config_(std::move(config)), active_(active),
       kernels_([this](const void* handle, KernelInfo& info) { describe_kernel(handle, info); }),
-      pools_(config_, stats_), host_homes_(config_), learner_(config_, host_homes_), start_ns_(monotonic_ns()) {
+      pools_(config_, stats_), host_homes_(config_, stats_.host_homes), learner_(config_, host_homes_), start_ns_(monotonic_ns()) {
     planner_ = make_planner();
     if (active_ && !config_.trace_in.empty() && config_.policy != ResidencyPolicy::Learned &&
         config_.host_homes != HostHomes::On)
@@ -777,9 +777,9 @@ void Interceptor::learn_homes_if_over_budget(int device, const DeviceBudget& bud
             live.push_back(record);
         }
         HomeLearner::Callbacks callbacks;
-        callbacks.routing = [this] { stats_.host_homes_learned_at(launch_seq_.load(std::memory_order_relaxed)); };
+        callbacks.routing = [this] { stats_.host_homes.used_from(launch_seq_.load(std::memory_order_relaxed)); };
         callbacks.given_back = [this](uint64_t entries, uint64_t bytes, bool reverted) {
-            stats_.host_homes_given_back(entries, bytes, reverted);
+            stats_.host_homes.given_back(entries, bytes, reverted);
         };
         callbacks.done = [this] {
             route_trace_records(nullptr);

@@ -53,7 +53,8 @@ Routed route_step(HostHomeRouter& router) {
 
 TEST_CASE("host home router: entries taken, and entries given back their GPU home", "[placement]") {
     const Config config = learning_config();
-    HostHomeRouter router(config);
+    HostHomeFigures figures;
+    HostHomeRouter router(config, figures);
     REQUIRE(router.learns_in_run());
     std::optional<size_t> entry = 5;
     CHECK(router.home_of(0, kMiB, kBudget, &entry) == Home::Gpu); // nothing learned yet
@@ -73,4 +74,17 @@ TEST_CASE("host home router: entries taken, and entries given back their GPU hom
     // Another device's allocations are not routed.
     CHECK(router.home_of(1, kMiB, kBudget, &entry) == Home::Gpu);
     CHECK_FALSE(entry);
+
+    // The stats file's account of the choice and of the routing.
+    router.report();
+    nlohmann::ordered_json j;
+    figures.add_json(j);
+    const auto& h = j.at("host_homes");
+    CHECK(h.at("used") == true);
+    CHECK(h.at("step_allocations") == 3);
+    CHECK(h.at("chosen") == 2);
+    CHECK(h.at("simulated_ms") == Approx(500.0));
+    CHECK(h.at("routed_host") == 5); // 2 + 1 + 2
+    CHECK(h.at("routed_matched") == 9);
+    CHECK(h.at("routed_unmatched") == 0);
 }

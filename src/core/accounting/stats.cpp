@@ -143,12 +143,7 @@ std::string Stats::to_json(bool active, int pid) const {
 #define UVMP_JSON_COUNTER(name) j[#name] = name.load(std::memory_order_relaxed);
     UVMP_STAT_FIELDS(UVMP_JSON_COUNTER)
 #undef UVMP_JSON_COUNTER
-    const uint64_t learned_at = host_homes_learned_at_launch_.load(std::memory_order_relaxed);
-    j["host_homes_learned"] = learned_at != 0;
-    j["host_homes_learned_at_launch"] = learned_at ? learned_at - 1 : 0;
-    j["host_homes_given_back"] = host_homes_given_back_.load(std::memory_order_relaxed);
-    j["host_homes_given_back_bytes"] = host_homes_given_back_bytes_.load(std::memory_order_relaxed);
-    j["host_homes_given_back_reverted"] = host_homes_given_back_reverted_.load(std::memory_order_relaxed);
+    host_homes.add_json(j);
     // Each device the job used, after the process-wide figures, which keep their names.
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
     for (size_t i = 0; i < devices_.size(); ++i) {
@@ -226,13 +221,7 @@ std::vector<std::string> Stats::summary_lines() const {
                         ") from host slabs, never migrated; " + n(host_blocks_live) + " (" + sz(host_bytes_live) +
                         ") live at exit; " + n(host_slabs_created) + " host slabs made, " + sz(host_slab_bytes) +
                         " held at exit");
-    if (const uint64_t at = host_homes_learned_at_launch_.load(std::memory_order_relaxed))
-        lines.push_back("host homes learned in the run, used from launch " + std::to_string(at - 1) + " on; " +
-                        n(host_homes_given_back_) + " allocations of a step (" + sz(host_homes_given_back_bytes_) +
-                        ") given back their GPU home by remote trials" +
-                        (host_homes_given_back_reverted_.load(std::memory_order_relaxed)
-                             ? ", then sent back to the host (the steps after were slower)"
-                             : ""));
+    if (std::optional<std::string> line = host_homes.summary_line()) lines.push_back(std::move(*line));
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
     std::vector<int> used;
@@ -269,10 +258,7 @@ void Stats::reset() {
 #undef UVMP_RESET_DEVICE_COUNTER
     }
     budget_known_.store(false, std::memory_order_relaxed);
-    host_homes_learned_at_launch_.store(0, std::memory_order_relaxed);
-    host_homes_given_back_.store(0, std::memory_order_relaxed);
-    host_homes_given_back_bytes_.store(0, std::memory_order_relaxed);
-    host_homes_given_back_reverted_.store(false, std::memory_order_relaxed);
+    host_homes.reset();
 }
 
 } // namespace uvmp

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/accounting/device_stats.h"
+#include "core/accounting/host_home_figures.h"
 #include "uvmprefetch/uvmprefetch.h"
 
 #include <array>
@@ -66,19 +67,8 @@ struct Stats {
     void host_block_freed(uint64_t bytes);
     void host_slab_created(uint64_t bytes);
     void host_slab_released(uint64_t bytes);
-    // Host homes learned within the run began to be used before launch
-    // `launch` (JSON and summary only: not in the C API's struct).
-    void host_homes_learned_at(uint64_t launch) {
-        host_homes_learned_at_launch_.store(launch + 1, std::memory_order_relaxed);
-    }
-    // Remote trials gave `entries` of the learned step back their GPU home:
-    // `bytes` a step, that the learned homes had put on the host; `reverted`:
-    // the steps after sent them back to the host (JSON and summary only).
-    void host_homes_given_back(uint64_t entries, uint64_t bytes, bool reverted) {
-        host_homes_given_back_.store(entries, std::memory_order_relaxed);
-        host_homes_given_back_bytes_.store(bytes, std::memory_order_relaxed);
-        host_homes_given_back_reverted_.store(reverted, std::memory_order_relaxed);
-    }
+    // What the host homes came to (JSON and summary only).
+    HostHomeFigures host_homes;
 
     void fill(uvmp_stats& out, bool active) const;
     std::string to_json(bool active, int pid) const;
@@ -91,10 +81,6 @@ private:
     std::array<DeviceStats, kMaxStatDevices> devices_;
     DeviceStats unreported_;
     std::atomic<bool> budget_known_{false};
-    std::atomic<uint64_t> host_homes_learned_at_launch_{0}; // launch + 1; 0: never
-    std::atomic<uint64_t> host_homes_given_back_{0};
-    std::atomic<uint64_t> host_homes_given_back_bytes_{0};
-    std::atomic<bool> host_homes_given_back_reverted_{false};
 };
 
 } // namespace uvmp

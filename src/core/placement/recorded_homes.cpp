@@ -63,6 +63,8 @@ std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, const std
     out.step_begin = outcome.step_begin;
     out.step_end = outcome.step_end;
     out.kernels_judged = prior.kernels_judged();
+    out.kernels_streaming = prior.kernels_streaming();
+    out.candidates = outcome.order.size();
     // The transform leaves the allocations in their places and marks the
     // host-homed ones as host memory: its homes are read off its trace.
     for (size_t i = 0; i < trace.allocs.size(); ++i) {

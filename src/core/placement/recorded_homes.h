@@ -29,6 +29,8 @@ struct RecordedHomes {
     uint64_t step_begin = 0;     // the learned step: launches [step_begin, step_end)
     uint64_t step_end = 0;
     uint64_t kernels_judged = 0; // by the timing prior
+    uint64_t kernels_streaming = 0; // of them, judged to tolerate remote operands
+    uint64_t candidates = 0;     // allocations of the step the home order ranks
     // The recorded run's step, simulated with these homes and with every home on the GPU.
     double simulated_step_seconds = 0;
     double all_gpu_step_seconds = 0;

@@ -32,6 +32,11 @@ Tolerance TimingPrior::verdict(uint32_t kernel_id, uint32_t) const {
     return it->second >= config_.streaming_gbps ? Tolerance::Tolerant : Tolerance::Intolerant;
 }
 
+size_t TimingPrior::kernels_streaming() const {
+    return static_cast<size_t>(std::count_if(gbps_.begin(), gbps_.end(),
+                                             [&](const auto& k) { return k.second >= config_.streaming_gbps; }));
+}
+
 std::optional<double> TimingPrior::kernel_gbps(uint32_t kernel_id) const {
     const auto it = gbps_.find(kernel_id);
     if (it == gbps_.end()) return std::nullopt;

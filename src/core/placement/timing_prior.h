@@ -26,7 +26,7 @@ struct TimingPriorConfig {
     // counted once), GPT-2 small's elementwise kernels reach 2.6-4.4 TB/s and
     // most of its GEMMs 1.2-1.7 TB/s, but one of them 2.7 TB/s and resnet50's
     // small GEMMs 3.5-4.1 TB/s: the line does not part every GEMM from every
-    // streaming kernel, which is why only remote trials settle it.
+    // streaming kernel, which is why remote trials (remote_trial.h) correct it.
     double streaming_gbps = 1600;
     // Kernels shorter than this are left unjudged: their time is launch
     // overhead more than work, and their operands are small.
@@ -46,6 +46,8 @@ public:
     Tolerance verdict(uint32_t kernel_id, uint32_t slot) const override;
     std::optional<double> kernel_gbps(uint32_t kernel_id) const;
     size_t kernels_judged() const { return gbps_.size(); }
+    // Of them, those judged to stream their operands.
+    size_t kernels_streaming() const;
 
 private:
     TimingPriorConfig config_;

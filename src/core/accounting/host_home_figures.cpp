@@ -1,0 +1,77 @@
+#include "core/accounting/host_home_figures.h"
+
+#include "core/util/size_parse.h"
+
+namespace uvmp {
+
+void HostHomeFigures::chosen(HostHomeChoice choice) {
+    std::lock_guard lock(mutex_);
+    choice_ = std::move(choice);
+}
+
+void HostHomeFigures::used_from(uint64_t launch) {
+    std::lock_guard lock(mutex_);
+    used_from_launch_ = launch;
+}
+
+void HostHomeFigures::given_back(uint64_t entries, uint64_t bytes, bool reverted) {
+    std::lock_guard lock(mutex_);
+    given_back_ = entries;
+    given_back_bytes_ = bytes;
+    given_back_reverted_ = reverted;
+}
+
+void HostHomeFigures::routed(const HostHomeRouting& routing) {
+    std::lock_guard lock(mutex_);
+    routing_ = routing;
+}
+
+void HostHomeFigures::add_json(nlohmann::ordered_json& j) const {
+    std::lock_guard lock(mutex_);
+    j["host_homes_learned"] = used_from_launch_.has_value();
+    j["host_homes_learned_at_launch"] = used_from_launch_.value_or(0);
+    j["host_homes_given_back"] = given_back_;
+    j["host_homes_given_back_bytes"] = given_back_bytes_;
+    j["host_homes_given_back_reverted"] = given_back_reverted_;
+    if (!choice_) return;
+    const HostHomeChoice& c = *choice_;
+    nlohmann::ordered_json h;
+    h["source"] = c.source;
+    h["used"] = c.used;
+    h["step_allocations"] = c.step_allocations;
+    h["candidates"] = c.candidates;
+    h["chosen"] = c.chosen;
+    h["chosen_bytes"] = c.chosen_bytes;
+    h["swapped_bytes"] = c.swapped_bytes;
+    h["all_gpu_swapped_bytes"] = c.all_gpu_swapped_bytes;
+    h["kernels_judged"] = c.kernels_judged;
+    h["kernels_streaming"] = c.kernels_streaming;
+    h["simulated_ms"] = c.simulated_ms;
+    h["all_gpu_ms"] = c.all_gpu_ms;
+    h["routed_host"] = routing_.host;
+    h["routed_matched"] = routing_.matched;
+    h["routed_unmatched"] = routing_.unmatched;
+    h["routed_resyncs"] = routing_.resyncs;
+    j["host_homes"] = std::move(h);
+}
+
+std::optional<std::string> HostHomeFigures::summary_line() const {
+    std::lock_guard lock(mutex_);
+    if (!used_from_launch_) return std::nullopt;
+    std::string line = "host homes learned in the run, used from launch " + std::to_string(*used_from_launch_) +
+                       " on; " + std::to_string(given_back_) + " allocations of a step (" +
+                       format_size(given_back_bytes_) + ") given back their GPU home by remote trials";
+    if (given_back_reverted_) line += ", then sent back to the host (the steps after were slower)";
+    return line;
+}
+
+void HostHomeFigures::reset() {
+    std::lock_guard lock(mutex_);
+    choice_.reset();
+    used_from_launch_.reset();
+    given_back_ = given_back_bytes_ = 0;
+    given_back_reverted_ = false;
+    routing_ = {};
+}
+
+} // namespace uvmp

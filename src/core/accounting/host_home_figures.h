@@ -1,0 +1,64 @@
+// What the host homes came to in a run (UVMP_HOST_HOMES): the choice, when it
+// was used, what routing did with it and what remote trials changed. Set a few
+// times a run, read at exit: a lock, not counters. For the stats file and the
+// exit summary; not in the C API's struct.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace uvmp {
+
+struct HostHomeChoice {
+    std::string source;          // "the run's own steps", or the trace's path
+    uint64_t step_allocations = 0; // managed allocations live in the learned step
+    uint64_t candidates = 0;     // of them, those the home order ranks (tolerated remote)
+    uint64_t chosen = 0;         // homed on the host
+    uint64_t chosen_bytes = 0;
+    uint64_t swapped_bytes = 0;  // what migration must move a step with the choice
+    uint64_t all_gpu_swapped_bytes = 0;
+    uint64_t kernels_judged = 0; // by the timing prior
+    uint64_t kernels_streaming = 0; // of them, judged to tolerate remote operands
+    double simulated_ms = 0;     // the learned step simulated with the choice
+    double all_gpu_ms = 0;       // and with every home on the GPU
+    bool used = false;           // whether routing follows it (it pays enough)
+};
+
+struct HostHomeRouting {
+    uint64_t host = 0;      // allocations routed to the host
+    uint64_t matched = 0;   // allocations that found their entry of the learned sequence
+    uint64_t unmatched = 0; // that found none (homed on the GPU)
+    uint64_t resyncs = 0;   // matches found past the current position
+};
+
+class HostHomeFigures {
+public:
+    void chosen(HostHomeChoice choice);
+    // Routing by learned homes began before launch `launch`.
+    void used_from(uint64_t launch);
+    // Remote trials gave `entries` of the learned step, `bytes` a step, back
+    // their GPU home; `reverted`: the steps after sent them back to the host.
+    void given_back(uint64_t entries, uint64_t bytes, bool reverted);
+    void routed(const HostHomeRouting& routing);
+
+    // The stats file's keys (host_homes_learned, ..., host_homes: {...}).
+    void add_json(nlohmann::ordered_json& j) const;
+    // A line for the exit summary, or nothing when homes were never used.
+    std::optional<std::string> summary_line() const;
+    void reset();
+
+private:
+    mutable std::mutex mutex_;
+    std::optional<HostHomeChoice> choice_;
+    std::optional<uint64_t> used_from_launch_;
+    uint64_t given_back_ = 0;
+    uint64_t given_back_bytes_ = 0;
+    bool given_back_reverted_ = false;
+    HostHomeRouting routing_;
+};
+
+} // namespace uvmp
