@@ -216,7 +216,8 @@ class Bench:
         # uvmrun's own choice unless it does not make PyTorch's frees visible, or unless told.
         explicit = args.explicit_allocator or not self.allocator["picks_async"]
         self.allocator["set_by_benchmark"] = explicit
-        self.uvmrun_env = dict(base, PYTORCH_CUDA_ALLOC_CONF=ASYNC_BACKEND) if explicit else base
+        self.uvmrun_env = dict(base, PYTORCH_CUDA_ALLOC_CONF=ASYNC_BACKEND) if explicit else dict(base)
+        self.uvmrun_env.update(library_env(args.library_env))
 
     def seconds_left(self):
         return self.clock.left()
@@ -626,6 +627,17 @@ def launch_step(run, launch):
         if launch <= seen:
             return step
     return None
+
+
+def library_env(assignments):
+    """--library-env NAME=VALUE ... as a dict; a malformed one stops the benchmark before it runs."""
+    env = {}
+    for assignment in assignments:
+        name, sep, value = assignment.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--library-env {assignment!r}: expected NAME=VALUE")
+        env[name] = value
+    return env
 
 
 def host_homes_of_run(run):
@@ -1117,6 +1129,10 @@ def parse_arguments(argv=None):
     parser.add_argument("--explicit-allocator", action="store_true",
                         help=f"set PYTORCH_CUDA_ALLOC_CONF={ASYNC_BACKEND} for uvmrun's runs too, instead of "
                              "leaving the choice to uvmrun")
+    parser.add_argument("--library-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="an environment variable for every run of the library (repeatable; e.g. "
+                             "UVMP_LOG_LEVEL=info to keep its log lines in each run's log). The benchmark "
+                             "otherwise drops every UVMP_ variable of its own environment")
     parser.add_argument("--timeout-s", type=float, default=150, help="seconds per unpressured run (default 150)")
     parser.add_argument("--pressure-timeout-s", type=float, default=200, help="seconds per pressure run (default 200)")
     parser.add_argument("--simulate-timeout-s", type=float, default=60, help="seconds per uvmtrace simulate")

@@ -170,6 +170,24 @@ class PureLogic(unittest.TestCase):
         self.assertIsNone(pool_frees.losses_equal({"losses": None}, native))
         self.assertIsNone(pool_frees.losses_equal({"losses": [1.0]}, None))
 
+    def test_library_env_takes_name_value_pairs(self):
+        self.assertEqual(pool_frees.library_env(["UVMP_LOG_LEVEL=info", "UVMP_X=a=b", "UVMP_EMPTY="]),
+                         {"UVMP_LOG_LEVEL": "info", "UVMP_X": "a=b", "UVMP_EMPTY": ""})
+        for bad in ("UVMP_LOG_LEVEL", "=info"):
+            with self.assertRaises(SystemExit):
+                pool_frees.library_env([bad])
+
+    def test_host_homes_text_gives_the_choice_and_the_routing(self):
+        stats = {"host_bytes_allocated": 4 * GIB, "host_allocs": 20, "host_homes_learned": True,
+                 "host_homes_learned_at_launch": 0, "host_homes_given_back": 0, "host_homes_given_back_bytes": 0,
+                 "host_homes": {"chosen": 10, "step_allocations": 40, "chosen_bytes": 2 * GIB, "candidates": 12,
+                                "kernels_streaming": 30, "kernels_judged": 50, "simulated_ms": 500.0,
+                                "all_gpu_ms": 900.0, "used": True, "routed_host": 20, "routed_unmatched": 3}}
+        text = pool_frees.host_homes_text(pool_frees.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
+        self.assertIn("chose 10 of the step's 40 allocations", text)
+        self.assertIn("12 candidates, 30 of 50 kernels judged streaming", text)
+        self.assertIn("3 allocations matched no entry", text)
+
     def test_floor_is_eviction_and_fetch_of_the_swapped_bytes(self):
         self.assertAlmostEqual(pool_frees.floor_ms(15e9, 15.0, 50.0), 1000.0 + 300.0)
         self.assertEqual(pool_frees.floor_ms(-1, 15.0, 50.0), 0.0)
