@@ -143,7 +143,8 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
 namespace {
 
 // The time from the launch call of a step's first launch to that of the next
-// step's: a step's length as the application sees it.
+// step's: a step's length as the application sees it. `step_end` must be a
+// launch of the recording (a bound before its last).
 uint64_t step_ns(const trace::Trace& recording, uint64_t step_begin, uint64_t step_end) {
     const uint64_t end_ns = recording.launches[step_end].time_ns, begin_ns = recording.launches[step_begin].time_ns;
     return end_ns > begin_ns ? end_ns - begin_ns : 0;
@@ -195,20 +196,19 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
 bool HomeLearner::check_verdict(const trace::Trace& recording, const std::vector<uint64_t>& bounds) {
     // The second full step after the verdict: the first makes GPU blocks
     // where host ones were, with pages to populate and evictions to make room.
+    // Its length runs to the launch call that begins the step after it.
     const auto first = std::lower_bound(bounds.begin(), bounds.end(), verdict_from_);
-    if (bounds.end() - first < 3) return false;
+    if (bounds.end() - first < 4) return false;
     const uint64_t after_ns = step_ns(recording, *std::next(first), *std::next(first, 2));
-    if (after_ns > judged_step_ns_) {
+    const bool reverted = after_ns > judged_step_ns_;
+    if (reverted) {
         router_.set_homes(given_back_, placement::Home::Host);
         if (callbacks_.given_back) callbacks_.given_back(given_back_.size(), given_back_bytes_, true);
-        log::info("remote trial: the step with {} allocations ({}) homed on the GPU again took {:.1f} ms, against "
-                  "{:.1f} ms for the judged one; they live on the host again",
-                  given_back_.size(), format_size(given_back_bytes_), after_ns * 1e-6, judged_step_ns_ * 1e-6);
-    } else {
-        log::info("remote trial: the step with {} allocations ({}) homed on the GPU again took {:.1f} ms, against "
-                  "{:.1f} ms for the judged one; the verdict stays",
-                  given_back_.size(), format_size(given_back_bytes_), after_ns * 1e-6, judged_step_ns_ * 1e-6);
     }
+    log::info("remote trial: the step with {} allocations ({}) homed on the GPU again took {:.1f} ms, against "
+              "{:.1f} ms for the judged one; {}",
+              given_back_.size(), format_size(given_back_bytes_), after_ns * 1e-6, judged_step_ns_ * 1e-6,
+              reverted ? "they live on the host again" : "the verdict stays");
     end();
     return true;
 }

@@ -71,7 +71,8 @@ public:
     void host_homed(uint32_t id, std::optional<size_t> step_entry);
     // A kernel's duration, from the kernel timing.
     void kernel_timed(uint64_t launch_seq, uint64_t duration_ns);
-    // Learning ends without homes (kernel timing is not to be had, say).
+    // Learning ends without homes (kernel timing is not to be had, say); once
+    // homes are in use, the trial ends and they stay as they are.
     void give_up(const std::string& why);
     // At exit: the thread stops looking.
     void stop() { stopping_.store(true, std::memory_order_release); }

@@ -74,7 +74,8 @@ pool::StreamKey stream_key(StreamFlavor flavor, CUstream stream) {
 Interceptor::Interceptor(Config config, bool active)
     : config_(std::move(config)), active_(active),
       kernels_([this](const void* handle, KernelInfo& info) { describe_kernel(handle, info); }),
-      pools_(config_, stats_), host_homes_(config_, stats_.host_homes), learner_(config_, host_homes_), start_ns_(monotonic_ns()) {
+      pools_(config_, stats_), host_homes_(config_, stats_.host_homes), learner_(config_, host_homes_),
+      start_ns_(monotonic_ns()) {
     planner_ = make_planner();
     if (active_ && !config_.trace_in.empty() && config_.policy != ResidencyPolicy::Learned &&
         config_.host_homes != HostHomes::On)

@@ -26,10 +26,17 @@ void host_shares_of(const trace::Trace& recording, const trace::Launch& launch,
         if (size == sizes.end() || !host_homed(access.alloc_id)) continue;
         const uint64_t bytes = trace::named_bytes(access, size->second);
         if (bytes == 0) continue;
-        const auto seen = std::find_if(out.begin(), out.end(), [&](const HostShare& s) { return s.id == access.alloc_id; });
+        const auto seen =
+            std::find_if(out.begin(), out.end(), [&](const HostShare& s) { return s.id == access.alloc_id; });
         if (seen == out.end()) out.push_back({access.alloc_id, bytes});
         else seen->bytes = std::max(seen->bytes, bytes);
     }
+}
+
+uint64_t bytes_of(const std::vector<HostShare>& shares) {
+    uint64_t bytes = 0;
+    for (const HostShare& s : shares) bytes += s.bytes;
+    return bytes;
 }
 
 } // namespace
@@ -72,15 +79,15 @@ TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_beg
         const trace::LaunchKind kind = trace::kind_of(launch, managed);
         const auto local = local_ns.find(kind);
         if (local == local_ns.end()) continue;
-        uint64_t host_bytes = 0;
-        for (const HostShare& s : shares) host_bytes += s.bytes;
+        const uint64_t host_bytes = bytes_of(shares);
         const double allowed = static_cast<double>(local->second) * 1e-9 +
                                (trip_bytes_per_second > 0 ? config.trips * static_cast<double>(host_bytes) /
                                                                 trip_bytes_per_second
                                                           : 0.0);
         Remote& r = remote[kind];
         r.launch_indices.push_back(i);
-        r.least_excess_seconds = std::min(r.least_excess_seconds, static_cast<double>(launch.duration_ns) * 1e-9 - allowed);
+        const double excess = static_cast<double>(launch.duration_ns) * 1e-9 - allowed;
+        r.least_excess_seconds = std::min(r.least_excess_seconds, excess);
         ++verdict.launches_judged;
     }
     verdict.kinds_judged = remote.size();
@@ -94,8 +101,7 @@ TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_beg
         ++verdict.kinds_slowed;
         for (const uint64_t i : r.launch_indices) {
             host_shares_of(recording, recording.launches[i], sizes, host_homed, shares);
-            uint64_t host_bytes = 0;
-            for (const HostShare& s : shares) host_bytes += s.bytes;
+            const uint64_t host_bytes = bytes_of(shares);
             verdict.excess_seconds += r.least_excess_seconds;
             for (const HostShare& s : shares) {
                 const auto [it, added] = excess_by_id.emplace(s.id, 0.0);
