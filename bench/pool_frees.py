@@ -352,9 +352,30 @@ class Bench:
             self.measured_s[measured_key(entry)] = record["wall_s"]
         if mode == "record" and record["status"] == "ok":
             self.trace = largest_file(os.path.join(self.workdir, f"{workload}.trace.*.uvmt"))
+        if pressured and record["status"] == "ok" and SIMULATED_HOMES.get(mode) == "auto":
+            record["sim_run_homes"] = self.simulate_run_homes(record, budget)
         print(f"--- {record['status']} (exit {status}, {record['wall_s']} s, median {fmt(record['median_ms'], 3)} ms)",
               flush=True)
         return record
+
+    def simulate_run_homes(self, record, budget):
+        """The recorded trace simulated with the homes this run chose (its stats file's host_homes:
+        the prefix of the home order nearest their bytes, `uvmtrace simulate --host-bytes`), beside
+        the simulator's own choice: which of the two the simulator's error comes from. None where
+        the run used no homes or nothing can be simulated."""
+        choice = (record.get("stats") or {}).get("host_homes") or {}
+        if not choice.get("used") or not self.trace or self.seconds_left() < 5:
+            return None
+        result, problem = simulate(self.args.uvmtrace, self.trace, budget, "learned", self.link["h2d_gbps"],
+                                   self.link["d2h_gbps"], min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
+                                   repeat_last=self.args.sim_repeat_last,
+                                   extra=simulate_homes_arguments(self.link, "auto")
+                                   + ["--host-bytes", str(choice["chosen_bytes"])]
+                                   + (["--placement", "best-fit"] if record["mode"] in BEST_FIT_MODES else []))
+        if not result:
+            return {"problem": problem}
+        homes = result.get("homes") or {}
+        return {"step_ms": result["step_seconds"] * 1e3, "host_bytes": homes.get("host_bytes")}
 
     def run_probe(self):
         if not self.args.link_probe:
@@ -591,6 +612,10 @@ def table_rows(report):
                 row["sim_error"] = None if predicted_over_measured is None else predicted_over_measured - 1
                 if mode in LIBRARY_PRESSURE_MODES:
                     row["host_homes"] = mean_host_homes([host_homes_of_run(r) for r in ok])
+                run_homes = [r["sim_run_homes"]["step_ms"] for r in ok if (r.get("sim_run_homes") or {}).get("step_ms")]
+                if run_homes:
+                    row["sim_run_homes_ms"] = statistics.median(run_homes)
+                    row["sim_run_homes_error"] = ratio(row["sim_run_homes_ms"], median) - 1
             rows.append(row)
     # How many times faster each pressure row's step is than save_on_cpu's and demand-lru's at
     # the same budget.
@@ -756,6 +781,10 @@ def row_checks(row, rows, report):
         if row["mode"] in LIBRARY_PRESSURE_MODES:
             simulated = report["simulations"].get(simulation_key(row["mode"], row["pressure"])) or {}
             lines.append(simulation_check(name, row, simulated, not unmade))
+            if row.get("sim_run_homes_ms") is not None:
+                lines.append(check(f"{name} simulated with the run's homes",
+                                   f"{fmt(row['sim_run_homes_ms'], 1)} ms, {100 * row['sim_run_homes_error']:+.1f}%",
+                                   "-", None))
             if default:
                 lines.append(check(f"{name} host homes: run / simulator", host_homes_text(row.get("host_homes"))
                                    + "; simulator: " + homes_choice_text(simulated.get("homes"), simulated),

@@ -59,7 +59,11 @@ stats = {"pid": os.getpid(), "active": 1, "launches_seen": 50 + 100 * steps, "fr
 # these counters).
 if env["FAKE_HOST_HOMES"] == "auto" and env["FAKE_POLICY"] == "learned" and env["FAKE_BUDGET"] == "16384M":
     stats.update({"host_homes_learned": True, "host_homes_learned_at_launch": 50 + 300 + 1,
-                  "host_allocs": 40 * (steps - 3), "host_bytes_allocated": 2 * 2**30 * (steps - 3)})
+                  "host_allocs": 40 * (steps - 3), "host_bytes_allocated": 2 * 2**30 * (steps - 3),
+                  "host_homes": {"used": True, "chosen": 40, "step_allocations": 90, "chosen_bytes": 2 * 2**30,
+                                 "candidates": 50, "kernels_streaming": 30, "kernels_judged": 60,
+                                 "simulated_ms": 700.0, "all_gpu_ms": 1100.0, "routed_host": 40 * (steps - 3),
+                                 "routed_unmatched": 0}})
 elif env["FAKE_HOST_HOMES"] == "auto":
     stats.update({"host_homes_learned": False, "host_homes_learned_at_launch": 0})
 if os.environ.get("FAKE_OLD_LIBRARY") == "1":
@@ -127,8 +131,10 @@ budget = int(sys.argv[sys.argv.index("--budget") + 1].rstrip("M")) * 2**20
 homes = sys.argv[sys.argv.index("--homes") + 1] if "--homes" in sys.argv else None
 gain = float(os.environ.get("FAKE_HOMES_GAIN", "0.36"))
 used = homes == "host" or (homes == "auto" and gain >= 0.1)
-step = (0.85 if homes == "host" else 0.7 if used else 1.1 if policy == "learned" else 1.45)
-described = {"host_bytes": 6 * 2**30, "step_remote_write_bytes": 6 * 2**30, "step_remote_read_bytes": 12 * 2**30}
+host_bytes = int(sys.argv[sys.argv.index("--host-bytes") + 1]) if "--host-bytes" in sys.argv else None
+step = (0.85 if homes == "host" else 0.68 if host_bytes else 0.7 if used else 1.1 if policy == "learned" else 1.45)
+described = {"host_bytes": host_bytes or 6 * 2**30, "step_remote_write_bytes": 6 * 2**30,
+             "step_remote_read_bytes": 12 * 2**30}
 if homes == "auto":
     described.update({"used": used, "simulated_gain": gain})
 print(json.dumps({"policy": policy, "step_seconds": step, "homes": described if homes else None,
@@ -450,6 +456,11 @@ class WholeRun(unittest.TestCase):
         homes_line = [c for c in report["checks"] if c["what"] == f"{name} host homes: run / simulator"][0]
         self.assertIn("homes learned at launch 351 (step 3; timed steps from 8)", homes_line["value"])
         self.assertIn("simulator: homes used, simulated gain 36.0%", homes_line["value"])
+        self.assertIn("chose 40 of the step's 90 allocations", homes_line["value"])
+        # The trace simulated with the homes the run chose (uvmtrace simulate --host-bytes).
+        self.assertAlmostEqual(default["sim_run_homes_ms"], 680.0)
+        run_homes = [c for c in report["checks"] if c["what"] == f"{name} simulated with the run's homes"][0]
+        self.assertEqual((run_homes["value"], run_homes["verdict"]), ("680.0 ms, +4.6%", "info"))
         simulated = report["simulations"]["default at 16G"]
         self.assertEqual((simulated["homes_option"], simulated["homes"]["used"]), ("auto", True))
         run = [r for r in report["runs"] if r["mode"] == "default" and r["pressure"] == "16G"][0]

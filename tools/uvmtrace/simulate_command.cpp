@@ -59,6 +59,7 @@ struct SimulateOptions {
     double remote_write_gbps = 0;
     double remote_read_gbps = 0;
     double streaming_gbps = 0;
+    std::string host_bytes; // with --homes host or auto: take the prefix of the order nearest this many bytes
 };
 
 [[noreturn]] void bad_usage(const std::string& message) { tools::bad_usage("simulate", message); }
@@ -350,7 +351,36 @@ struct HomedRun {
     // the all-GPU simulation).
     double gain = 0;
     bool used = true;
+    bool chosen_by_bytes = false; // --host-bytes: used whatever its gain
 };
+
+// --host-bytes: the prefix of the home order whose host bytes come nearest the
+// given figure (what a run chose, from its stats file's host_homes), simulated
+// beside every home on the GPU. The run used its homes: so does this.
+HomedRun run_with_host_bytes(const SimulateOptions& o, const trace::Trace& trace, const std::vector<uint64_t>& bounds,
+                             const SimConfig& config, const placement::TimingPrior& prior,
+                             const placement::Rates& rates, placement::HomeScope scope) {
+    const auto wanted = parse_size(o.host_bytes);
+    if (!wanted) bad_usage(fmt::format("--host-bytes '{}' must be a size such as 5.5G", o.host_bytes));
+    const std::vector<placement::HomeOrder::Step> order =
+        placement::with_host_homes(trace, bounds, config.budget_bytes, prior, rates, 0, scope).order;
+    size_t taken = 0;
+    uint64_t nearest = *wanted;
+    for (size_t k = 0; k < order.size(); ++k) {
+        const uint64_t bytes = order[k].host_bytes;
+        const uint64_t distance = bytes > *wanted ? bytes - *wanted : *wanted - bytes;
+        if (distance < nearest) nearest = distance, taken = k + 1;
+    }
+    HomedRun run{placement::with_host_homes(trace, bounds, config.budget_bytes, prior, rates, taken, scope), {}, {}};
+    const ChunkSchedule homed(run.homes.trace, config.chunk_bytes);
+    run.result = simulate(run.homes.trace, homed, bounds, config);
+    const double all_gpu = simulate(trace, ChunkSchedule(trace, config.chunk_bytes), bounds, config).step_seconds;
+    run.gain = placement::simulated_gain(run.result.step_seconds, all_gpu);
+    run.tried = {{0, 0, all_gpu}};
+    if (taken) run.tried.push_back({taken, run.homes.choice.host_bytes, run.result.step_seconds});
+    run.chosen_by_bytes = true;
+    return run;
+}
 
 HomedRun run_with_host_homes(const SimulateOptions& o, const trace::Trace& trace, const std::vector<uint64_t>& bounds,
                              const SimConfig& config, placement::HomeScope scope) {
@@ -369,6 +399,7 @@ HomedRun run_with_host_homes(const SimulateOptions& o, const trace::Trace& trace
     if (prior.kernels_judged() == 0)
         bad_usage(fmt::format("--homes {}: {} has no kernel durations (record it with UVMP_TRACE_TIMING=1)", o.homes, o.file));
     if (bounds.size() < 2) bad_usage(fmt::format("--homes {}: {} has no full iteration to learn homes from", o.homes, o.file));
+    if (!o.host_bytes.empty()) return run_with_host_bytes(o, trace, bounds, config, prior, rates, scope);
     if (o.home_choice == "simulate") {
         SearchedHomes searched = search_host_homes(trace, bounds, config, prior, rates, scope);
         HomedRun run{std::move(searched.homes), std::move(searched.result), std::move(searched.tried)};
@@ -478,6 +509,7 @@ void run(const SimulateOptions& o) {
         std::cerr << "uvmtrace simulate: note: " << schedule.dangling_accesses()
                   << " accesses name an allocation that was not live; they are ignored\n";
     if (o.sweep && o.homes != "gpu") bad_usage(fmt::format("--homes {} needs one --budget: it does not sweep", o.homes));
+    if (!o.host_bytes.empty() && o.homes == "gpu") bad_usage("--host-bytes goes with --homes host or auto");
     if (o.homes == "auto" && o.home_choice != "simulate")
         bad_usage("--homes auto takes as much of the home order as simulating says, as the library does: it does not "
                   "go with --home-choice estimate");
@@ -491,7 +523,7 @@ void run(const SimulateOptions& o) {
         homes = run_with_host_homes(o, trace, bounds, config,
                                     o.homes == "auto" ? placement::HomeScope::MadeInStep : placement::HomeScope::LiveInStep);
     // What the library's default does: homes only where they pay enough.
-    if (homes && o.homes == "auto")
+    if (homes && o.homes == "auto" && !homes->chosen_by_bytes)
         homes->used = placement::homes_pay(homes->homes.choice.host_bytes > 0, homes->gain);
     const SimResult result =
         homes && homes->used ? homes->result : simulate(trace, schedule, bounds, config);
@@ -563,6 +595,10 @@ void register_simulate(CLI::App& app) {
                     "keep the fastest) or estimate (the closed-form estimate's best)")
         ->check(CLI::IsMember({"simulate", "estimate"}))
         ->capture_default_str();
+    cmd->add_option("--host-bytes", options->host_bytes,
+                    "with --homes host or auto: home the prefix of the home order whose bytes come nearest SIZE "
+                    "instead of choosing, and use it whatever it gains: to simulate the homes a run chose (its "
+                    "stats file's host_homes.chosen_bytes)");
     cmd->add_option("--remote-write-gbps", options->remote_write_gbps, "with --homes host: kernels writing host memory (default 52.6)");
     cmd->add_option("--remote-read-gbps", options->remote_read_gbps, "with --homes host: kernels reading host memory (default 51.2)");
     cmd->add_option("--streaming-gbps", options->streaming_gbps,
