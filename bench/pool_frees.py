@@ -358,6 +358,16 @@ class Bench:
               flush=True)
         return record
 
+    def simulate_mode(self, mode, budget, extra=()):
+        """`uvmtrace simulate` of the recorded trace as a library pressure mode runs: its policy, or
+        learned with its --homes, its pool placement, the link measured in the call."""
+        homes = SIMULATED_HOMES[mode]
+        return simulate(self.args.uvmtrace, self.trace, budget, "learned" if homes else mode, self.link["h2d_gbps"],
+                        self.link["d2h_gbps"], min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
+                        repeat_last=self.args.sim_repeat_last,
+                        extra=(simulate_homes_arguments(self.link, homes) if homes else [])
+                        + (["--placement", "best-fit"] if mode in BEST_FIT_MODES else []) + list(extra))
+
     def simulate_run_homes(self, record, budget):
         """The recorded trace simulated with the homes this run chose (its stats file's host_homes:
         the prefix of the home order nearest their bytes, `uvmtrace simulate --host-bytes`), beside
@@ -366,12 +376,7 @@ class Bench:
         choice = (record.get("stats") or {}).get("host_homes") or {}
         if not choice.get("used") or not self.trace or self.seconds_left() < 5:
             return None
-        result, problem = simulate(self.args.uvmtrace, self.trace, budget, "learned", self.link["h2d_gbps"],
-                                   self.link["d2h_gbps"], min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
-                                   repeat_last=self.args.sim_repeat_last,
-                                   extra=simulate_homes_arguments(self.link, "auto")
-                                   + ["--host-bytes", str(choice["chosen_bytes"])]
-                                   + (["--placement", "best-fit"] if record["mode"] in BEST_FIT_MODES else []))
+        result, problem = self.simulate_mode(record["mode"], budget, ["--host-bytes", str(choice["chosen_bytes"])])
         if not result:
             return {"problem": problem}
         homes = result.get("homes") or {}
@@ -408,12 +413,7 @@ class Bench:
             # their own; learned and demand-lru home everything on the GPU.
             homes = SIMULATED_HOMES[policy]
             entry["homes_option"] = homes or "gpu"
-            result, problem = simulate(self.args.uvmtrace, self.trace, budget,
-                                       "learned" if homes else policy, self.link["h2d_gbps"], self.link["d2h_gbps"],
-                                       min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
-                                       repeat_last=self.args.sim_repeat_last,
-                                       extra=(simulate_homes_arguments(self.link, homes) if homes else [])
-                                       + (["--placement", "best-fit"] if policy in BEST_FIT_MODES else []))
+            result, problem = self.simulate_mode(policy, budget)
             entry["problem"] = problem
             if result:
                 entry.update({"step_ms": result["step_seconds"] * 1e3, "in_bytes": result.get("step_in_bytes"),

@@ -354,34 +354,6 @@ struct HomedRun {
     bool chosen_by_bytes = false; // --host-bytes: used whatever its gain
 };
 
-// --host-bytes: the prefix of the home order whose host bytes come nearest the
-// given figure (what a run chose, from its stats file's host_homes), simulated
-// beside every home on the GPU. The run used its homes: so does this.
-HomedRun run_with_host_bytes(const SimulateOptions& o, const trace::Trace& trace, const std::vector<uint64_t>& bounds,
-                             const SimConfig& config, const placement::TimingPrior& prior,
-                             const placement::Rates& rates, placement::HomeScope scope) {
-    const auto wanted = parse_size(o.host_bytes);
-    if (!wanted) bad_usage(fmt::format("--host-bytes '{}' must be a size such as 5.5G", o.host_bytes));
-    const std::vector<placement::HomeOrder::Step> order =
-        placement::with_host_homes(trace, bounds, config.budget_bytes, prior, rates, 0, scope).order;
-    size_t taken = 0;
-    uint64_t nearest = *wanted;
-    for (size_t k = 0; k < order.size(); ++k) {
-        const uint64_t bytes = order[k].host_bytes;
-        const uint64_t distance = bytes > *wanted ? bytes - *wanted : *wanted - bytes;
-        if (distance < nearest) nearest = distance, taken = k + 1;
-    }
-    HomedRun run{placement::with_host_homes(trace, bounds, config.budget_bytes, prior, rates, taken, scope), {}, {}};
-    const ChunkSchedule homed(run.homes.trace, config.chunk_bytes);
-    run.result = simulate(run.homes.trace, homed, bounds, config);
-    const double all_gpu = simulate(trace, ChunkSchedule(trace, config.chunk_bytes), bounds, config).step_seconds;
-    run.gain = placement::simulated_gain(run.result.step_seconds, all_gpu);
-    run.tried = {{0, 0, all_gpu}};
-    if (taken) run.tried.push_back({taken, run.homes.choice.host_bytes, run.result.step_seconds});
-    run.chosen_by_bytes = true;
-    return run;
-}
-
 HomedRun run_with_host_homes(const SimulateOptions& o, const trace::Trace& trace, const std::vector<uint64_t>& bounds,
                              const SimConfig& config, placement::HomeScope scope) {
     auto rate = [](const char* name, double value, double fallback) {
@@ -399,12 +371,18 @@ HomedRun run_with_host_homes(const SimulateOptions& o, const trace::Trace& trace
     if (prior.kernels_judged() == 0)
         bad_usage(fmt::format("--homes {}: {} has no kernel durations (record it with UVMP_TRACE_TIMING=1)", o.homes, o.file));
     if (bounds.size() < 2) bad_usage(fmt::format("--homes {}: {} has no full iteration to learn homes from", o.homes, o.file));
-    if (!o.host_bytes.empty()) return run_with_host_bytes(o, trace, bounds, config, prior, rates, scope);
-    if (o.home_choice == "simulate") {
-        SearchedHomes searched = search_host_homes(trace, bounds, config, prior, rates, scope);
+    if (!o.host_bytes.empty() || o.home_choice == "simulate") {
+        std::optional<uint64_t> host_bytes;
+        if (!o.host_bytes.empty() && !(host_bytes = parse_size(o.host_bytes)))
+            bad_usage(fmt::format("--host-bytes '{}' must be a size such as 5.5G", o.host_bytes));
+        // --host-bytes: the homes a run chose, used whatever they gain, as the run used them.
+        SearchedHomes searched = host_bytes
+                                     ? host_homes_nearest(trace, bounds, config, prior, rates, scope, *host_bytes)
+                                     : search_host_homes(trace, bounds, config, prior, rates, scope);
         HomedRun run{std::move(searched.homes), std::move(searched.result), std::move(searched.tried)};
         for (const SearchedHomes::Tried& t : run.tried)
             if (t.taken == 0) run.gain = placement::simulated_gain(run.result.step_seconds, t.step_seconds);
+        run.chosen_by_bytes = host_bytes.has_value();
         return run;
     }
     HomedRun run{placement::with_host_homes(trace, bounds, config.budget_bytes, prior, rates, std::nullopt, scope), {}, {}};

@@ -48,10 +48,8 @@ TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_beg
     step_end = std::min(step_end, launches);
     if (step_begin >= step_end) return verdict;
 
-    std::unordered_map<uint32_t, uint64_t> sizes;
-    for (const trace::Alloc& a : recording.allocs)
-        if (trace::is_managed(a.kind)) sizes.emplace(a.id, a.size);
     const trace::ManagedBytes managed(recording);
+    const std::unordered_map<uint32_t, uint64_t>& sizes = managed.sizes();
     std::vector<HostShare> shares;
 
     // Local times: the least of each kind over launches naming nothing on the host.

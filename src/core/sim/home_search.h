@@ -33,4 +33,11 @@ SearchedHomes search_host_homes(const trace::Trace& trace, const std::vector<uin
                                 const placement::Rates& rates,
                                 placement::HomeScope scope = placement::HomeScope::LiveInStep);
 
+// The prefix of the order whose host bytes come nearest `host_bytes` (the homes
+// a run chose), simulated after every home on the GPU: `tried` holds both, the
+// winner is the prefix whatever it gains.
+SearchedHomes host_homes_nearest(const trace::Trace& trace, const std::vector<uint64_t>& bounds,
+                                 const SimConfig& config, const placement::ToleranceSource& tolerance,
+                                 const placement::Rates& rates, placement::HomeScope scope, uint64_t host_bytes);
+
 } // namespace uvmp

@@ -44,6 +44,9 @@ public:
         return bytes;
     }
 
+    // The managed allocations' sizes, by id.
+    const std::unordered_map<uint32_t, uint64_t>& sizes() const { return size_; }
+
 private:
     struct Extent {
         uint32_t alloc_id;
