@@ -854,7 +854,10 @@ def host_homes_text(homes):
     if choice:
         state += (f"; chose {choice['chosen']} of the step's {choice['step_allocations']} allocations "
                   f"({gb(choice['chosen_bytes'])} GB; {choice['candidates']} candidates, "
-                  f"{choice['kernels_streaming']} of {choice['kernels_judged']} kernels judged streaming), "
+                  f"{choice['kernels_streaming']} of {choice['kernels_judged']} kernels judged streaming"
+                  + (f", {choice['kinds_from_waits']} launch kinds timed only on the "
+                     f"{choice['waited_launches']} launches that waited for moves"
+                     if choice.get("waited_launches") else "") + "), "
                   f"simulated {choice['simulated_ms']:.1f} ms against {choice['all_gpu_ms']:.1f} all on the GPU"
                   + ("" if choice.get("used") else ", not used")
                   + (f"; routed {choice['routed_host']} to the host, {choice['routed_unmatched']} allocations "

@@ -48,6 +48,17 @@ void HomeLearner::kernel_timed(uint64_t launch_seq, uint64_t duration_ns) {
     if (recording_.load(std::memory_order_acquire)) recorder_->kernel_duration(launch_seq, duration_ns);
 }
 
+void HomeLearner::launch_waited(uint64_t launch_seq, uint64_t evicted_bytes, uint64_t demand_bytes) {
+    if (!recording_.load(std::memory_order_acquire) || phase_.load(std::memory_order_acquire) != Phase::Learning)
+        return;
+    // The least the wait can have lasted: each byte moved at the link's best
+    // rate for its direction (faulting in is slower than the fetch beside it).
+    const placement::Rates rates;
+    const double seconds = static_cast<double>(evicted_bytes) / (rates.evict_gbps * 1e9) +
+                           static_cast<double>(demand_bytes) / (rates.fetch_gbps * 1e9);
+    recorder_->launch_waited(launch_seq, static_cast<uint64_t>(seconds * 1e9));
+}
+
 void HomeLearner::host_homed(uint32_t id, std::optional<size_t> step_entry) {
     if (phase_.load(std::memory_order_acquire) != Phase::Trialling) return;
     std::lock_guard lock(host_mutex_);
@@ -100,11 +111,12 @@ bool HomeLearner::look() {
     // The kernels of the steps looked at have ended; their records may still
     // be in CUPTI's buffers.
     KernelTiming::flush();
-    trace::Trace recording = recorder_->snapshot();
+    trace::LaunchWaits waits;
+    trace::Trace recording = recorder_->snapshot(&waits);
     const std::vector<uint64_t> bounds = recording_iteration_bounds(recording);
     bool ended = false;
     switch (phase_.load(std::memory_order_acquire)) {
-    case Phase::Learning: ended = learn(recording, bounds); break;
+    case Phase::Learning: ended = learn(recording, bounds, waits); break;
     case Phase::Trialling: ended = judge_trial(recording, bounds); break;
     case Phase::Checking: ended = check_verdict(recording, bounds); break;
     }
@@ -114,11 +126,23 @@ bool HomeLearner::look() {
     return !recording_.load(std::memory_order_acquire);
 }
 
-bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bounds) {
+bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bounds,
+                        const trace::LaunchWaits& waits) {
     // Two full steps after the partial one it began in; the learned one is the
     // second of the trace's full steps, as for a recorded trace.
     if (bounds.size() < 3) return false;
-    trace::use_fastest_durations(recording);
+    // The streaming line is a third of the memory bandwidth (timing_prior.h).
+    const trace::CleanedDurations cleaned =
+        trace::use_fastest_durations(recording, waits, 3 * config_.streaming_gbps);
+    log::info("kernel durations of the recording: {} launches waited for moves as they began; {} kinds timed only "
+              "on such launches, taken less the wait; {} launches took their kind's least duration",
+              cleaned.waited_launches, cleaned.kinds_from_waits, cleaned.shortened);
+    constexpr size_t kNamesLogged = 4, kNameLength = 80;
+    for (size_t i = 0; i < std::min(kNamesLogged, cleaned.kernels_from_waits.size()); ++i) {
+        const uint32_t kernel = cleaned.kernels_from_waits[i];
+        const std::string& name = kernel < recording.kernel_names.size() ? recording.kernel_names[kernel] : "";
+        log::info("  timed less its waits: kernel {} {}", kernel, name.substr(0, kNameLength));
+    }
     std::string why_not;
     const placement::TimingPriorConfig prior{.streaming_gbps = config_.streaming_gbps};
     std::optional<placement::RecordedHomes> homes =
@@ -128,6 +152,8 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
         give_up(why_not);
         return true;
     }
+    homes->waited_launches = cleaned.waited_launches;
+    homes->kinds_from_waits = cleaned.kinds_from_waits;
     // Before routing begins, so that every allocation it homes on the host is noted.
     if (config_.remote_trial) phase_.store(Phase::Trialling, std::memory_order_release);
     router_.adopt_learned(device_, budget_bytes_, std::move(*homes), [this] { return recorder_->managed_allocs(); });

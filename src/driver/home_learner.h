@@ -6,7 +6,8 @@
 // looks at the recording now and then, and once it holds two full steps after
 // the one it began in, chooses the homes as for a recorded trace
 // (recorded_homes, on the second of them): durations cleaned of the stalls
-// that pressure put in them (trace::use_fastest_durations), and only the
+// that pressure put in them (trace::use_fastest_durations, told which
+// launches waited for the planner's moves as they began), and only the
 // allocations a step makes as candidates, since those made before are on the
 // GPU already. The router homes the allocations after that by order and size,
 // from the place in the step the run has reached.
@@ -71,6 +72,9 @@ public:
     void host_homed(uint32_t id, std::optional<size_t> step_entry);
     // A kernel's duration, from the kernel timing.
     void kernel_timed(uint64_t launch_seq, uint64_t duration_ns);
+    // The planner had the launch's kernel wait for `demand_bytes` it names,
+    // fetched as it began behind `evicted_bytes` evicted to make room.
+    void launch_waited(uint64_t launch_seq, uint64_t evicted_bytes, uint64_t demand_bytes);
     // Learning ends without homes (kernel timing is not to be had, say); once
     // homes are in use, the trial ends and they stay as they are.
     void give_up(const std::string& why);
@@ -84,7 +88,7 @@ private:
     // Learns from the recording if it holds enough; true once learning has ended.
     bool look();
     // Learns the homes from the recording's two full steps (`bounds`).
-    bool learn(trace::Trace& recording, const std::vector<uint64_t>& bounds);
+    bool learn(trace::Trace& recording, const std::vector<uint64_t>& bounds, const trace::LaunchWaits& waits);
     // Judges the second full step after routing began, once the recording holds it.
     bool judge_trial(const trace::Trace& recording, const std::vector<uint64_t>& bounds);
     // Sets the judged step against the second full step after the verdict.

@@ -23,6 +23,8 @@ HostHomeChoice figures_of(const placement::RecordedHomes& homes, const std::stri
     c.all_gpu_swapped_bytes = homes.choice.all_gpu_swapped_bytes;
     c.kernels_judged = homes.kernels_judged;
     c.kernels_streaming = homes.kernels_streaming;
+    c.waited_launches = homes.waited_launches;
+    c.kinds_from_waits = homes.kinds_from_waits;
     c.simulated_ms = homes.simulated_step_seconds * 1e3;
     c.all_gpu_ms = homes.all_gpu_step_seconds * 1e3;
     return c;

@@ -638,7 +638,8 @@ void Interceptor::post_to_planner(std::vector<PlannedLaunch> steps) {
 
 void Interceptor::plan(const PlannedLaunch& launch) {
     stats_.add(stats_.launches_planned);
-    planner_->launch(launch);
+    const LaunchMoves moves = planner_->launch(launch);
+    if (moves.demand_bytes) learner_.launch_waited(launch.seq, moves.evicted_bytes, moves.demand_bytes);
 }
 
 void Interceptor::count_unplanned(CUevent fence) {

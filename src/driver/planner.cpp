@@ -161,7 +161,7 @@ std::span<const trace::Access> Planner::accesses_on(CUdevice device, const std::
     return access_scratch_;
 }
 
-void Planner::launch(const PlannedLaunch& launch) {
+LaunchMoves Planner::launch(const PlannedLaunch& launch) {
     // The launching device; where it is not known, that of the first allocation
     // the model holds (host-homed blocks are never added, and the launch may
     // name one first).
@@ -177,7 +177,7 @@ void Planner::launch(const PlannedLaunch& launch) {
         found == models_.end() ? std::span<const trace::Access>{} : accesses_on(device, launch.accesses);
     if (accesses.empty()) {
         if (launch.fence) fences_.release(launch.fence);
-        return;
+        return {};
     }
     DeviceModel& model = found->second;
     Residency& residency = *model.residency;
@@ -196,9 +196,11 @@ void Planner::launch(const PlannedLaunch& launch) {
     model.policy->plan(view, residency, plan_);
     plan_.coalesce_evictions(residency);
     residency.unpin_launch();
-    if (const uint64_t demand = Plan::bytes(plan_.demand, residency)) {
+    LaunchMoves moves;
+    moves.demand_bytes = Plan::bytes(plan_.demand, residency);
+    if (moves.demand_bytes) {
         stats_.add(stats_.launches_with_demand);
-        stats_.add(stats_.bytes_demand_estimated, demand);
+        stats_.add(stats_.bytes_demand_estimated, moves.demand_bytes);
     }
     stats_.add(stats_.device(model.device).launches_planned);
     publish(model);
@@ -208,6 +210,11 @@ void Planner::launch(const PlannedLaunch& launch) {
     model.dead_pending.clear();
     if (!execute(plan_, dead_scratch_, launch.fence, model, launch.origin.context) && launch.fence)
         fences_.release(launch.fence);
+    if (moves.demand_bytes) { // only then does the kernel wait for the evictions
+        moves.evicted_bytes = Plan::bytes(plan_.evict, residency);
+        for (const DeadPiece& piece : dead_scratch_) moves.evicted_bytes += piece.bytes;
+    }
+    return moves;
 }
 
 bool Planner::execute(const Plan& plan, std::span<const DeadPiece> dead, CUevent fence, DeviceModel& model,

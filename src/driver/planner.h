@@ -50,6 +50,14 @@ struct LaunchOrigin {
     CUdevice device = -1; // -1: not known, and the device of its first allocation stands in
 };
 
+// What a launch's plan had the mover do as the launch began, that its kernel
+// waits for: the chunks it names that were not resident, fetched behind the
+// evictions (of live and dead bytes) that made room for them.
+struct LaunchMoves {
+    uint64_t evicted_bytes = 0;
+    uint64_t demand_bytes = 0;
+};
+
 struct PlannedLaunch {
     uint64_t seq;
     uint32_t kernel_id;
@@ -97,7 +105,7 @@ public:
     // launching context's stream, behind the launch's fence. A launch whose
     // device is not known is planned on the device of the first allocation it
     // names that the model holds; one that plans nothing gives its fence back.
-    void launch(const PlannedLaunch& launch);
+    LaunchMoves launch(const PlannedLaunch& launch);
 
     void set_trace(trace::TraceWriter* trace) { trace_.store(trace, std::memory_order_release); }
     // Called on the worker thread, once a device's model has wanted room past

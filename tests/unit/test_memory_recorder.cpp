@@ -142,6 +142,58 @@ TEST_CASE("fastest durations: each launch takes the least of its kind; other sha
     CHECK(t.launches[5].duration_ns == 30'000);
 }
 
+TEST_CASE("fastest durations: launches that waited for moves are set aside; a kind with no other is timed less its "
+          "waits, no faster than memory allows",
+          "[trace]") {
+    using fixtures::add_alloc;
+    using fixtures::add_launch_naming;
+    Trace t;
+    add_alloc(t, 1, 1000 * kMiB, 0, AllocKind::Pooled);
+    add_alloc(t, 2, 64 * kMiB, 0, AllocKind::Pooled);
+    add_launch_naming(t, 5, {2}, 8'000);      // 0: waited, yet faster than its kind's unwaited launch
+    add_launch_naming(t, 5, {2}, 20'000);     // 1: waited for nothing
+    add_launch_naming(t, 5, {2}, 50'000);     // 2: waited
+    add_launch_naming(t, 7, {1}, 42'000'000); // 3: a softmax launched once a step, waited each time
+    add_launch_naming(t, 7, {1}, 40'000'000); // 4
+    add_launch_naming(t, 8, {1}, 30'000'000); // 5: a kernel slow of its own, that waited a little
+    for (uint64_t i = 0; i < t.launches.size(); ++i) t.launches[i].seq = i;
+    const LaunchWaits waits{{0, 5'000}, {2, 45'000}, {3, 67'000'000}, {4, 39'000'000}, {5, 2'000'000}};
+    // 1000 MiB at 4.8 TB/s take 218 us.
+    const CleanedDurations cleaned = use_fastest_durations(t, waits, 4800);
+    CHECK(cleaned.waited_launches == 5);
+    CHECK(cleaned.kinds_from_waits == 2);
+    CHECK(t.launches[0].duration_ns == 8'000); // shorter than the kind's: kept
+    CHECK(t.launches[1].duration_ns == 20'000);
+    CHECK(t.launches[2].duration_ns == 20'000); // the kind's unwaited launch, not 50 us less its wait
+    // Less than the wait: no faster than its bytes at the memory's bandwidth.
+    CHECK(t.launches[3].duration_ns == 218'454);
+    CHECK(t.launches[4].duration_ns == 218'454);
+    CHECK(t.launches[5].duration_ns == 28'000'000);
+    CHECK(cleaned.shortened == 4);
+    CHECK(cleaned.kernels_from_waits == std::vector<uint32_t>{7, 8}); // by the most time taken off
+
+    // Without waits, the least of each kind as before.
+    Trace plain = t;
+    plain.launches[2].duration_ns = 50'000;
+    CHECK(use_fastest_durations(plain, {}, 4800).kinds_from_waits == 0);
+    CHECK(plain.launches[2].duration_ns == 8'000);
+}
+
+TEST_CASE("memory recorder: waits come back by the snapshot's positions, and go with close", "[trace]") {
+    MemoryRecorder recorder(Header{}, 100);
+    recorder.launch(launch_numbered(51, 1), {});
+    recorder.launch(launch_numbered(50, 1), {});
+    recorder.launch_waited(51, 700);
+    LaunchWaits waits{{9, 9}};
+    const Trace t = recorder.snapshot(&waits);
+    REQUIRE(t.launches.size() == 2);
+    CHECK(waits == LaunchWaits{{1, 700}});
+    recorder.close();
+    recorder.launch_waited(50, 5);
+    recorder.snapshot(&waits);
+    CHECK(waits.empty());
+}
+
 TEST_CASE("memory recorder: an allocation given twice is kept once; a free of one never given is left out",
           "[trace]") {
     MemoryRecorder recorder(Header{}, 100);

@@ -22,10 +22,10 @@ struct PlannerRig {
     }
 
     // A launch made on `device` naming whole allocations.
-    void launch(uint64_t seq, CUdevice device, std::initializer_list<uint32_t> ids) {
+    LaunchMoves launch(uint64_t seq, CUdevice device, std::initializer_list<uint32_t> ids) {
         PlannedLaunch planned{seq, 1, {}, nullptr, {nullptr, device}};
         for (uint32_t id : ids) planned.accesses.push_back({id, 0, 0});
-        planner.launch(planned);
+        return planner.launch(planned);
     }
 
     // Its thread finds no driver and issues nothing; it outlives every rig, as
@@ -109,4 +109,17 @@ TEST_CASE("planner: a launch of no known device is planned where its first alloc
     const DeviceStats* device1 = rig.stats.used_device(1);
     REQUIRE(device1);
     CHECK(device1->launches_planned == 1);
+}
+
+TEST_CASE("planner: a launch tells what its kernel waits for, the chunks it lacked behind the evictions that made room",
+          "[planner]") {
+    PlannerRig rig;
+    rig.add(1, kBase, 8 * kMiB, 8 * kMiB);                // fills the budget
+    rig.add(2, kBase + (1ull << 30), 6 * kMiB, 8 * kMiB); // does not fit: not resident
+    const LaunchMoves resident = rig.launch(0, 0, {1});
+    CHECK(resident.demand_bytes == 0);
+    CHECK(resident.evicted_bytes == 0);
+    const LaunchMoves lacking = rig.launch(1, 0, {2});
+    CHECK(lacking.demand_bytes == 6 * kMiB);
+    CHECK(lacking.evicted_bytes == 6 * kMiB);
 }

@@ -31,6 +31,11 @@ struct RecordedHomes {
     uint64_t kernels_judged = 0; // by the timing prior
     uint64_t kernels_streaming = 0; // of them, judged to tolerate remote operands
     uint64_t candidates = 0;     // allocations of the step the home order ranks
+    // Set by a run learning from itself: launches of the recording that waited
+    // for moves as they began, and kinds timed only on those
+    // (trace::CleanedDurations).
+    uint64_t waited_launches = 0;
+    uint64_t kinds_from_waits = 0;
     // The recorded run's step, simulated with these homes and with every home on the GPU.
     double simulated_step_seconds = 0;
     double all_gpu_step_seconds = 0;

@@ -48,6 +48,12 @@ void MemoryRecorder::kernel_duration(uint64_t launch_seq, uint64_t duration_ns) 
     durations_[launch_seq] = duration_ns;
 }
 
+void MemoryRecorder::launch_waited(uint64_t launch_seq, uint64_t wait_ns) {
+    std::lock_guard lock(mutex_);
+    if (closed_ || waits_.size() >= max_launches_) return;
+    waits_[launch_seq] = wait_ns;
+}
+
 void MemoryRecorder::iteration(const Iteration& record) {
     keep([&] { trace_.iterations.push_back(record); });
 }
@@ -64,6 +70,7 @@ void MemoryRecorder::close() {
     none.header = std::move(trace_.header);
     trace_ = std::move(none);
     durations_ = {};
+    waits_ = {};
     known_ = {};
 }
 
@@ -83,8 +90,9 @@ uint64_t MemoryRecorder::managed_allocs() const {
     return locked([&]() -> uint64_t { return managed_allocs_; });
 }
 
-Trace MemoryRecorder::snapshot() const {
+Trace MemoryRecorder::snapshot(LaunchWaits* waits) const {
     std::lock_guard lock(mutex_);
+    if (waits) waits->clear();
     Trace out;
     out.header = trace_.header;
     out.kernel_names = trace_.kernel_names;
@@ -103,6 +111,7 @@ Trace MemoryRecorder::snapshot() const {
         launch.first_access = static_cast<uint32_t>(out.accesses.size());
         out.accesses.insert(out.accesses.end(), accesses.begin(), accesses.end());
         if (const auto d = durations_.find(launch.seq); d != durations_.end()) launch.duration_ns = d->second;
+        if (const auto w = waits_.find(launch.seq); waits && w != waits_.end()) (*waits)[out.launches.size()] = w->second;
         seqs.push_back(launch.seq);
         launch.seq = out.launches.size(); // as a trace read from a file numbers them
         out.launches.push_back(launch);

@@ -8,6 +8,7 @@
 // what it drops.
 #pragma once
 
+#include "core/trace/fastest_durations.h"
 #include "core/trace/writer.h"
 
 #include <cstdint>
@@ -30,6 +31,9 @@ public:
     // Its replay comes as launches, which is what a step is made of.
     void graph_launch(const GraphLaunch&) override {}
     void kernel_duration(uint64_t launch_seq, uint64_t duration_ns) override;
+    // The least time the launch's kernel waited for moves issued as it began
+    // (trace/fastest_durations.h): no trace file holds it, only the run knows.
+    void launch_waited(uint64_t launch_seq, uint64_t wait_ns);
     // What the library moved is no part of what the program does.
     void move(const Move&) override {}
     void iteration(const Iteration& record) override;
@@ -41,8 +45,9 @@ public:
 
     // The trace so far, as a reader would return it: launches in the order of
     // their numbers, each with its duration where one came, and every
-    // `launches_before` a position in those launches.
-    Trace snapshot() const;
+    // `launches_before` a position in those launches; `waits`, where given, by
+    // the same positions.
+    Trace snapshot(LaunchWaits* waits = nullptr) const;
     uint64_t launches() const;
     // Managed allocations recorded so far (the live ones given first included).
     uint64_t managed_allocs() const;
@@ -71,6 +76,7 @@ private:
     bool closed_ = false;
     Trace trace_; // launches as they came, with the process's launch numbers
     std::unordered_map<uint64_t, uint64_t> durations_; // by launch number
+    LaunchWaits waits_;                                  // by launch number
     // Allocations recorded: one made as recording begins may come both among
     // the live ones and as a record of its own, and a free of one made before
     // that never came means nothing here.
