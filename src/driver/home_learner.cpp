@@ -48,14 +48,20 @@ void HomeLearner::kernel_timed(uint64_t launch_seq, uint64_t duration_ns) {
     if (recording_.load(std::memory_order_acquire)) recorder_->kernel_duration(launch_seq, duration_ns);
 }
 
-void HomeLearner::launch_waited(uint64_t launch_seq, uint64_t evicted_bytes, uint64_t demand_bytes) {
+void HomeLearner::launch_waited(uint64_t launch_seq, const LaunchMoves& moves) {
     if (!recording_.load(std::memory_order_acquire) || phase_.load(std::memory_order_acquire) != Phase::Learning)
         return;
-    // The least the wait can have lasted: each byte moved at the link's best
-    // rate for its direction (faulting in is slower than the fetch beside it).
+    // Each byte moved at the link's best rate for its direction: for the chunks
+    // the kernel lacked, the least the wait can have lasted (faulting in is
+    // slower than the fetch beside it); those already on their way may have
+    // come before it began. A kind whose every launch waited and that comes out
+    // too fast is judged streaming, which remote trials correct.
+    // Pages populated on the GPU with nothing to copy come at about 67 GB/s.
+    constexpr double kPopulateGbps = 67;
     const placement::Rates rates;
-    const double seconds = static_cast<double>(evicted_bytes) / (rates.evict_gbps * 1e9) +
-                           static_cast<double>(demand_bytes) / (rates.fetch_gbps * 1e9);
+    const double seconds = static_cast<double>(moves.evicted_bytes) / (rates.evict_gbps * 1e9) +
+                           static_cast<double>(moves.demand_bytes + moves.arriving_bytes) / (rates.fetch_gbps * 1e9) +
+                           static_cast<double>(moves.populating_bytes) / (kPopulateGbps * 1e9);
     recorder_->launch_waited(launch_seq, static_cast<uint64_t>(seconds * 1e9));
 }
 

@@ -24,6 +24,7 @@
 
 #include "core/trace/memory_recorder.h"
 #include "driver/host_home_router.h"
+#include "driver/planner.h"
 
 #include <atomic>
 #include <cstdint>
@@ -72,9 +73,8 @@ public:
     void host_homed(uint32_t id, std::optional<size_t> step_entry);
     // A kernel's duration, from the kernel timing.
     void kernel_timed(uint64_t launch_seq, uint64_t duration_ns);
-    // The planner had the launch's kernel wait for `demand_bytes` it names,
-    // fetched as it began behind `evicted_bytes` evicted to make room.
-    void launch_waited(uint64_t launch_seq, uint64_t evicted_bytes, uint64_t demand_bytes);
+    // The launch's kernel found data it names on its way to the GPU.
+    void launch_waited(uint64_t launch_seq, const LaunchMoves& moves);
     // Learning ends without homes (kernel timing is not to be had, say); once
     // homes are in use, the trial ends and they stay as they are.
     void give_up(const std::string& why);

@@ -639,7 +639,7 @@ void Interceptor::post_to_planner(std::vector<PlannedLaunch> steps) {
 void Interceptor::plan(const PlannedLaunch& launch) {
     stats_.add(stats_.launches_planned);
     const LaunchMoves moves = planner_->launch(launch);
-    if (moves.demand_bytes) learner_.launch_waited(launch.seq, moves.evicted_bytes, moves.demand_bytes);
+    if (moves.waits()) learner_.launch_waited(launch.seq, moves);
 }
 
 void Interceptor::count_unplanned(CUevent fence) {

@@ -97,8 +97,10 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
     model.dead_pending.insert(model.dead_pending.end(), dead_scratch_.begin(), dead_scratch_.end());
     note_budget_bound(model);
     if (populate)
-        for (const ChunkRange& run : populate_scratch_)
+        for (const ChunkRange& run : populate_scratch_) {
             move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model, allocation.context);
+            model.populating.push_back(run);
+        }
     if (reused) bytes_reused_in_place_.fetch_add(reused, std::memory_order_relaxed);
     publish(model);
 }
@@ -161,6 +163,23 @@ std::span<const trace::Access> Planner::accesses_on(CUdevice device, const std::
     return access_scratch_;
 }
 
+namespace {
+
+// Bytes of the chunks in both `ranges` (ascending, none overlapping) and `among`.
+uint64_t overlap_bytes(std::span<const ChunkRange> ranges, std::span<const ChunkRange> among,
+                       const Residency& residency) {
+    uint64_t bytes = 0;
+    for (const ChunkRange& a : among)
+        for (const ChunkRange& r : ranges) {
+            if (r.first > a.last) break;
+            const ChunkId first = std::max(r.first, a.first), last = std::min(r.last, a.last);
+            if (first <= last) bytes += residency.bytes_of({first, last});
+        }
+    return bytes;
+}
+
+} // namespace
+
 LaunchMoves Planner::launch(const PlannedLaunch& launch) {
     // The launching device; where it is not known, that of the first allocation
     // the model holds (host-homed blocks are never added, and the launch may
@@ -198,6 +217,8 @@ LaunchMoves Planner::launch(const PlannedLaunch& launch) {
     residency.unpin_launch();
     LaunchMoves moves;
     moves.demand_bytes = Plan::bytes(plan_.demand, residency);
+    moves.arriving_bytes = overlap_bytes(range_scratch_, model.arriving, residency);
+    moves.populating_bytes = overlap_bytes(range_scratch_, model.populating, residency);
     if (moves.demand_bytes) {
         stats_.add(stats_.launches_with_demand);
         stats_.add(stats_.bytes_demand_estimated, moves.demand_bytes);
@@ -210,10 +231,13 @@ LaunchMoves Planner::launch(const PlannedLaunch& launch) {
     model.dead_pending.clear();
     if (!execute(plan_, dead_scratch_, launch.fence, model, launch.origin.context) && launch.fence)
         fences_.release(launch.fence);
-    if (moves.demand_bytes) { // only then does the kernel wait for the evictions
+    if (moves.waits()) { // only then does the kernel wait for the evictions
         moves.evicted_bytes = Plan::bytes(plan_.evict, residency);
         for (const DeadPiece& piece : dead_scratch_) moves.evicted_bytes += piece.bytes;
     }
+    model.arriving.clear();
+    model.populating.clear();
+    for (const ChunkSpan& span : plan_.prefetch) model.arriving.push_back({span.first, span.first + span.count - 1});
     return moves;
 }
 

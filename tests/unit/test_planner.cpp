@@ -114,12 +114,17 @@ TEST_CASE("planner: a launch of no known device is planned where its first alloc
 TEST_CASE("planner: a launch tells what its kernel waits for, the chunks it lacked behind the evictions that made room",
           "[planner]") {
     PlannerRig rig;
-    rig.add(1, kBase, 8 * kMiB, 8 * kMiB);                // fills the budget
+    rig.add(1, kBase, 8 * kMiB, 8 * kMiB);                // fills the budget: populated
     rig.add(2, kBase + (1ull << 30), 6 * kMiB, 8 * kMiB); // does not fit: not resident
-    const LaunchMoves resident = rig.launch(0, 0, {1});
-    CHECK(resident.demand_bytes == 0);
-    CHECK(resident.evicted_bytes == 0);
-    const LaunchMoves lacking = rig.launch(1, 0, {2});
+    const LaunchMoves populated = rig.launch(0, 0, {1});
+    CHECK(populated.demand_bytes == 0);
+    CHECK(populated.populating_bytes == 8 * kMiB); // its population was queued just before
+    CHECK(populated.arriving_bytes == 0);
+    CHECK(populated.evicted_bytes == 0);
+    const LaunchMoves resident = rig.launch(1, 0, {1});
+    CHECK_FALSE(resident.waits());
+    const LaunchMoves lacking = rig.launch(2, 0, {2});
     CHECK(lacking.demand_bytes == 6 * kMiB);
+    CHECK(lacking.arriving_bytes == 0);
     CHECK(lacking.evicted_bytes == 6 * kMiB);
 }

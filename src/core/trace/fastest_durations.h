@@ -12,10 +12,10 @@
 // in a GPT-2 step under pressure the softmax backward took 42 ms against 3.4
 // natively, which reads as a kernel that re-reads its data, and the home choice
 // keeps gigabytes on the GPU that it would have homed on the host. The run knows
-// which launches had to wait for moves the library issued as they began (chunks
-// they named that were not resident, behind the evictions that made room):
-// their durations are set aside where the kind has others, and otherwise taken
-// less the least that wait can have lasted.
+// which launches found data they name on its way to the GPU (chunks that were
+// not resident, blocks just populated, prefetches just queued, behind the
+// evictions that made room): their durations are set aside where the kind has
+// others, and otherwise taken less an estimate of that wait.
 #pragma once
 
 #include "core/trace/model.h"
@@ -30,8 +30,8 @@ namespace uvmp::trace {
 // kind that has timed ones take the kind's least duration too.
 uint64_t use_fastest_durations(Trace& trace);
 
-// By launch sequence number (Launch::seq): the least time the launch's kernel
-// waited for moves issued as it began.
+// By launch sequence number (Launch::seq): the time the launch's kernel
+// waited for moves, as estimated from their bytes.
 using LaunchWaits = std::unordered_map<uint64_t, uint64_t>;
 
 struct CleanedDurations {

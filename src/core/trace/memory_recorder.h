@@ -31,8 +31,8 @@ public:
     // Its replay comes as launches, which is what a step is made of.
     void graph_launch(const GraphLaunch&) override {}
     void kernel_duration(uint64_t launch_seq, uint64_t duration_ns) override;
-    // The least time the launch's kernel waited for moves issued as it began
-    // (trace/fastest_durations.h): no trace file holds it, only the run knows.
+    // The time the launch's kernel waited for moves, as the run estimates it
+    // (trace/fastest_durations.h): no trace file holds it.
     void launch_waited(uint64_t launch_seq, uint64_t wait_ns);
     // What the library moved is no part of what the program does.
     void move(const Move&) override {}
