@@ -24,7 +24,7 @@
 
 #include "core/trace/memory_recorder.h"
 #include "driver/host_home_router.h"
-#include "driver/planner.h"
+#include "driver/launch_moves.h"
 
 #include <atomic>
 #include <cstdint>

@@ -23,6 +23,7 @@
 #include "driver/driver_table.h"
 #include "driver/executor.h"
 #include "driver/fence_pool.h"
+#include "driver/launch_moves.h"
 
 #include <atomic>
 #include <functional>
@@ -48,20 +49,6 @@ struct PlannedAllocation {
 struct LaunchOrigin {
     CUcontext context = nullptr;
     CUdevice device = -1; // -1: not known, and the device of its first allocation stands in
-};
-
-// What the mover was bringing in that a launch's kernel waits for: the chunks
-// it names that were not resident, fetched as it began behind the evictions
-// (of live and dead bytes) that made room for them, and those it names that
-// moves queued since the device's last launch bring in (blocks populated since,
-// the last launch's prefetches): those start as the last kernel does, and a
-// kernel launched right after it finds them on their way.
-struct LaunchMoves {
-    uint64_t evicted_bytes = 0; // counted only where the kernel waits for something
-    uint64_t demand_bytes = 0;
-    uint64_t arriving_bytes = 0;  // prefetched
-    uint64_t populating_bytes = 0; // populated (no data to copy)
-    bool waits() const { return demand_bytes != 0 || arriving_bytes != 0 || populating_bytes != 0; }
 };
 
 struct PlannedLaunch {
