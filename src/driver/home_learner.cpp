@@ -49,8 +49,7 @@ void HomeLearner::kernel_timed(uint64_t launch_seq, uint64_t duration_ns) {
 }
 
 void HomeLearner::launch_waited(uint64_t launch_seq, const LaunchMoves& moves) {
-    if (!recording_.load(std::memory_order_acquire) || phase_.load(std::memory_order_acquire) != Phase::Learning)
-        return;
+    if (!wants_waits()) return;
     // Each byte moved at the link's best rate for its direction: for the chunks
     // the kernel lacked, the least the wait can have lasted (faulting in is
     // slower than the fetch beside it); those already on their way may have

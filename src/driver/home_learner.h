@@ -73,6 +73,10 @@ public:
     void host_homed(uint32_t id, std::optional<size_t> step_entry);
     // A kernel's duration, from the kernel timing.
     void kernel_timed(uint64_t launch_seq, uint64_t duration_ns);
+    // Whether it takes launch_waited now: while it learns, not after.
+    bool wants_waits() const {
+        return recording_.load(std::memory_order_acquire) && phase_.load(std::memory_order_acquire) == Phase::Learning;
+    }
     // The launch's kernel found data it names on its way to the GPU.
     void launch_waited(uint64_t launch_seq, const LaunchMoves& moves);
     // Learning ends without homes (kernel timing is not to be had, say); once

@@ -638,7 +638,7 @@ void Interceptor::post_to_planner(std::vector<PlannedLaunch> steps) {
 
 void Interceptor::plan(const PlannedLaunch& launch) {
     stats_.add(stats_.launches_planned);
-    const LaunchMoves moves = planner_->launch(launch);
+    const LaunchMoves moves = planner_->launch(launch, learner_.wants_waits());
     if (moves.waits()) learner_.launch_waited(launch.seq, moves);
 }
 

@@ -180,7 +180,7 @@ uint64_t overlap_bytes(std::span<const ChunkRange> ranges, std::span<const Chunk
 
 } // namespace
 
-LaunchMoves Planner::launch(const PlannedLaunch& launch) {
+LaunchMoves Planner::launch(const PlannedLaunch& launch, bool measure_waits) {
     // The launching device; where it is not known, that of the first allocation
     // the model holds (host-homed blocks are never added, and the launch may
     // name one first).
@@ -217,8 +217,6 @@ LaunchMoves Planner::launch(const PlannedLaunch& launch) {
     residency.unpin_launch();
     LaunchMoves moves;
     moves.demand_bytes = Plan::bytes(plan_.demand, residency);
-    moves.arriving_bytes = overlap_bytes(range_scratch_, model.arriving, residency);
-    moves.populating_bytes = overlap_bytes(range_scratch_, model.populating, residency);
     if (moves.demand_bytes) {
         stats_.add(stats_.launches_with_demand);
         stats_.add(stats_.bytes_demand_estimated, moves.demand_bytes);
@@ -231,9 +229,15 @@ LaunchMoves Planner::launch(const PlannedLaunch& launch) {
     model.dead_pending.clear();
     if (!execute(plan_, dead_scratch_, launch.fence, model, launch.origin.context) && launch.fence)
         fences_.release(launch.fence);
-    if (moves.waits()) { // only then does the kernel wait for the evictions
-        moves.evicted_bytes = Plan::bytes(plan_.evict, residency);
-        for (const DeadPiece& piece : dead_scratch_) moves.evicted_bytes += piece.bytes;
+    if (measure_waits) {
+        moves.arriving_bytes = overlap_bytes(range_scratch_, model.arriving, residency);
+        moves.populating_bytes = overlap_bytes(range_scratch_, model.populating, residency);
+        if (moves.waits()) { // only then does the kernel wait for the evictions
+            moves.evicted_bytes = Plan::bytes(plan_.evict, residency);
+            for (const DeadPiece& piece : dead_scratch_) moves.evicted_bytes += piece.bytes;
+        }
+    } else {
+        moves = {};
     }
     model.arriving.clear();
     model.populating.clear();

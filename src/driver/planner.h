@@ -98,7 +98,9 @@ public:
     // launching context's stream, behind the launch's fence. A launch whose
     // device is not known is planned on the device of the first allocation it
     // names that the model holds; one that plans nothing gives its fence back.
-    LaunchMoves launch(const PlannedLaunch& launch);
+    // What the kernel finds on its way to the GPU is told only with
+    // `measure_waits` (while the home learner learns); else nothing.
+    LaunchMoves launch(const PlannedLaunch& launch, bool measure_waits = false);
 
     void set_trace(trace::TraceWriter* trace) { trace_.store(trace, std::memory_order_release); }
     // Called on the worker thread, once a device's model has wanted room past

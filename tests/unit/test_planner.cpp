@@ -25,7 +25,7 @@ struct PlannerRig {
     LaunchMoves launch(uint64_t seq, CUdevice device, std::initializer_list<uint32_t> ids) {
         PlannedLaunch planned{seq, 1, {}, nullptr, {nullptr, device}};
         for (uint32_t id : ids) planned.accesses.push_back({id, 0, 0});
-        return planner.launch(planned);
+        return planner.launch(planned, true);
     }
 
     // Its thread finds no driver and issues nothing; it outlives every rig, as
