@@ -44,24 +44,14 @@ trace::MemoryRecorder* HomeLearner::begin(int device, uint64_t budget_bytes, tra
     return recorder_.get();
 }
 
-void HomeLearner::kernel_timed(uint64_t launch_seq, uint64_t duration_ns) {
-    if (recording_.load(std::memory_order_acquire)) recorder_->kernel_duration(launch_seq, duration_ns);
+void HomeLearner::kernel_timed(uint64_t launch_seq, uint64_t start_ns, uint64_t duration_ns) {
+    if (!recording_.load(std::memory_order_acquire)) return;
+    recorder_->kernel_duration(launch_seq, duration_ns);
+    if (wants_waits()) recorder_->kernel_start(launch_seq, start_ns);
 }
 
-void HomeLearner::launch_waited(uint64_t launch_seq, const LaunchMoves& moves) {
-    if (!wants_waits()) return;
-    // Each byte moved at the link's best rate for its direction: for the chunks
-    // the kernel lacked, the least the wait can have lasted (faulting in is
-    // slower than the fetch beside it); those already on their way may have
-    // come before it began. A kind whose every launch waited and that comes out
-    // too fast is judged streaming, which remote trials correct.
-    // Pages populated on the GPU with nothing to copy come at about 67 GB/s.
-    constexpr double kPopulateGbps = 67;
-    const placement::Rates rates;
-    const double seconds = static_cast<double>(moves.evicted_bytes) / (rates.evict_gbps * 1e9) +
-                           static_cast<double>(moves.demand_bytes + moves.arriving_bytes) / (rates.fetch_gbps * 1e9) +
-                           static_cast<double>(moves.populating_bytes) / (kPopulateGbps * 1e9);
-    recorder_->launch_waited(launch_seq, static_cast<uint64_t>(seconds * 1e9));
+void HomeLearner::launch_planned(uint64_t launch_seq, const trace::LaunchBatch& batch) {
+    if (wants_waits()) recorder_->launch_batch(launch_seq, batch);
 }
 
 void HomeLearner::host_homed(uint32_t id, std::optional<size_t> step_entry) {
@@ -116,12 +106,12 @@ bool HomeLearner::look() {
     // The kernels of the steps looked at have ended; their records may still
     // be in CUPTI's buffers.
     KernelTiming::flush();
-    trace::LaunchWaits waits;
-    trace::Trace recording = recorder_->snapshot(&waits);
+    trace::MoverRecord mover;
+    trace::Trace recording = recorder_->snapshot(&mover);
     const std::vector<uint64_t> bounds = recording_iteration_bounds(recording);
     bool ended = false;
     switch (phase_.load(std::memory_order_acquire)) {
-    case Phase::Learning: ended = learn(recording, bounds, waits); break;
+    case Phase::Learning: ended = learn(recording, bounds, mover); break;
     case Phase::Trialling: ended = judge_trial(recording, bounds); break;
     case Phase::Checking: ended = check_verdict(recording, bounds); break;
     }
@@ -132,16 +122,25 @@ bool HomeLearner::look() {
 }
 
 bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bounds,
-                        const trace::LaunchWaits& waits) {
+                        const trace::MoverRecord& mover) {
     // Two full steps after the partial one it began in; the learned one is the
     // second of the trace's full steps, as for a recorded trace.
     if (bounds.size() < 3) return false;
+    // Each byte moved at the link's best rate for its direction: the least the
+    // wait can have lasted (a kernel faulting in what it lacks is no faster
+    // than the fetch beside it). A kind whose every launch waited and that
+    // comes out too fast is judged streaming, which remote trials correct.
+    const placement::Rates link;
+    const trace::LaunchWaits waits =
+        trace::mover_waits(mover, {.evict_gbps = link.evict_gbps, .fetch_gbps = link.fetch_gbps});
     // The streaming line is a third of the memory bandwidth (timing_prior.h).
     const trace::CleanedDurations cleaned =
         trace::use_fastest_durations(recording, waits, 3 * config_.streaming_gbps);
-    log::info("kernel durations of the recording: {} launches waited for moves as they began; {} kinds timed only "
-              "on such launches, taken less the wait; {} launches took their kind's least duration",
-              cleaned.waited_launches, cleaned.kinds_from_waits, cleaned.shortened);
+    log::info("kernel durations of the recording: {} launches waited for moves as they began (of {} that queued "
+              "moves, {} kernels with a start); {} kinds timed only on such launches, taken less the wait; {} "
+              "launches took their kind's least duration",
+              cleaned.waited_launches, mover.batches.size(), mover.kernel_starts.size(), cleaned.kinds_from_waits,
+              cleaned.shortened);
     constexpr size_t kNamesLogged = 4, kNameLength = 80;
     for (size_t i = 0; i < std::min(kNamesLogged, cleaned.kernels_from_waits.size()); ++i) {
         const uint32_t kernel = cleaned.kernels_from_waits[i];

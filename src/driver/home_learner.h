@@ -7,7 +7,8 @@
 // the one it began in, chooses the homes as for a recorded trace
 // (recorded_homes, on the second of them): durations cleaned of the stalls
 // that pressure put in them (trace::use_fastest_durations, told which
-// launches waited for the planner's moves as they began), and only the
+// launches waited for the planner's moves, as a model of the mover's stream
+// in time finds them: trace::mover_waits), and only the
 // allocations a step makes as candidates, since those made before are on the
 // GPU already. The router homes the allocations after that by order and size,
 // from the place in the step the run has reached.
@@ -24,7 +25,6 @@
 
 #include "core/trace/memory_recorder.h"
 #include "driver/host_home_router.h"
-#include "driver/launch_moves.h"
 
 #include <atomic>
 #include <cstdint>
@@ -71,14 +71,14 @@ public:
     // Allocation `id` was homed on the host, by the learned step's entry
     // `step_entry` where it took one (HostHomeRouter::home_of).
     void host_homed(uint32_t id, std::optional<size_t> step_entry);
-    // A kernel's duration, from the kernel timing.
-    void kernel_timed(uint64_t launch_seq, uint64_t duration_ns);
-    // Whether it takes launch_waited now: while it learns, not after.
+    // A kernel's start (ns, CUPTI's clock) and duration, from the kernel timing.
+    void kernel_timed(uint64_t launch_seq, uint64_t start_ns, uint64_t duration_ns);
+    // Whether it takes launch_planned now: while it learns, not after.
     bool wants_waits() const {
         return recording_.load(std::memory_order_acquire) && phase_.load(std::memory_order_acquire) == Phase::Learning;
     }
-    // The launch's kernel found data it names on its way to the GPU.
-    void launch_waited(uint64_t launch_seq, const LaunchMoves& moves);
+    // What the planner queued for the launch (Planner::launch).
+    void launch_planned(uint64_t launch_seq, const trace::LaunchBatch& batch);
     // Learning ends without homes (kernel timing is not to be had, say); once
     // homes are in use, the trial ends and they stay as they are.
     void give_up(const std::string& why);
@@ -92,7 +92,7 @@ private:
     // Learns from the recording if it holds enough; true once learning has ended.
     bool look();
     // Learns the homes from the recording's two full steps (`bounds`).
-    bool learn(trace::Trace& recording, const std::vector<uint64_t>& bounds, const trace::LaunchWaits& waits);
+    bool learn(trace::Trace& recording, const std::vector<uint64_t>& bounds, const trace::MoverRecord& mover);
     // Judges the second full step after routing began, once the recording holds it.
     bool judge_trial(const trace::Trace& recording, const std::vector<uint64_t>& bounds);
     // Sets the judged step against the second full step after the verdict.

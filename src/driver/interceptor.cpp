@@ -638,8 +638,7 @@ void Interceptor::post_to_planner(std::vector<PlannedLaunch> steps) {
 
 void Interceptor::plan(const PlannedLaunch& launch) {
     stats_.add(stats_.launches_planned);
-    const LaunchMoves moves = planner_->launch(launch, learner_.wants_waits());
-    if (moves.waits()) learner_.launch_waited(launch.seq, moves);
+    if (const auto batch = planner_->launch(launch, learner_.wants_waits())) learner_.launch_planned(launch.seq, *batch);
 }
 
 void Interceptor::count_unplanned(CUevent fence) {
@@ -755,12 +754,13 @@ void Interceptor::route_trace_records(trace::TraceWriter* recording) {
 bool Interceptor::start_kernel_timing(std::string& error) {
     // Started once in the process, for the trace file, the learner or both.
     return KernelTiming::running() ||
-           KernelTiming::start([this](uint64_t seq, uint64_t duration) { kernel_timed(seq, duration); }, error);
+           KernelTiming::start([this](uint64_t seq, uint64_t start, uint64_t duration) { kernel_timed(seq, start, duration); },
+                               error);
 }
 
-void Interceptor::kernel_timed(uint64_t seq, uint64_t duration_ns) {
+void Interceptor::kernel_timed(uint64_t seq, uint64_t start_ns, uint64_t duration_ns) {
     if (config_.trace_timing && trace_file_) trace_file_->kernel_duration(seq, duration_ns);
-    learner_.kernel_timed(seq, duration_ns);
+    learner_.kernel_timed(seq, start_ns, duration_ns);
 }
 
 void Interceptor::learn_homes_if_over_budget(int device, const DeviceBudget& budget, const DriverTable& table) {

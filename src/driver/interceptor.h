@@ -182,7 +182,7 @@ private:
     void learn_homes_if_over_budget(int device, const DeviceBudget& budget, const DriverTable& table);
     trace::Header trace_header(const DriverTable& table) const;
     // Kernel durations, from the kernel timing, to whoever wants them.
-    void kernel_timed(uint64_t seq, uint64_t duration_ns);
+    void kernel_timed(uint64_t seq, uint64_t start_ns, uint64_t duration_ns);
     bool start_kernel_timing(std::string& error);
     struct PassthroughAllocation {
         uint64_t bytes;

@@ -44,8 +44,12 @@ KernelTiming::Sink g_sink;
 // Kernel records and correlation records arrive separately, possibly in
 // different buffers: whichever comes first waits here for the other.
 std::mutex g_match_mutex;
+struct KernelTimes {
+    uint64_t start_ns;
+    uint64_t duration_ns;
+};
 std::unordered_map<uint32_t, uint64_t> g_seq_by_correlation;
-std::unordered_map<uint32_t, uint64_t> g_duration_by_correlation;
+std::unordered_map<uint32_t, KernelTimes> g_times_by_correlation;
 
 void* open_cupti() {
     static const char* const kNames[] = {
@@ -64,16 +68,18 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
     *max_records = 0;
 }
 
-void match(uint32_t correlation, std::unordered_map<uint32_t, uint64_t>& mine, uint64_t value,
-           std::unordered_map<uint32_t, uint64_t>& theirs, bool value_is_seq) {
+// Delivers the pair once both halves have come; the first to come waits in its map.
+template <typename Mine, typename Theirs>
+void match(uint32_t correlation, std::unordered_map<uint32_t, Mine>& mine, const Mine& value,
+           std::unordered_map<uint32_t, Theirs>& theirs, auto&& deliver) {
     auto it = theirs.find(correlation);
     if (it == theirs.end()) {
         mine[correlation] = value;
         return;
     }
-    const uint64_t other = it->second;
+    const Theirs other = it->second;
     theirs.erase(it);
-    if (g_sink) g_sink(value_is_seq ? value : other, value_is_seq ? other : value);
+    if (g_sink) deliver(value, other);
 }
 
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
@@ -83,8 +89,9 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
             record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
             auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-            match(k->correlationId, g_duration_by_correlation, k->end - k->start,
-                  g_seq_by_correlation, false);
+            match(k->correlationId, g_times_by_correlation, KernelTimes{k->start, k->end - k->start},
+                  g_seq_by_correlation,
+                  [](const KernelTimes& t, uint64_t seq) { g_sink(seq, t.start_ns, t.duration_ns); });
         }
     }
     std::free(buffer);
@@ -97,7 +104,8 @@ void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackI
     const auto* info = static_cast<const CUpti_CallbackData*>(data);
     if (info->callbackSite != CUPTI_API_ENTER) return;
     std::lock_guard lock(g_match_mutex);
-    match(info->correlationId, g_seq_by_correlation, t_launch_seq, g_duration_by_correlation, true);
+    match(info->correlationId, g_seq_by_correlation, t_launch_seq, g_times_by_correlation,
+          [](uint64_t seq, const KernelTimes& t) { g_sink(seq, t.start_ns, t.duration_ns); });
 }
 
 template <typename T>

@@ -12,7 +12,8 @@ namespace uvmp::driver {
 
 class KernelTiming {
 public:
-    using Sink = std::function<void(uint64_t launch_seq, uint64_t duration_ns)>;
+    // The kernel's start is on CUPTI's clock (ns), the same for every kernel.
+    using Sink = std::function<void(uint64_t launch_seq, uint64_t start_ns, uint64_t duration_ns)>;
 
     // Opens CUPTI and starts collecting. Once per process; false with a reason
     // when CUPTI is missing or refuses.

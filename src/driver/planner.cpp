@@ -165,22 +165,19 @@ std::span<const trace::Access> Planner::accesses_on(CUdevice device, const std::
 
 namespace {
 
-// Bytes of the chunks in both `ranges` (ascending, none overlapping) and `among`.
-uint64_t overlap_bytes(std::span<const ChunkRange> ranges, std::span<const ChunkRange> among,
-                       const Residency& residency) {
-    uint64_t bytes = 0;
+// Whether a chunk of `ranges` (ascending, none overlapping) lies in `among`.
+bool overlaps(std::span<const ChunkRange> ranges, std::span<const ChunkRange> among) {
     for (const ChunkRange& a : among)
         for (const ChunkRange& r : ranges) {
             if (r.first > a.last) break;
-            const ChunkId first = std::max(r.first, a.first), last = std::min(r.last, a.last);
-            if (first <= last) bytes += residency.bytes_of({first, last});
+            if (std::max(r.first, a.first) <= std::min(r.last, a.last)) return true;
         }
-    return bytes;
+    return false;
 }
 
 } // namespace
 
-LaunchMoves Planner::launch(const PlannedLaunch& launch, bool measure_waits) {
+std::optional<trace::LaunchBatch> Planner::launch(const PlannedLaunch& launch, bool measure_waits) {
     // The launching device; where it is not known, that of the first allocation
     // the model holds (host-homed blocks are never added, and the launch may
     // name one first).
@@ -215,11 +212,9 @@ LaunchMoves Planner::launch(const PlannedLaunch& launch, bool measure_waits) {
     model.policy->plan(view, residency, plan_);
     plan_.coalesce_evictions(residency);
     residency.unpin_launch();
-    LaunchMoves moves;
-    moves.demand_bytes = Plan::bytes(plan_.demand, residency);
-    if (moves.demand_bytes) {
+    if (const uint64_t demand = Plan::bytes(plan_.demand, residency)) {
         stats_.add(stats_.launches_with_demand);
-        stats_.add(stats_.bytes_demand_estimated, moves.demand_bytes);
+        stats_.add(stats_.bytes_demand_estimated, demand);
     }
     stats_.add(stats_.device(model.device).launches_planned);
     publish(model);
@@ -229,20 +224,38 @@ LaunchMoves Planner::launch(const PlannedLaunch& launch, bool measure_waits) {
     model.dead_pending.clear();
     if (!execute(plan_, dead_scratch_, launch.fence, model, launch.origin.context) && launch.fence)
         fences_.release(launch.fence);
+    std::optional<trace::LaunchBatch> batch;
     if (measure_waits) {
-        moves.arriving_bytes = overlap_bytes(range_scratch_, model.arriving, residency);
-        moves.populating_bytes = overlap_bytes(range_scratch_, model.populating, residency);
-        if (moves.waits()) { // only then does the kernel wait for the evictions
-            moves.evicted_bytes = Plan::bytes(plan_.evict, residency);
-            for (const DeadPiece& piece : dead_scratch_) moves.evicted_bytes += piece.bytes;
-        }
-    } else {
-        moves = {};
+        batch = batch_of(launch.seq, model);
+        BatchChunks& chunks = model.recent.emplace_back(BatchChunks{launch.seq, {}, std::move(model.populating)});
+        for (const ChunkSpan& span : plan_.prefetch)
+            chunks.prefetched.push_back({span.first, span.first + span.count - 1});
+        if (model.recent.size() > kRecentBatches) model.recent.pop_front();
+    } else if (!model.recent.empty()) {
+        model.recent.clear();
     }
-    model.arriving.clear();
     model.populating.clear();
-    for (const ChunkSpan& span : plan_.prefetch) model.arriving.push_back({span.first, span.first + span.count - 1});
-    return moves;
+    return batch;
+}
+
+trace::LaunchBatch Planner::batch_of(uint64_t launch, const DeviceModel& model) const {
+    const Residency& residency = *model.residency;
+    trace::LaunchBatch batch;
+    for (const ChunkRange& run : model.populating) batch.populate_bytes += residency.bytes_of(run);
+    batch.evict_bytes = Plan::bytes(plan_.evict, residency);
+    for (const DeadPiece& piece : dead_scratch_) batch.evict_bytes += piece.bytes;
+    batch.demand_bytes = Plan::bytes(plan_.demand, residency);
+    batch.prefetch_bytes = Plan::bytes(plan_.prefetch, residency);
+    const auto named = [&](const std::vector<ChunkRange>& brought) {
+        return overlaps(range_scratch_, brought);
+    };
+    if (named(model.populating)) batch.needs_populate_of = launch;
+    for (auto it = model.recent.rbegin(); it != model.recent.rend(); ++it) {
+        if (!batch.needs_prefetch_of && named(it->prefetched)) batch.needs_prefetch_of = it->launch;
+        if (!batch.needs_populate_of && named(it->populated)) batch.needs_populate_of = it->launch;
+        if (batch.needs_prefetch_of && batch.needs_populate_of) break;
+    }
+    return batch;
 }
 
 bool Planner::execute(const Plan& plan, std::span<const DeadPiece> dead, CUevent fence, DeviceModel& model,

@@ -19,13 +19,14 @@
 #include "core/model/residency.h"
 #include "core/model/reuse_in_place.h"
 #include "core/accounting/stats.h"
+#include "core/trace/mover_waits.h"
 #include "core/trace/writer.h"
 #include "driver/driver_table.h"
 #include "driver/executor.h"
 #include "driver/fence_pool.h"
-#include "driver/launch_moves.h"
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -98,9 +99,11 @@ public:
     // launching context's stream, behind the launch's fence. A launch whose
     // device is not known is planned on the device of the first allocation it
     // names that the model holds; one that plans nothing gives its fence back.
-    // What the kernel finds on its way to the GPU is told only with
-    // `measure_waits` (while the home learner learns); else nothing.
-    LaunchMoves launch(const PlannedLaunch& launch, bool measure_waits = false);
+    // With `measure_waits` (while the home learner learns), what the launch put
+    // on the mover's stream and which earlier launches' moves bring chunks its
+    // kernel names (trace/mover_waits.h); else, or where it planned nothing,
+    // nothing.
+    std::optional<trace::LaunchBatch> launch(const PlannedLaunch& launch, bool measure_waits = false);
 
     void set_trace(trace::TraceWriter* trace) { trace_.store(trace, std::memory_order_release); }
     // Called on the worker thread, once a device's model has wanted room past
@@ -124,6 +127,14 @@ private:
         uint64_t address;
         uint64_t bytes;
     };
+    struct BatchChunks {
+        uint64_t launch;
+        std::vector<ChunkRange> prefetched;
+        std::vector<ChunkRange> populated;
+    };
+    // How many of them: a kernel rarely names chunks prefetched further back
+    // than the policy's lookahead, and by then they have come.
+    static constexpr size_t kRecentBatches = 64;
     struct DeviceModel {
         CUdevice device = 0;
         std::unique_ptr<Residency> residency;
@@ -138,13 +149,17 @@ private:
         std::vector<DeadPiece> dead_pending;
         // The model has wanted room past its budget (note_budget_bound).
         bool budget_bound = false;
-        // Chunks that moves queued since the device's last launch bring to the
-        // GPU: prefetched by its plan, and populated for blocks made since.
-        std::vector<ChunkRange> arriving;
+        // Chunks populated for blocks made since the device's last launch.
         std::vector<ChunkRange> populating;
+        // While waits are measured: what the device's latest launches'
+        // batches brought, newest last.
+        std::deque<BatchChunks> recent;
     };
 
     DeviceModel& model_for(CUdevice device, uint64_t budget);
+    // What the launch just planned (plan_, dead_scratch_, range_scratch_) put on
+    // the stream, and the latest batches bringing chunks its kernel names.
+    trace::LaunchBatch batch_of(uint64_t launch, const DeviceModel& model) const;
     // Drops what of `pieces` lies in [base, base + bytes): memory a block or a
     // slab change has taken over.
     static void keep_clear_of(std::vector<DeadPiece>& pieces, uint64_t base, uint64_t bytes);

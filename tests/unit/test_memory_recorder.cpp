@@ -179,19 +179,34 @@ TEST_CASE("fastest durations: launches that waited for moves are set aside; a ki
     CHECK(plain.launches[2].duration_ns == 8'000);
 }
 
-TEST_CASE("memory recorder: waits come back by the snapshot's positions, and go with close", "[trace]") {
+TEST_CASE("memory recorder: batches and kernel starts come back by the snapshot's positions, and go with close",
+          "[trace]") {
     MemoryRecorder recorder(Header{}, 100);
     recorder.launch(launch_numbered(51, 1), {});
     recorder.launch(launch_numbered(50, 1), {});
-    recorder.launch_waited(51, 700);
-    LaunchWaits waits{{9, 9}};
-    const Trace t = recorder.snapshot(&waits);
-    REQUIRE(t.launches.size() == 2);
-    CHECK(waits == LaunchWaits{{1, 700}});
+    recorder.launch(launch_numbered(53, 1), {});
+    recorder.launch_batch(50, LaunchBatch{.prefetch_bytes = 4096});
+    // Needs the prefetch of launch 50, and the populate of one never recorded.
+    recorder.launch_batch(53, LaunchBatch{.demand_bytes = 8, .needs_prefetch_of = 50, .needs_populate_of = 52});
+    recorder.kernel_start(51, 700);
+    MoverRecord mover;
+    mover.kernel_starts[9] = 9;
+    const Trace t = recorder.snapshot(&mover);
+    REQUIRE(t.launches.size() == 3);
+    CHECK(mover.kernel_starts == std::unordered_map<uint64_t, uint64_t>{{1, 700}});
+    REQUIRE(mover.batches.size() == 2);
+    CHECK(mover.batches[0].first == 0);
+    CHECK(mover.batches[0].second.prefetch_bytes == 4096);
+    CHECK(mover.batches[1].first == 2);
+    CHECK(mover.batches[1].second.demand_bytes == 8);
+    CHECK(mover.batches[1].second.needs_prefetch_of == std::optional<uint64_t>{0});
+    CHECK_FALSE(mover.batches[1].second.needs_populate_of);
     recorder.close();
-    recorder.launch_waited(50, 5);
-    recorder.snapshot(&waits);
-    CHECK(waits.empty());
+    recorder.launch_batch(50, LaunchBatch{});
+    recorder.kernel_start(50, 5);
+    recorder.snapshot(&mover);
+    CHECK(mover.batches.empty());
+    CHECK(mover.kernel_starts.empty());
 }
 
 TEST_CASE("memory recorder: an allocation given twice is kept once; a free of one never given is left out",

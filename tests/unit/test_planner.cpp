@@ -22,7 +22,7 @@ struct PlannerRig {
     }
 
     // A launch made on `device` naming whole allocations.
-    LaunchMoves launch(uint64_t seq, CUdevice device, std::initializer_list<uint32_t> ids) {
+    std::optional<trace::LaunchBatch> launch(uint64_t seq, CUdevice device, std::initializer_list<uint32_t> ids) {
         PlannedLaunch planned{seq, 1, {}, nullptr, {nullptr, device}};
         for (uint32_t id : ids) planned.accesses.push_back({id, 0, 0});
         return planner.launch(planned, true);
@@ -111,20 +111,54 @@ TEST_CASE("planner: a launch of no known device is planned where its first alloc
     CHECK(device1->launches_planned == 1);
 }
 
-TEST_CASE("planner: a launch tells what its kernel waits for, the chunks it lacked behind the evictions that made room",
+TEST_CASE("planner: a launch tells what it queued and which launches' moves bring what its kernel names",
           "[planner]") {
     PlannerRig rig;
     rig.add(1, kBase, 8 * kMiB, 8 * kMiB);                // fills the budget: populated
     rig.add(2, kBase + (1ull << 30), 6 * kMiB, 8 * kMiB); // does not fit: not resident
-    const LaunchMoves populated = rig.launch(0, 0, {1});
-    CHECK(populated.demand_bytes == 0);
-    CHECK(populated.populating_bytes == 8 * kMiB); // its population was queued just before
-    CHECK(populated.arriving_bytes == 0);
-    CHECK(populated.evicted_bytes == 0);
-    const LaunchMoves resident = rig.launch(1, 0, {1});
-    CHECK_FALSE(resident.waits());
-    const LaunchMoves lacking = rig.launch(2, 0, {2});
-    CHECK(lacking.demand_bytes == 6 * kMiB);
-    CHECK(lacking.arriving_bytes == 0);
-    CHECK(lacking.evicted_bytes == 6 * kMiB);
+    const auto populated = rig.launch(0, 0, {1});
+    REQUIRE(populated);
+    CHECK(populated->populate_bytes == 8 * kMiB); // queued just before it
+    CHECK(populated->needs_populate_of == std::optional<uint64_t>{0});
+    CHECK(populated->demand_bytes == 0);
+    CHECK(populated->evict_bytes == 0);
+    CHECK_FALSE(populated->needs_prefetch_of);
+    const auto resident = rig.launch(1, 0, {1});
+    REQUIRE(resident);
+    CHECK(resident->populate_bytes == 0);
+    CHECK(resident->needs_populate_of == std::optional<uint64_t>{0}); // the batch that populated it
+    const auto lacking = rig.launch(2, 0, {2});
+    REQUIRE(lacking);
+    CHECK(lacking->demand_bytes == 6 * kMiB);
+    CHECK(lacking->evict_bytes == 6 * kMiB);
+    CHECK_FALSE(lacking->needs_populate_of);
+    // Unmeasured, nothing is told.
+    PlannedLaunch unmeasured{3, 1, {{1, 0, 0}}, nullptr, {nullptr, 0}};
+    CHECK_FALSE(rig.planner.launch(unmeasured, false));
+}
+
+TEST_CASE("planner: a kernel names chunks the learned policy prefetched launches before it", "[planner]") {
+    Stats stats;
+    Registry registry;
+    FencePool fences;
+    Planner planner{ResidencyPolicy::Learned, 2 * kMiB, "", stats, registry, fences, PlannerRig::mover()};
+    constexpr uint64_t kBudget = 8 * kMiB;
+    for (uint32_t id = 1; id <= 4; ++id)
+        planner.allocation_added({id, kBase + id * (1ull << 30), 4 * kMiB, 0, nullptr}, kBudget);
+    // The same loop over twice the budget, again and again: the policy learns it
+    // and prefetches each allocation ahead of the launch that names it.
+    uint64_t seq = 0, prefetched = 0, needing = 0;
+    for (int round = 0; round < 12; ++round)
+        for (uint32_t id = 1; id <= 4; ++id) {
+            const auto batch = planner.launch({seq, id, {{id, 0, 0}}, nullptr, {nullptr, 0}}, true);
+            REQUIRE(batch);
+            prefetched += batch->prefetch_bytes;
+            if (batch->needs_prefetch_of) {
+                ++needing;
+                CHECK(*batch->needs_prefetch_of < seq);
+            }
+            ++seq;
+        }
+    CHECK(prefetched > 0);
+    CHECK(needing > 0);
 }

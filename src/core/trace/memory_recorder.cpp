@@ -48,10 +48,16 @@ void MemoryRecorder::kernel_duration(uint64_t launch_seq, uint64_t duration_ns) 
     durations_[launch_seq] = duration_ns;
 }
 
-void MemoryRecorder::launch_waited(uint64_t launch_seq, uint64_t wait_ns) {
+void MemoryRecorder::launch_batch(uint64_t launch_seq, const LaunchBatch& batch) {
     std::lock_guard lock(mutex_);
-    if (closed_ || waits_.size() >= max_launches_) return;
-    waits_[launch_seq] = wait_ns;
+    if (closed_ || batches_.size() >= max_launches_) return;
+    batches_[launch_seq] = batch;
+}
+
+void MemoryRecorder::kernel_start(uint64_t launch_seq, uint64_t start_ns) {
+    std::lock_guard lock(mutex_);
+    if (closed_ || starts_.size() >= max_launches_) return;
+    starts_[launch_seq] = start_ns;
 }
 
 void MemoryRecorder::iteration(const Iteration& record) {
@@ -70,7 +76,8 @@ void MemoryRecorder::close() {
     none.header = std::move(trace_.header);
     trace_ = std::move(none);
     durations_ = {};
-    waits_ = {};
+    batches_ = {};
+    starts_ = {};
     known_ = {};
 }
 
@@ -90,9 +97,9 @@ uint64_t MemoryRecorder::managed_allocs() const {
     return locked([&]() -> uint64_t { return managed_allocs_; });
 }
 
-Trace MemoryRecorder::snapshot(LaunchWaits* waits) const {
+Trace MemoryRecorder::snapshot(MoverRecord* mover) const {
     std::lock_guard lock(mutex_);
-    if (waits) waits->clear();
+    if (mover) *mover = {};
     Trace out;
     out.header = trace_.header;
     out.kernel_names = trace_.kernel_names;
@@ -111,7 +118,8 @@ Trace MemoryRecorder::snapshot(LaunchWaits* waits) const {
         launch.first_access = static_cast<uint32_t>(out.accesses.size());
         out.accesses.insert(out.accesses.end(), accesses.begin(), accesses.end());
         if (const auto d = durations_.find(launch.seq); d != durations_.end()) launch.duration_ns = d->second;
-        if (const auto w = waits_.find(launch.seq); waits && w != waits_.end()) (*waits)[out.launches.size()] = w->second;
+        if (const auto s = starts_.find(launch.seq); mover && s != starts_.end())
+            mover->kernel_starts[out.launches.size()] = s->second;
         seqs.push_back(launch.seq);
         launch.seq = out.launches.size(); // as a trace read from a file numbers them
         out.launches.push_back(launch);
@@ -121,6 +129,22 @@ Trace MemoryRecorder::snapshot(LaunchWaits* waits) const {
     const auto position = [&](uint64_t launches_before) {
         return static_cast<uint64_t>(std::lower_bound(seqs.begin(), seqs.end(), launches_before) - seqs.begin());
     };
+    if (mover) {
+        const auto recorded = [&](std::optional<uint64_t> launch) -> std::optional<uint64_t> {
+            if (!launch) return std::nullopt;
+            const auto it = std::lower_bound(seqs.begin(), seqs.end(), *launch);
+            if (it == seqs.end() || *it != *launch) return std::nullopt;
+            return static_cast<uint64_t>(it - seqs.begin());
+        };
+        for (size_t i = 0; i < seqs.size(); ++i) {
+            const auto b = batches_.find(seqs[i]);
+            if (b == batches_.end()) continue;
+            LaunchBatch batch = b->second;
+            batch.needs_prefetch_of = recorded(batch.needs_prefetch_of);
+            batch.needs_populate_of = recorded(batch.needs_populate_of);
+            mover->batches.emplace_back(i, batch);
+        }
+    }
     out.allocs = trace_.allocs;
     for (Alloc& a : out.allocs) a.launches_before = position(a.launches_before);
     out.frees = trace_.frees;

@@ -8,7 +8,7 @@
 // what it drops.
 #pragma once
 
-#include "core/trace/fastest_durations.h"
+#include "core/trace/mover_waits.h"
 #include "core/trace/writer.h"
 
 #include <cstdint>
@@ -31,9 +31,11 @@ public:
     // Its replay comes as launches, which is what a step is made of.
     void graph_launch(const GraphLaunch&) override {}
     void kernel_duration(uint64_t launch_seq, uint64_t duration_ns) override;
-    // The time the launch's kernel waited for moves, as the run estimates it
-    // (trace/fastest_durations.h): no trace file holds it.
-    void launch_waited(uint64_t launch_seq, uint64_t wait_ns);
+    // What the planner queued for the launch, and when its kernel started (ns,
+    // CUPTI's clock): what the run's own waits are modelled from
+    // (trace/mover_waits.h). No trace file holds them.
+    void launch_batch(uint64_t launch_seq, const LaunchBatch& batch);
+    void kernel_start(uint64_t launch_seq, uint64_t start_ns);
     // What the library moved is no part of what the program does.
     void move(const Move&) override {}
     void iteration(const Iteration& record) override;
@@ -45,9 +47,9 @@ public:
 
     // The trace so far, as a reader would return it: launches in the order of
     // their numbers, each with its duration where one came, and every
-    // `launches_before` a position in those launches; `waits`, where given, by
-    // the same positions.
-    Trace snapshot(LaunchWaits* waits = nullptr) const;
+    // `launches_before` a position in those launches; `mover`, where given, by
+    // the same positions (a batch's needs of launches not recorded left out).
+    Trace snapshot(MoverRecord* mover = nullptr) const;
     uint64_t launches() const;
     // Managed allocations recorded so far (the live ones given first included).
     uint64_t managed_allocs() const;
@@ -76,7 +78,8 @@ private:
     bool closed_ = false;
     Trace trace_; // launches as they came, with the process's launch numbers
     std::unordered_map<uint64_t, uint64_t> durations_; // by launch number
-    LaunchWaits waits_;                                  // by launch number
+    std::unordered_map<uint64_t, LaunchBatch> batches_;  // by launch number
+    std::unordered_map<uint64_t, uint64_t> starts_;      // by launch number
     // Allocations recorded: one made as recording begins may come both among
     // the live ones and as a record of its own, and a free of one made before
     // that never came means nothing here.
