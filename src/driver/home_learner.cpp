@@ -156,6 +156,14 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
         give_up(why_not);
         return true;
     }
+    constexpr size_t kKeptLogged = 6;
+    for (size_t i = 0; i < std::min(kKeptLogged, homes->kept_on_gpu.size()); ++i) {
+        const placement::RecordedHomes::KeptOnGpu& kept = homes->kept_on_gpu[i];
+        const std::string& name = kept.kernel < recording.kernel_names.size() ? recording.kernel_names[kept.kernel] : "";
+        log::info("  kept on the GPU by kernel {} ({}): {} allocations of the step, {}; {}", kept.kernel,
+                  kept.kernel_gbps ? fmt::format("{:.0f} GB/s named", *kept.kernel_gbps) : std::string("not judged"),
+                  kept.allocations, format_size(kept.bytes), name.substr(0, kNameLength));
+    }
     homes->waited_launches = cleaned.waited_launches;
     homes->kinds_from_waits = cleaned.kinds_from_waits;
     // Before routing begins, so that every allocation it homes on the host is noted.

@@ -170,6 +170,13 @@ TEST_CASE("recorded homes: the transform's homes as the prologue and the step of
     CHECK(homes->step[0].home == H);
     CHECK(homes->step[1].home == G);
     CHECK(homes->host_entries() == 2);
+    // The re-read activation of the step: its slow reader (kernel 3) keeps it on the GPU.
+    REQUIRE(homes->kept_on_gpu.size() == 1);
+    CHECK(homes->kept_on_gpu[0].kernel == 3);
+    CHECK(homes->kept_on_gpu[0].allocations == 1);
+    CHECK(homes->kept_on_gpu[0].bytes == kGiB);
+    REQUIRE(homes->kept_on_gpu[0].kernel_gbps);
+    CHECK(*homes->kept_on_gpu[0].kernel_gbps < 1600);
     // Chosen by simulating the recorded run: the host home shortens its step.
     CHECK(homes->simulated_step_seconds > 0);
     CHECK(homes->simulated_step_seconds < homes->all_gpu_step_seconds);

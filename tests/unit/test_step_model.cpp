@@ -76,6 +76,10 @@ TEST_CASE("step model: tolerance is every naming launch's verdict", "[placement]
     CHECK_FALSE(m.allocations[1].remote_tolerant);
     // The weights' readers (kernel 0, kernel 1 at slot 0) have no verdict.
     CHECK_FALSE(m.allocations[0].remote_tolerant);
+    // What keeps each on the GPU: the first reader not judged tolerant.
+    CHECK(m.kept_by == std::vector<uint32_t>{0, 2});
+    tolerance.verdicts[{2, 0}] = Tolerance::Tolerant;
+    CHECK(step_model(t, 5, 10, &tolerance).kept_by == std::vector<uint32_t>{0, StepModel::kNoKernel});
 }
 
 TEST_CASE("step model: the first step's allocation made and freed inside it; a step outside is refused", "[placement]") {

@@ -1,11 +1,14 @@
 #include "core/placement/recorded_homes.h"
 
 #include "core/placement/host_homes.h"
+#include "core/placement/step_model.h"
 #include "core/placement/timing_prior.h"
 #include "core/sim/home_search.h"
 #include "core/sim/simulator.h"
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace uvmp::placement {
 
@@ -26,6 +29,34 @@ bool homes_pay(bool any_host_home, double simulated_gain) {
 bool homes_pay(const RecordedHomes& homes) {
     return homes_pay(homes.host_entries() > 0, simulated_gain(homes.simulated_step_seconds, homes.all_gpu_step_seconds));
 }
+
+namespace {
+
+std::vector<RecordedHomes::KeptOnGpu> kept_on_gpu(const trace::Trace& trace, uint64_t step_begin, uint64_t step_end,
+                                                  const TimingPrior& prior) {
+    const StepModel model = step_model(trace, step_begin, step_end, &prior);
+    std::unordered_set<uint32_t> made_before;
+    for (const trace::Alloc& a : trace.allocs)
+        if (a.launches_before < step_begin) made_before.insert(a.id);
+    std::unordered_map<uint32_t, RecordedHomes::KeptOnGpu> by_kernel;
+    for (size_t i = 0; i < model.allocations.size(); ++i) {
+        const uint32_t kernel = model.kept_by[i];
+        if (kernel == StepModel::kNoKernel || made_before.count(model.alloc_ids[i])) continue;
+        RecordedHomes::KeptOnGpu& kept = by_kernel[kernel];
+        kept.kernel = kernel;
+        kept.kernel_gbps = prior.kernel_gbps(kernel);
+        ++kept.allocations;
+        kept.bytes += model.allocations[i].bytes;
+    }
+    std::vector<RecordedHomes::KeptOnGpu> out;
+    for (const auto& [kernel, kept] : by_kernel) out.push_back(kept);
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+        return a.bytes != b.bytes ? a.bytes > b.bytes : a.kernel < b.kernel;
+    });
+    return out;
+}
+
+} // namespace
 
 std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, uint64_t chunk_bytes,
                                             std::string* why_not, const Rates& rates, HomeScope scope,
@@ -65,6 +96,7 @@ std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, const std
     out.kernels_judged = prior.kernels_judged();
     out.kernels_streaming = prior.kernels_streaming();
     out.candidates = outcome.order.size();
+    out.kept_on_gpu = kept_on_gpu(trace, out.step_begin, out.step_end, prior);
     // The transform leaves the allocations in their places and marks the
     // host-homed ones as host memory: its homes are read off its trace.
     for (size_t i = 0; i < trace.allocs.size(); ++i) {

@@ -31,6 +31,16 @@ struct RecordedHomes {
     uint64_t kernels_judged = 0; // by the timing prior
     uint64_t kernels_streaming = 0; // of them, judged to tolerate remote operands
     uint64_t candidates = 0;     // allocations of the step the home order ranks
+    // Allocations the step makes that a reader judged intolerant (or not
+    // judged) keeps on the GPU, by that kernel, most bytes first: what a
+    // choice smaller than expected is made of.
+    struct KeptOnGpu {
+        uint32_t kernel = 0;
+        std::optional<double> kernel_gbps; // its named bytes over its duration, where judged
+        uint64_t allocations = 0;
+        uint64_t bytes = 0;
+    };
+    std::vector<KeptOnGpu> kept_on_gpu;
     // Set by a run learning from itself: launches of the recording that waited
     // for moves as they began, and kinds timed only on those
     // (trace::CleanedDurations).

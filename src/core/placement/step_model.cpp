@@ -35,6 +35,7 @@ StepModel step_model(const trace::Trace& trace, uint64_t begin, uint64_t end, co
         index_of.emplace(a.id, model.allocations.size());
         model.allocations.push_back(s);
         model.alloc_ids.push_back(a.id);
+        model.kept_by.push_back(StepModel::kNoKernel);
     }
     for (uint64_t i = begin; i < end; ++i) {
         const trace::Launch& launch = trace.launches[i];
@@ -46,7 +47,10 @@ StepModel step_model(const trace::Trace& trace, uint64_t begin, uint64_t end, co
             if (it == index_of.end()) continue;
             StepAllocation& s = model.allocations[it->second];
             ++s.uses;
-            if (tolerance && tolerance->verdict(launch.kernel_id, slot) != Tolerance::Tolerant) s.remote_tolerant = false;
+            if (tolerance && tolerance->verdict(launch.kernel_id, slot) != Tolerance::Tolerant) {
+                if (s.remote_tolerant) model.kept_by[it->second] = launch.kernel_id;
+                s.remote_tolerant = false;
+            }
         }
     }
     for (StepAllocation& s : model.allocations)

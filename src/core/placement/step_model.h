@@ -17,6 +17,10 @@ namespace uvmp::placement {
 struct StepModel {
     std::vector<StepAllocation> allocations;
     std::vector<uint32_t> alloc_ids; // the trace's id of each allocation, in the same order
+    // The kernel of the first launch that names each allocation and is not
+    // judged to tolerate it remote (kNoKernel: none): what keeps it on the GPU.
+    static constexpr uint32_t kNoKernel = UINT32_MAX;
+    std::vector<uint32_t> kept_by;
     uint32_t launches = 0;
     double compute_seconds = 0; // the step's kernel durations as recorded (0 for an untimed trace)
 };
