@@ -279,3 +279,44 @@ TEST_CASE("predictor: without liveness, or for memory it does not know, nothing 
     }
     CHECK(p.stand_in_count() == 0);
 }
+
+TEST_CASE("predictor: a launch naming one allocation more than learned still counts, through what stands in", "[predictor]") {
+    // Every launch names only buffers made anew each step: forward k writes
+    // buffer k, backward k reads buffers k and k + 1. In one later step a
+    // backward launch also names an allocation it did not name before (a
+    // pointer argument that lands in live memory that step only).
+    constexpr uint32_t layers = 6;
+    std::set<uint32_t> live, freed;
+    const auto buffer = [](uint32_t step, uint32_t k) { return 1000 + step * (layers + 1) + k; };
+    const auto state_of = [&](uint32_t id) {
+        if (live.count(id)) return Predictor::AllocState::Live;
+        return freed.count(id) ? Predictor::AllocState::Freed : Predictor::AllocState::Unknown;
+    };
+    Predictor p;
+    const auto run_step = [&](uint32_t step, bool extra_access) {
+        for (uint32_t k = 0; k <= layers; ++k) live.insert(buffer(step, k));
+        for (uint32_t k = 0; k < layers; ++k) {
+            const std::vector<trace::Access> forward{{buffer(step, k), 0, 0}};
+            p.observe(k, forward, state_of);
+        }
+        for (uint32_t k = layers; k-- > 0;) {
+            std::vector<trace::Access> backward{{buffer(step, k), 0, 0}, {buffer(step, k + 1), 0, 0}};
+            if (extra_access && k == 2) backward.insert(backward.begin(), {buffer(step, 5), 4096, 0});
+            p.observe(100 + k, backward, state_of);
+            if (extra_access) CHECK(p.continued());
+        }
+        for (uint32_t k = 0; k <= layers; ++k) {
+            live.erase(buffer(step, k));
+            freed.insert(buffer(step, k));
+        }
+    };
+    for (uint32_t step = 0; step < 8; ++step) run_step(step, false);
+    REQUIRE(p.frozen());
+    REQUIRE(p.trusted());
+    const uint64_t resyncs = p.resyncs();
+    run_step(8, true);
+    CHECK(p.frozen());
+    CHECK(p.trusted());
+    CHECK(p.resyncs() == resyncs);
+    CHECK(p.period() == 2 * layers);
+}

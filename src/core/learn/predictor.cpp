@@ -222,8 +222,11 @@ bool Predictor::resembles(const Step& expected, std::span<const trace::Access> a
             ++shared;
             continue;
         }
-        for (const trace::Access& k : known)
-            if (k.alloc_id == a.alloc_id) {
+        // Lists of other lengths (a pointer argument that lands in a live
+        // allocation in one step and in none in another) still share what they
+        // name, the allocations standing in for the learned ones included.
+        for (size_t j = 0; j < known.size(); ++j)
+            if (known[j].alloc_id == a.alloc_id || (state_of && stand_in(known_places[j], known[j].alloc_id) == a.alloc_id)) {
                 ++shared;
                 break;
             }
