@@ -225,11 +225,13 @@ bool Predictor::resembles(const Step& expected, std::span<const trace::Access> a
         // Lists of other lengths (a pointer argument that lands in a live
         // allocation in one step and in none in another) still share what they
         // name, the allocations standing in for the learned ones included.
-        for (size_t j = 0; j < known.size(); ++j)
-            if (known[j].alloc_id == a.alloc_id || (state_of && stand_in(known_places[j], known[j].alloc_id) == a.alloc_id)) {
+        for (size_t j = 0; j < known.size(); ++j) {
+            const bool stands_in = state_of && stand_in(known_places[j], known[j].alloc_id) == a.alloc_id;
+            if (known[j].alloc_id == a.alloc_id || stands_in) {
                 ++shared;
                 break;
             }
+        }
     }
     return 2 * shared >= std::max(known.size(), accesses.size());
 }

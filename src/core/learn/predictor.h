@@ -13,7 +13,8 @@
 // small buffers (scalars, statistics) different offsets from step to step. A
 // launch therefore also counts as the predicted one when its kernel is the
 // predicted kernel and at least half of its accesses name allocations the
-// prediction names.
+// prediction names, or allocations standing in for them (below), whether or
+// not the two lists have the same length.
 //
 // Some programs allocate their buffers anew every step (no caching allocator,
 // or one that releases memory between steps): the same launch of the next
