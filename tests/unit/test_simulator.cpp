@@ -432,3 +432,77 @@ TEST_CASE("simulator: host memory a kernel reads is never placed, moved or count
     CHECK(schedule.dangling_accesses() == 0);
     CHECK(schedule.launch_bytes(0) == 64 * kMiB);
 }
+
+namespace {
+// Each step makes a large block X, frees it, and makes two blocks a and b that
+// live into the next step, past its X: a pool placing blocks as they come puts
+// a and b over X's dead memory, and X of the next step finds none that holds
+// it. Every launch also reads the weights W.
+trace::Trace large_block_loop(uint32_t steps) {
+    using trace::fixtures::add_alloc;
+    using trace::fixtures::add_free;
+    using trace::fixtures::add_launch_naming;
+    trace::Trace t;
+    add_alloc(t, 1, 32 * kMiB, 0, trace::AllocKind::Pooled); // W
+    uint32_t id = 2;
+    uint32_t a_before = 0, b_before = 0;
+    for (uint32_t s = 0; s < steps; ++s) {
+        t.iterations.push_back({s, t.launches.size(), 0});
+        const uint32_t x = id++;
+        add_alloc(t, x, 64 * kMiB, t.launches.size(), trace::AllocKind::Pooled);
+        add_launch_naming(t, 0, {1, x}, 1'000'000);
+        if (a_before) {
+            add_free(t, a_before, t.launches.size());
+            add_free(t, b_before, t.launches.size());
+        }
+        add_launch_naming(t, 1, {1, x}, 1'000'000);
+        add_free(t, x, t.launches.size());
+        const uint32_t a = id++, b = id++;
+        add_alloc(t, a, 24 * kMiB, t.launches.size(), trace::AllocKind::Pooled);
+        add_alloc(t, b, 24 * kMiB, t.launches.size(), trace::AllocKind::Pooled);
+        add_launch_naming(t, 2, {1, a, b}, 1'000'000);
+        a_before = a;
+        b_before = b;
+    }
+    return t;
+}
+} // namespace
+
+TEST_CASE("simulator: a planned layout puts the later steps' blocks where they lay a step before", "[simulator][placement]") {
+    const trace::Trace pooled = pooled_training_loop();
+    const uint64_t peak_live = ChunkSchedule(pooled, 2 * kMiB).footprint_bytes();
+    // Room for everything: the plan changes where blocks lie, not what a step costs.
+    const SimResult roomy = run(pooled, PolicyKind::Learned, peak_live * 4, FaultRoom::CopyEngine, BlockPlacement::Planned);
+    const SimResult roomy_over_dead = run(pooled, PolicyKind::Learned, peak_live * 4);
+    CHECK(roomy.layout_blocks > 0);
+    CHECK(roomy.layout_arena_bytes >= roomy.layout_peak_live_bytes);
+    CHECK(roomy.layout_arena_bytes <= roomy.layout_peak_live_bytes * 11 / 10);
+    // The steps after the learned one follow the plan, every planned block in its place.
+    CHECK(roomy.layout_placed == roomy.layout_blocks * 10);
+    CHECK(roomy.layout_displaced == 0);
+    CHECK(roomy.step_seconds == Approx(roomy_over_dead.step_seconds).epsilon(0.01));
+    CHECK(roomy.step_out_bytes == 0);
+    for (const uint64_t budget : {peak_live * 7 / 10, peak_live * 9 / 10}) {
+        const SimResult planned = run(pooled, PolicyKind::Learned, budget, FaultRoom::CopyEngine, BlockPlacement::Planned);
+        CHECK(planned.peak_launch_resident_bytes <= budget);
+        CHECK(planned.layout_displaced == 0);
+    }
+}
+
+TEST_CASE("simulator: a planned layout keeps a block that lives into the next step apart from what it meets there", "[simulator][placement]") {
+    const trace::Trace t = large_block_loop(8);
+    // W, X's 64 MiB and a and b held into the next step's X: 144 MiB at most live.
+    const uint64_t peak_live = ChunkSchedule(t, 2 * kMiB).footprint_bytes();
+    REQUIRE(peak_live == 144 * kMiB);
+    const SimResult planned = run(t, PolicyKind::Learned, peak_live, FaultRoom::CopyEngine, BlockPlacement::Planned);
+    // X, a and b: the least arena, X apart from a and b of the step before.
+    CHECK(planned.layout_blocks == 3);
+    CHECK(planned.layout_arena_bytes == 112 * kMiB);
+    CHECK(planned.layout_peak_live_bytes == 112 * kMiB);
+    CHECK(planned.layout_placed == 3 * 6); // steps 2 to 7 (the plan is of step 1, the second)
+    CHECK(planned.layout_displaced == 0);
+    // With the budget at the peak, no byte moves in a steady step.
+    CHECK(planned.step_out_bytes == 0);
+    CHECK(planned.step_in_bytes == 0);
+    CHECK(planned.peak_launch_resident_bytes <= peak_live);
+}

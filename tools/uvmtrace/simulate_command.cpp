@@ -114,6 +114,11 @@ nlohmann::json to_json(const SimResult& r) {
         {"evict_calls", r.evict_calls},
         {"transfer_calls", r.transfer_calls()},
         {"reused_bytes", r.reused_bytes},
+        {"layout_blocks", r.layout_blocks},
+        {"layout_arena_bytes", r.layout_arena_bytes},
+        {"layout_peak_live_bytes", r.layout_peak_live_bytes},
+        {"layout_placed", r.layout_placed},
+        {"layout_displaced", r.layout_displaced},
         {"dead_evicted_bytes", r.dead_evicted_bytes},
         {"step_dead_out_bytes", r.step_dead_out_bytes},
         {"peak_resident_bytes", r.peak_resident_bytes},
@@ -153,6 +158,11 @@ void print_result(const SimResult& r) {
     line("demand-faulted", format_size(r.demand_bytes));
     // Only blocks of the pool are reused in place: traces without them print as before.
     if (r.reused_bytes) line("reused in place", fmt::format("{} left on the GPU by freed blocks", format_size(r.reused_bytes)));
+    if (r.layout_blocks)
+        line("planned layout", fmt::format("{} blocks of the learned step in a {} arena (their peak live {}); later steps "
+                                           "put {} blocks by it, {} found their place taken",
+                                           r.layout_blocks, format_size(r.layout_arena_bytes),
+                                           format_size(r.layout_peak_live_bytes), r.layout_placed, r.layout_displaced));
     if (r.dead_evicted_bytes)
         line("dead evicted", fmt::format("{} of the evicted bytes were dead, left on the GPU by freed blocks",
                                          format_size(r.dead_evicted_bytes)));
@@ -452,6 +462,7 @@ void run(const SimulateOptions& o) {
     config.fault_room = o.fault_room == "fault-path" ? FaultRoom::FaultPath : FaultRoom::CopyEngine;
     config.placement = o.placement == "recorded"  ? BlockPlacement::Recorded
                        : o.placement == "best-fit" ? BlockPlacement::BestFit
+                       : o.placement == "planned"  ? BlockPlacement::Planned
                                                    : BlockPlacement::OverDead;
     std::optional<SizeOrPercent> budget;
     if (!o.budget.empty()) budget = size_option("--budget", o.budget);
@@ -545,9 +556,10 @@ void register_simulate(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--placement", options->placement,
                     "where the pool's blocks go: over-dead (placed anew as the library places them, over dead "
-                    "bytes still on the GPU where it can), best-fit (placed anew, best fit alone) or recorded "
-                    "(where the recorded run put them)")
-        ->check(CLI::IsMember({"over-dead", "best-fit", "recorded"}))
+                    "bytes still on the GPU where it can), best-fit (placed anew, best fit alone), recorded "
+                    "(where the recorded run put them) or planned (the steps after the second by a layout "
+                    "planned for the second, the rest over-dead; not yet what the library does)")
+        ->check(CLI::IsMember({"over-dead", "best-fit", "recorded", "planned"}))
         ->capture_default_str();
     cmd->add_option("--repeat-last", options->repeat_last,
                     "append this many copies of the trace's last iteration first, to see the steady state "

@@ -1,6 +1,7 @@
 #include "core/sim/simulator.h"
 
 #include "core/model/reuse_in_place.h"
+#include "core/sim/planned_blocks.h"
 #include "core/sim/replaced_blocks.h"
 #include "core/util/size_parse.h"
 #include "core/trace/iteration_period.h"
@@ -222,7 +223,10 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     std::optional<sim::ReplacedBlocks> replaced;
     if (config.placement != BlockPlacement::Recorded)
         replaced.emplace(pool_slab_bytes(trace, config), config.chunk_bytes,
-                         config.placement == BlockPlacement::OverDead ? reuse_owner : nullptr);
+                         config.placement != BlockPlacement::BestFit ? reuse_owner : nullptr);
+    // (Apart from the re-placed slabs, which begin at 2^46 and grow up.)
+    std::optional<sim::PlannedBlocks> planned;
+    if (config.placement == BlockPlacement::Planned) planned.emplace(events, bounds, config.chunk_bytes, uint64_t{1} << 50);
     // Dead memory the launch's plan gave up for room: evicted before its other
     // evictions, each piece one call.
     uint64_t dead_bytes = 0, dead_calls = 0;
@@ -244,7 +248,8 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
             // A pooled block is placed as the library places it; allocations of
             // traces made before the pool fault in at first use.
             if (e.kind == trace::AllocKind::Pooled) {
-                const uint64_t address = replaced ? replaced->allocate(e.alloc_id, e.size) : e.address;
+                std::optional<uint64_t> at = planned ? planned->allocate(e.alloc_id, e.size, launch) : std::nullopt;
+                const uint64_t address = at ? *at : replaced ? replaced->allocate(e.alloc_id, e.size) : e.address;
                 result.reused_bytes += place_block(residency, reuse, chunks, address, launch,
                                                    [&](ChunkRange run) { populated.push_back(run); });
             } else reuse.forget(residency, e.address, e.size);
@@ -252,7 +257,8 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
         const auto removing = [&](size_t k) {
             const ChunkSchedule::AllocEvent& e = events[k];
             if (e.kind == trace::AllocKind::Pooled) {
-                const uint64_t address = replaced ? replaced->free(e.alloc_id) : e.address;
+                std::optional<uint64_t> at = planned ? planned->free(e.alloc_id) : std::nullopt;
+                const uint64_t address = at ? *at : replaced ? replaced->free(e.alloc_id) : e.address;
                 reuse.note_removal(residency, e.alloc_id, address, launch);
             }
             // Freed before any launch: nothing of it is populated (its ids may be handed out again).
@@ -431,6 +437,13 @@ SimResult simulate(const trace::Trace& trace, const ChunkSchedule& schedule, con
     result.simulation_wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     result.simulation_cpu_seconds = thread_cpu_seconds() - cpu_start;
+    if (planned) {
+        result.layout_blocks = planned->layout().planned;
+        result.layout_arena_bytes = planned->layout().arena_bytes;
+        result.layout_peak_live_bytes = planned->layout().peak_live_bytes;
+        result.layout_placed = planned->blocks_planned();
+        result.layout_displaced = planned->blocks_displaced();
+    }
     return result;
 }
 

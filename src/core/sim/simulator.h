@@ -40,6 +40,9 @@ enum class BlockPlacement : uint8_t {
     BestFit,
     // Where the recorded run placed them.
     Recorded,
+    // The steps after the learned one by a layout planned for it
+    // (core/sim/planned_blocks.h), what the plan leaves out as OverDead.
+    Planned,
 };
 
 struct SimConfig {
@@ -75,6 +78,14 @@ struct SimResult {
     // Bytes of blocks of the pool found on the GPU where they were placed, left
     // there by freed blocks (moved by nobody).
     uint64_t reused_bytes = 0;
+    // BlockPlacement::Planned: the learned step's layout (its blocks planned,
+    // the arena and the least arena: the planned blocks' peak of live bytes),
+    // and the later steps' blocks put by it or displaced (their place was taken).
+    uint64_t layout_blocks = 0;
+    uint64_t layout_arena_bytes = 0;
+    uint64_t layout_peak_live_bytes = 0;
+    uint64_t layout_placed = 0;
+    uint64_t layout_displaced = 0;
     // Of evicted_bytes: dead bytes freed blocks left on the GPU, evicted to make
     // room for a launch (core/model/reuse_in_place.h).
     uint64_t dead_evicted_bytes = 0;

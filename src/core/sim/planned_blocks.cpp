@@ -1,0 +1,70 @@
+#include "core/sim/planned_blocks.h"
+
+#include <iterator>
+
+namespace uvmp::sim {
+
+PlannedBlocks::PlannedBlocks(std::span<const ChunkSchedule::AllocEvent> events, std::span<const uint64_t> bounds,
+                             uint64_t chunk_bytes, uint64_t arena_base)
+    : arena_base_(arena_base) {
+    if (bounds.size() < 3) {
+        step_end_ = ~uint64_t{0};
+        return;
+    }
+    const uint64_t step_begin = bounds[1];
+    step_end_ = bounds[2];
+    // Positions count the pool's events (allocations and frees) from the step's first.
+    std::vector<pool::LayoutBlock> blocks;
+    std::vector<placement::HomeEntry> entries;
+    std::unordered_map<uint32_t, size_t> block_of;
+    uint64_t position = 0, period = 0;
+    for (const ChunkSchedule::AllocEvent& e : events) {
+        if (e.kind != trace::AllocKind::Pooled || e.launches_before < step_begin) continue;
+        if (e.launches_before >= step_end_ && period == 0) period = position;
+        if (e.is_free) {
+            const auto it = block_of.find(e.alloc_id);
+            if (it != block_of.end()) blocks[it->second].freed = position;
+        } else if (e.launches_before < step_end_) {
+            block_of.emplace(e.alloc_id, blocks.size());
+            blocks.push_back({e.size, position, pool::LayoutBlock::kNotFreed});
+            entries.push_back({e.size, placement::Home::Gpu});
+        }
+        ++position;
+    }
+    if (period == 0) period = position;
+    if (period == 0) return;
+    layout_ = pool::plan_step_layout(blocks, period, chunk_bytes);
+    sequence_ = placement::HomeSequence({}, std::move(entries));
+}
+
+std::optional<uint64_t> PlannedBlocks::allocate(uint32_t alloc_id, uint64_t size, uint64_t launch) {
+    if (launch < step_end_ || layout_.planned == 0) return std::nullopt;
+    std::optional<size_t> entry;
+    sequence_.next(size, &entry);
+    if (!entry || !layout_.offsets[*entry]) return std::nullopt;
+    const uint64_t address = arena_base_ + *layout_.offsets[*entry];
+    const uint64_t end = address + size;
+    // Taken: a live planned block begins before this one ends and ends after it begins.
+    auto next = live_.lower_bound(address);
+    const bool taken = (next != live_.end() && next->first < end) ||
+                       (next != live_.begin() && std::prev(next)->second > address);
+    if (taken) {
+        ++displaced_;
+        return std::nullopt;
+    }
+    live_.emplace(address, end);
+    address_of_.emplace(alloc_id, address);
+    ++placed_;
+    return address;
+}
+
+std::optional<uint64_t> PlannedBlocks::free(uint32_t alloc_id) {
+    const auto it = address_of_.find(alloc_id);
+    if (it == address_of_.end()) return std::nullopt;
+    const uint64_t address = it->second;
+    address_of_.erase(it);
+    live_.erase(address);
+    return address;
+}
+
+} // namespace uvmp::sim
