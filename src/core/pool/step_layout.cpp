@@ -3,7 +3,7 @@
 #include "core/util/round_up.h"
 
 #include <algorithm>
-#include <numeric>
+#include <bit>
 #include <stdexcept>
 #include <utility>
 
@@ -54,7 +54,7 @@ bool plannable(const LayoutBlock& b, uint64_t period, uint64_t chunk_bytes) {
 StepLayout plan_step_layout(std::span<const LayoutBlock> blocks, uint64_t period, uint64_t chunk_bytes,
                             size_t max_blocks) {
     if (period == 0) throw std::invalid_argument("plan_step_layout: a step of no positions");
-    if (chunk_bytes == 0 || (chunk_bytes & (chunk_bytes - 1)) != 0)
+    if (!std::has_single_bit(chunk_bytes))
         throw std::invalid_argument("plan_step_layout: the chunk must be a power of two");
     for (const LayoutBlock& b : blocks)
         if (b.made >= period) throw std::invalid_argument("plan_step_layout: a block made past the step's end");
@@ -83,21 +83,24 @@ StepLayout plan_step_layout(std::span<const LayoutBlock> blocks, uint64_t period
             changes.emplace_back(lives[i].begin[k], static_cast<int64_t>(rounded(i)));
             changes.emplace_back(lives[i].end[k], -static_cast<int64_t>(rounded(i)));
         }
-    // At one position the ends come before the beginnings (half-open lifetimes).
+    // At one position the ends come before the beginnings (half-open lifetimes),
+    // so what is held never drops below nothing.
     std::sort(changes.begin(), changes.end());
     int64_t held = 0;
     for (const auto& [position, delta] : changes) {
         held += delta;
-        layout.peak_live_bytes = std::max(layout.peak_live_bytes, static_cast<uint64_t>(std::max<int64_t>(held, 0)));
+        layout.peak_live_bytes = std::max(layout.peak_live_bytes, static_cast<uint64_t>(held));
     }
 
-    std::vector<size_t> placed;
     std::vector<std::pair<uint64_t, uint64_t>> taken; // [offset, end) of placed blocks whose lifetimes meet
-    for (size_t i : order) {
+    for (size_t k = 0; k < order.size(); ++k) {
+        const size_t i = order[k];
         const uint64_t size = rounded(i);
         taken.clear();
-        for (size_t j : placed)
+        for (size_t placed = 0; placed < k; ++placed) {
+            const size_t j = order[placed];
             if (meet(lives[i], lives[j])) taken.emplace_back(*layout.offsets[j], *layout.offsets[j] + rounded(j));
+        }
         std::sort(taken.begin(), taken.end());
         uint64_t offset = 0;
         for (const auto& [lo, hi] : taken) {
@@ -106,9 +109,8 @@ StepLayout plan_step_layout(std::span<const LayoutBlock> blocks, uint64_t period
         }
         layout.offsets[i] = offset;
         layout.arena_bytes = std::max(layout.arena_bytes, offset + size);
-        placed.push_back(i);
     }
-    layout.planned = placed.size();
+    layout.planned = order.size();
     return layout;
 }
 

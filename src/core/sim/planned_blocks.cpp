@@ -21,6 +21,8 @@ PlannedBlocks::PlannedBlocks(std::span<const ChunkSchedule::AllocEvent> events, 
     for (const ChunkSchedule::AllocEvent& e : events) {
         if (e.kind != trace::AllocKind::Pooled || e.launches_before < step_begin) continue;
         if (e.launches_before >= step_end_ && period == 0) period = position;
+        // A free a whole period after the step's end leaves its block unplanned either way.
+        if (period != 0 && position >= 2 * period) break;
         if (e.is_free) {
             const auto it = block_of.find(e.alloc_id);
             if (it != block_of.end()) blocks[it->second].freed = position;
