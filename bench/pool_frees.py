@@ -77,7 +77,8 @@ UNPRESSURED_MODES = ("native", "default", "fit")
 MODE_LABELS = {"native": "native", "default": "uvmrun defaults", "fit": "uvmrun, fit budget",
                "record": "recording (none)", "learned": "learned, migration only", "demand-lru": "demand-lru",
                "save-on-cpu": "PyTorch save_on_cpu, capped", "host-homes": "learned, host homes from the trace",
-               "best-fit": "default, pool placing by best fit", "no-trial": "default, no remote trial"}
+               "best-fit": "default, pool placing by best fit", "no-trial": "default, no remote trial",
+               "no-layout": "default, no step layout"}
 DEFAULT_PRESSURE_LABEL = "default (learned, homes learned in the run)"
 # Runs without the library: the job natively, and PyTorch's own offloading under a cap
 # (torch.autograd.graph.save_on_cpu with set_per_process_memory_fraction: what a user
@@ -86,20 +87,23 @@ WITHOUT_LIBRARY = ("native", "save-on-cpu")
 # Pressure modes the library runs, each checked against the simulator's prediction: default
 # (uvmrun with a budget and nothing else), host-homes (homes from the recorded trace), learned and
 # demand-lru (migration only).
-LIBRARY_PRESSURE_MODES = ("default", "best-fit", "no-trial", "host-homes", "learned", "demand-lru")
+LIBRARY_PRESSURE_MODES = ("default", "best-fit", "no-trial", "no-layout", "host-homes", "learned", "demand-lru")
 PRESSURE_MODES = LIBRARY_PRESSURE_MODES + ("save-on-cpu",)
 DEFAULT_PRESSURE_MODES = "default,learned,demand-lru,save-on-cpu"
 # What uvmrun is told in each library pressure mode besides the budget.
-PRESSURE_OPTIONS = {"default": [], "best-fit": [], "no-trial": [], "learned": ["--policy", "learned", "--host-homes", "off"],
+PRESSURE_OPTIONS = {"default": [], "best-fit": [], "no-trial": [], "no-layout": [], "learned": ["--policy", "learned", "--host-homes", "off"],
                     "demand-lru": ["--policy", "demand-lru", "--host-homes", "off"]}
 # uvmtrace simulate --homes for each library pressure mode (None: the simulator's default, every
 # home on the GPU).
-SIMULATED_HOMES = {"default": "auto", "best-fit": "auto", "no-trial": "auto", "host-homes": "host", "learned": None, "demand-lru": None}
-# Modes whose pool places blocks by best fit alone (UVMP_POOL_PLACEMENT=best-fit): the library's
-# default but for that, to show what placing blocks over dead memory gains.
-BEST_FIT_MODES = ("best-fit",)
+SIMULATED_HOMES = {"default": "auto", "best-fit": "auto", "no-trial": "auto", "no-layout": "auto", "host-homes": "host",
+                   "learned": None, "demand-lru": None}
+# uvmtrace simulate --placement for each library pressure mode that is not the simulator's default
+# (over-dead): auto weighs a layout planned for the learned step as the library does
+# (UVMP_STEP_LAYOUT=auto); best-fit places blocks by best fit alone (UVMP_POOL_PLACEMENT=best-fit).
+SIMULATED_PLACEMENT = {"default": "auto", "no-trial": "auto", "best-fit": "best-fit"}
 # The library's default with one setting changed, to show what that setting gains.
-DEFAULT_WITH = {"best-fit": {"UVMP_POOL_PLACEMENT": "best-fit"}, "no-trial": {"UVMP_REMOTE_TRIAL": "0"}}
+DEFAULT_WITH = {"best-fit": {"UVMP_POOL_PLACEMENT": "best-fit"}, "no-trial": {"UVMP_REMOTE_TRIAL": "0"},
+                "no-layout": {"UVMP_STEP_LAYOUT": "off"}}
 # Modes that read the recorded trace: none of them can run without it.
 NEEDS_TRACE = ("host-homes",)
 DEFAULT_RATIO_GOAL = 1.05
@@ -366,7 +370,8 @@ class Bench:
                         self.link["d2h_gbps"], min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
                         repeat_last=self.args.sim_repeat_last,
                         extra=(simulate_homes_arguments(self.link, homes) if homes else [])
-                        + (["--placement", "best-fit"] if mode in BEST_FIT_MODES else []) + list(extra))
+                        + (["--placement", SIMULATED_PLACEMENT[mode]] if mode in SIMULATED_PLACEMENT else [])
+                        + list(extra))
 
     def simulate_run_homes(self, record, budget):
         """The recorded trace simulated with the homes this run chose (its stats file's host_homes:
@@ -861,7 +866,8 @@ def host_homes_text(homes):
                   f"simulated {choice['simulated_ms']:.1f} ms against {choice['all_gpu_ms']:.1f} all on the GPU"
                   + ("" if choice.get("used") else ", not used")
                   + (f"; routed {choice['routed_host']} to the host, {choice['routed_unmatched']} allocations "
-                     f"matched no entry" if choice.get("used") else ""))
+                     f"matched no entry" if choice.get("used") else "")
+                  + step_layout_text(choice))
     if not homes["host_bytes"]:
         return f"run: {state}, nothing homed on the host"
     per_step = homes.get("bytes_per_step")
@@ -874,6 +880,18 @@ def host_homes_text(homes):
                f"({homes['steps_after']} steps)"))
 
 
+def step_layout_text(choice):
+    """What the run's weighing of a layout planned for the learned step came to (its stats file)."""
+    if not choice.get("placed_as_they_come_ms"):
+        return ""
+    text = (f"; step layout simulated {choice['layout_ms']:.1f} ms against {choice['placed_as_they_come_ms']:.1f} "
+            f"placed as they come")
+    if not choice.get("layout_arena_bytes"):
+        return text + ", not used"
+    return (text + f", used: arena {gb(choice['layout_arena_bytes'])} GB, {choice.get('layout_placed', 0)} blocks "
+            f"laid out, {choice.get('layout_displaced', 0)} displaced")
+
+
 def homes_choice_text(homes, simulated=None):
     """What `uvmtrace simulate --homes auto` (or host) chose."""
     if not homes:
@@ -884,9 +902,16 @@ def homes_choice_text(homes, simulated=None):
     on_host = f"{gb(homes.get('host_bytes'))} GB on the host"
     if "used" not in homes:  # --homes host: always used
         return on_host
+    layout = homes.get("step_layout")
+    layout_text = ("" if not layout else
+                   f"; step layout {'used' if layout['used'] else 'not used'} "
+                   f"({1e3 * layout['planned_step_seconds']:.1f} ms against "
+                   f"{1e3 * layout['over_dead_step_seconds']:.1f} placed as they come)")
+    if layout and layout["used"]:
+        return f"homes with the layout, simulated gain {gain_text}, {on_host}{layout_text}"
     if homes["used"]:
-        return f"homes used, simulated gain {gain_text}, {on_host}"
-    return f"homes not used (simulated gain {gain_text}): every home on the GPU"
+        return f"homes used, simulated gain {gain_text}, {on_host}{layout_text}"
+    return f"homes not used (simulated gain {gain_text}): every home on the GPU{layout_text}"
 
 
 def row_name(row):
@@ -1147,8 +1172,10 @@ def parse_arguments(argv=None):
                              "off), save-on-cpu (PyTorch's save_on_cpu under the same cap, without the library), "
                              "host-homes (learned with the homes chosen on the recorded trace: --host-homes on "
                              "--trace-in TRACE), best-fit (the default with UVMP_POOL_PLACEMENT=best-fit: the "
-                             "pool places blocks without regard to dead memory on the GPU) and no-trial (the default "
-                             "with UVMP_REMOTE_TRIAL=0: the homes the timing prior chose, untried)")
+                             "pool places blocks without regard to dead memory on the GPU), no-trial (the default "
+                             "with UVMP_REMOTE_TRIAL=0: the homes the timing prior chose, untried) and no-layout (the "
+                             "default with UVMP_STEP_LAYOUT=off: blocks placed as they come, never by a layout "
+                             "planned for the step)")
     parser.add_argument("--pressure-warmup", type=int, default=8,
                         help="untimed steps under pressure (default 8: the default mode learns its homes in them, "
                              "from the step that goes over the budget, two steps recorded and the search while "
@@ -1239,7 +1266,7 @@ def print_plan(bench, plan):
             what = f"link probe: {args.link_probe or '(none: given rates)'} {args.link_probe_mib}"
         elif entry["kind"] == "simulate":
             simulated = [mode + (f" (learned --homes {SIMULATED_HOMES[mode]}" if SIMULATED_HOMES[mode] else "")
-                         + (" --placement best-fit" if mode in BEST_FIT_MODES else "")
+                         + (f" --placement {SIMULATED_PLACEMENT[mode]}" if mode in SIMULATED_PLACEMENT else "")
                          + (")" if SIMULATED_HOMES[mode] else "")
                          for mode in args.pressure_policies if mode in LIBRARY_PRESSURE_MODES]
             what = (f"uvmtrace simulate the recorded trace at {entry['pressure']}: "

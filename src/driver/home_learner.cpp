@@ -151,7 +151,7 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     const placement::TimingPriorConfig prior{.streaming_gbps = config_.streaming_gbps};
     std::optional<placement::RecordedHomes> homes =
         placement::recorded_homes(recording, bounds, budget_bytes_, config_.chunk_size, &why_not, {},
-                                  placement::HomeScope::MadeInStep, prior);
+                                  placement::HomeScope::MadeInStep, prior, config_.step_layout);
     if (!homes) {
         give_up(why_not);
         return true;

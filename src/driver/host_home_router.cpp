@@ -27,6 +27,9 @@ HostHomeChoice figures_of(const placement::RecordedHomes& homes, const std::stri
     c.kinds_from_waits = homes.kinds_from_waits;
     c.simulated_ms = homes.simulated_step_seconds * 1e3;
     c.all_gpu_ms = homes.all_gpu_step_seconds * 1e3;
+    c.layout_ms = homes.planned_step_seconds * 1e3;
+    c.placed_as_they_come_ms = homes.over_dead_step_seconds * 1e3;
+    c.layout_arena_bytes = homes.arena_bytes;
     return c;
 }
 
@@ -42,14 +45,16 @@ bool HostHomeRouter::learns_in_run() const {
     return config_.host_homes == HostHomes::Auto && enabled() && config_.trace_in.empty() && config_.budget;
 }
 
-placement::Home HostHomeRouter::home_of(int device, uint64_t bytes, uint64_t budget_bytes,
-                                        std::optional<size_t>* step_entry) {
-    if (step_entry) step_entry->reset();
+placement::Home HostHomeRouter::home_of(int device, uint64_t bytes, uint64_t budget_bytes, Routed* routed) {
+    *routed = {};
     if (!enabled()) return placement::Home::Gpu;
     std::call_once(once_, [&] { set_up(device, budget_bytes); });
     if (!routing_.load(std::memory_order_acquire) || device != device_) return placement::Home::Gpu;
     std::lock_guard lock(mutex_);
-    return sequence_.next(bytes, step_entry);
+    const placement::Home home = sequence_.next(bytes, &routed->step_entry);
+    if (home == placement::Home::Gpu && routed->step_entry && *routed->step_entry < step_offsets_.size())
+        routed->arena_offset = step_offsets_[*routed->step_entry];
+    return home;
 }
 
 void HostHomeRouter::set_homes(std::span<const size_t> step_entries, placement::Home home) {
@@ -73,8 +78,7 @@ void HostHomeRouter::set_up(int device, uint64_t budget_bytes) {
     const placement::TimingPriorConfig prior{.streaming_gbps = config_.streaming_gbps};
     try {
         homes = placement::recorded_homes(trace::read_trace_file(config_.trace_in), budget_bytes, config_.chunk_size,
-                                          &why_not, {}, placement::HomeScope::LiveInStep,
-                                          prior);
+                                          &why_not, {}, placement::HomeScope::LiveInStep, prior, config_.step_layout);
     } catch (const std::exception& e) {
         why_not = e.what();
     }
@@ -97,12 +101,22 @@ void HostHomeRouter::adopt(int device, uint64_t budget_bytes, placement::Recorde
     const std::string budget = "a budget of " + format_size(budget_bytes);
     HostHomeChoice figures = figures_of(homes, source);
     figures_.chosen(figures);
-    if (homes.host_entries() == 0) {
+    if (homes.over_dead_step_seconds > 0)
+        log::info("step layout: {}'s step simulated at {:.1f} ms with a layout planned for it ({} out a step), "
+                  "against {:.1f} ms with blocks placed as they come; {}",
+                  source, homes.planned_step_seconds * 1e3, format_size(homes.planned_step_out_bytes),
+                  homes.over_dead_step_seconds * 1e3,
+                  homes.planned() ? fmt::format("blocks of the steps after it go where it puts them, in an arena "
+                                                "of {}",
+                                                format_size(homes.arena_bytes))
+                                  : std::string("blocks are placed as they come"));
+    // A layout goes with the homes the simulation found best for it, whatever they gain alone.
+    if (!homes.planned() && homes.host_entries() == 0) {
         log::info("host homes: under {}, no allocation of {} gains from a host home", budget, source);
         return;
     }
     const double gain = placement::simulated_gain(homes.simulated_step_seconds, homes.all_gpu_step_seconds);
-    if (!placement::homes_pay(homes)) {
+    if (!homes.planned() && !placement::homes_pay(homes)) {
         log::info("host homes: under {}, host homes would shorten {}'s step by {:.1f}% in simulation ({:.1f} ms "
                   "against {:.1f} ms), less than the {:.0f}% the simulator can be trusted with; every allocation is "
                   "homed on the GPU",
@@ -120,6 +134,8 @@ void HostHomeRouter::adopt(int device, uint64_t budget_bytes, placement::Recorde
               homes.simulated_step_seconds * 1e3, homes.all_gpu_step_seconds * 1e3);
     std::lock_guard lock(mutex_);
     sequence_ = placement::HomeSequence(std::move(homes.prologue), std::move(homes.step));
+    step_offsets_ = std::move(homes.step_offsets);
+    arena_bytes_.store(homes.arena_bytes, std::memory_order_release);
     if (const std::optional<uint64_t> at = position()) sequence_.start_in_step(*at);
     device_ = device;
     routing_.store(true, std::memory_order_release);
@@ -131,10 +147,19 @@ void HostHomeRouter::report() const {
     if (!routing_.load(std::memory_order_acquire)) return;
     std::lock_guard lock(mutex_);
     const placement::HomeSequenceCounts& c = sequence_.counts();
-    figures_.routed({.host = c.host, .matched = c.matched, .unmatched = c.unmatched, .resyncs = c.resyncs});
+    figures_.routed({.host = c.host,
+                     .matched = c.matched,
+                     .unmatched = c.unmatched,
+                     .resyncs = c.resyncs,
+                     .laid_out = planned_placed_.load(std::memory_order_relaxed),
+                     .displaced = planned_displaced_.load(std::memory_order_relaxed)});
     log::info("host homes: {} allocations routed to the host; {} matched the learned sequence ({} after a resync), "
               "{} did not (homed on the GPU)",
               c.host, c.matched, c.resyncs, c.unmatched);
+    if (arena_bytes() != 0)
+        log::info("step layout: {} blocks placed where the layout put them, {} placed as they came (their place "
+                  "was taken, or no arena)",
+                  planned_placed_.load(std::memory_order_relaxed), planned_displaced_.load(std::memory_order_relaxed));
 }
 
 } // namespace uvmp::driver

@@ -20,19 +20,35 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace uvmp::driver {
 
 class HostHomeRouter {
 public:
+    // What routing says of one allocation.
+    struct Routed {
+        // The learned step's entry it took, where it took one.
+        std::optional<size_t> step_entry;
+        // Its offset in the arena, where a layout planned for the learned step
+        // places it (a GPU home only).
+        std::optional<uint64_t> arena_offset;
+    };
+
     // `figures`: where the choice and what routing did are reported.
     HostHomeRouter(const Config& config, HostHomeFigures& figures) : config_(config), figures_(figures) {}
 
     // The home of the run's next converted allocation, of `bytes` on `device`
-    // whose budget is `budget_bytes`. Any thread; the calls' order is the
-    // order the sequence follows. `step_entry`: the learned step's entry it
-    // took, where it took one.
-    placement::Home home_of(int device, uint64_t bytes, uint64_t budget_bytes, std::optional<size_t>* step_entry);
+    // whose budget is `budget_bytes`, and where its block goes (*routed). Any
+    // thread; the calls' order is the order the sequence follows.
+    placement::Home home_of(int device, uint64_t bytes, uint64_t budget_bytes, Routed* routed);
+    // The arena the planned layout needs (0: no layout), once routing has begun.
+    uint64_t arena_bytes() const { return arena_bytes_.load(std::memory_order_acquire); }
+    // An allocation with an arena offset got its block there (else the place
+    // was taken, or there was no arena, and the pool placed it as it came).
+    void note_planned(bool placed) {
+        (placed ? planned_placed_ : planned_displaced_).fetch_add(1, std::memory_order_relaxed);
+    }
     // Remote trials' verdict: these entries of the learned step are homed at
     // `home` from the next allocation on.
     void set_homes(std::span<const size_t> step_entries, placement::Home home);
@@ -72,6 +88,9 @@ private:
     int device_ = -1; // the device the homes were chosen for: its budget decided them
     mutable std::mutex mutex_;
     placement::HomeSequence sequence_;
+    std::vector<std::optional<uint64_t>> step_offsets_; // by step entry (RecordedHomes::step_offsets)
+    std::atomic<uint64_t> arena_bytes_{0};
+    std::atomic<uint64_t> planned_placed_{0}, planned_displaced_{0};
 };
 
 } // namespace uvmp::driver

@@ -139,8 +139,8 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     SlabRefusal why;
     std::optional<pool::Block> block;
     bool host_homed = false;
-    std::optional<size_t> step_entry;
-    if (host_homes_.home_of(device, bytes, budget->budget(), &step_entry) == placement::Home::Host) {
+    HostHomeRouter::Routed routed;
+    if (host_homes_.home_of(device, bytes, budget->budget(), &routed) == placement::Home::Host) {
         if (pool::PoolBook* host = pools_.host_book(device)) {
             block = pools_.allocate(device, *host, bytes, stream, tag, now_ns(), t_slab_events, &why);
             host_homed = block.has_value();
@@ -150,6 +150,11 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
             UVMP_WARN_ONCE("device {}: an allocation meant to live on the host got no host slab ({}); such "
                            "allocations are homed on the GPU",
                            device, why.reason == SlabRefusal::Reason::Advice ? "its advice was refused" : "none made");
+    } else if (routed.arena_offset) {
+        // Where the block lay a step before, if that memory is free for this stream.
+        block = pools_.allocate_planned(device, *book, host_homes_.arena_bytes(), *routed.arena_offset, bytes, stream,
+                                        tag, t_slab_events);
+        host_homes_.note_planned(block.has_value());
     }
     if (!block) block = pools_.allocate(device, *book, bytes, stream, tag, now_ns(), t_slab_events, &why);
     record_slab_events(device, t_slab_events);
@@ -172,7 +177,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     stats_.converted_allocated(device, bytes);
     if (host_homed) {
         stats_.host_block_allocated(bytes);
-        learner_.host_homed(id, step_entry);
+        learner_.host_homed(id, routed.step_entry);
     }
     if (trace::TraceWriter* trace = this->trace()) {
         trace::Alloc record;

@@ -243,6 +243,7 @@ struct ManagedPools::Device {
     std::unordered_map<pool::PoolTag, uint64_t> used_high;
     uint64_t reserved_high = 0;
     Device* next_parent = nullptr; // ManagedPools::parents_
+    std::atomic<bool> arena_refused{false};
 };
 
 ManagedPools::ManagedPools(const Config& config, Stats& stats)
@@ -319,6 +320,39 @@ std::optional<pool::Block> ManagedPools::allocate(int device, pool::PoolBook& bo
     if (!block && why) *why = t_refusal;
     if (block)
         if (Device* d = device_of(device)) raise_highs(*d, tag);
+    return block;
+}
+
+std::optional<pool::Block> ManagedPools::allocate_planned(int device, pool::PoolBook& book, uint64_t arena_bytes,
+                                                          uint64_t offset, uint64_t bytes, pool::StreamKey stream,
+                                                          pool::PoolTag tag, std::vector<pool::SlabEvent>& events) {
+    Device* d = device_of(device);
+    if (!d || arena_bytes == 0 || d->arena_refused.load(std::memory_order_relaxed)) return std::nullopt;
+    std::optional<pool::Block> block;
+    try {
+        std::optional<uint64_t> base = book.arena_base();
+        if (!base) {
+            t_refusal = {};
+            base = book.make_arena(arena_bytes, &events);
+            if (!base) {
+                if (!d->arena_refused.exchange(true, std::memory_order_relaxed))
+                    log::warn("device {}: no arena of {} for the layout planned for the step ({}); blocks are placed "
+                              "as they come",
+                              device, format_size(arena_bytes),
+                              t_refusal.reason == SlabRefusal::Reason::Guard ? "the physical guard refused it"
+                                                                              : error_name(t_refusal.result));
+                return std::nullopt;
+            }
+            log::info("device {}: an arena of {} at {:#x} for the layout planned for the step", device,
+                      format_size(arena_bytes), static_cast<unsigned long long>(*base));
+        }
+        block = book.allocate_at(*base + offset, bytes, stream, tag);
+    } catch (const std::exception& e) {
+        // The book's own memory, say: the pool places the block as it comes.
+        UVMP_WARN_ONCE("the managed pool failed a planned allocation ({})", e.what());
+        return std::nullopt;
+    }
+    if (block) raise_highs(*d, tag);
     return block;
 }
 

@@ -66,6 +66,14 @@ public:
                                         pool::PoolTag tag, uint64_t now_ns, std::vector<pool::SlabEvent>& events,
                                         SlabRefusal* why);
 
+    // A block of the device's GPU book at `offset` of its arena (a layout
+    // planned for the step, PoolBook::allocate_at), the arena of `arena_bytes`
+    // made on first use; nullopt when the place is not free for `stream`, or no
+    // arena can be had (said once; the pool places the block as it comes then).
+    std::optional<pool::Block> allocate_planned(int device, pool::PoolBook& book, uint64_t arena_bytes, uint64_t offset,
+                                                uint64_t bytes, pool::StreamKey stream, pool::PoolTag tag,
+                                                std::vector<pool::SlabEvent>& events);
+
     // Frees the live block at `address` (see PoolBook::free): its size, or nullopt
     // when the book has no such block.
     std::optional<uint64_t> free(pool::PoolBook& book, uint64_t address, pool::StreamKey stream,

@@ -35,19 +35,21 @@ placement::RecordedHomes learned_step() {
     return homes;
 }
 
-struct Routed {
+struct RoutedStep {
     std::vector<Home> homes;
     std::vector<std::optional<size_t>> entries;
+    std::vector<std::optional<uint64_t>> offsets;
 };
 
-Routed route_step(HostHomeRouter& router) {
-    Routed routed;
+RoutedStep route_step(HostHomeRouter& router) {
+    RoutedStep step;
     for (const uint64_t bytes : {kMiB, 2 * kMiB, 3 * kMiB}) {
-        std::optional<size_t> entry;
-        routed.homes.push_back(router.home_of(0, bytes, kBudget, &entry));
-        routed.entries.push_back(entry);
+        HostHomeRouter::Routed routed;
+        step.homes.push_back(router.home_of(0, bytes, kBudget, &routed));
+        step.entries.push_back(routed.step_entry);
+        step.offsets.push_back(routed.arena_offset);
     }
-    return routed;
+    return step;
 }
 } // namespace
 
@@ -56,15 +58,18 @@ TEST_CASE("host home router: entries taken, and entries given back their GPU hom
     HostHomeFigures figures;
     HostHomeRouter router(config, figures);
     REQUIRE(router.learns_in_run());
-    std::optional<size_t> entry = 5;
-    CHECK(router.home_of(0, kMiB, kBudget, &entry) == Home::Gpu); // nothing learned yet
-    CHECK_FALSE(entry);
+    HostHomeRouter::Routed routed{5, 0};
+    CHECK(router.home_of(0, kMiB, kBudget, &routed) == Home::Gpu); // nothing learned yet
+    CHECK_FALSE(routed.step_entry);
+    CHECK_FALSE(routed.arena_offset);
 
     router.adopt_learned(0, kBudget, learned_step(), [] { return uint64_t{0}; });
     REQUIRE(router.routing());
-    Routed first = route_step(router);
+    RoutedStep first = route_step(router);
     CHECK(first.homes == std::vector<Home>{Home::Host, Home::Gpu, Home::Host});
     CHECK(first.entries == std::vector<std::optional<size_t>>{0, 1, 2});
+    CHECK(first.offsets == std::vector<std::optional<uint64_t>>(3)); // no layout
+    CHECK(router.arena_bytes() == 0);
 
     const std::vector<size_t> given_back{2};
     router.set_homes(given_back, Home::Gpu);
@@ -72,8 +77,8 @@ TEST_CASE("host home router: entries taken, and entries given back their GPU hom
     router.set_homes(given_back, Home::Host); // the steps after proved the trial wrong
     CHECK(route_step(router).homes == first.homes);
     // Another device's allocations are not routed.
-    CHECK(router.home_of(1, kMiB, kBudget, &entry) == Home::Gpu);
-    CHECK_FALSE(entry);
+    CHECK(router.home_of(1, kMiB, kBudget, &routed) == Home::Gpu);
+    CHECK_FALSE(routed.step_entry);
 
     // The stats file's account of the choice and of the routing.
     router.report();
@@ -87,4 +92,27 @@ TEST_CASE("host home router: entries taken, and entries given back their GPU hom
     CHECK(h.at("routed_host") == 5); // 2 + 1 + 2
     CHECK(h.at("routed_matched") == 9);
     CHECK(h.at("routed_unmatched") == 0);
+}
+
+TEST_CASE("host home router: a planned layout gives GPU-homed entries their arena offsets", "[placement]") {
+    const Config config = learning_config();
+    HostHomeFigures figures;
+    HostHomeRouter router(config, figures);
+    placement::RecordedHomes homes = learned_step();
+    // With a layout, routing begins whatever the homes gain alone.
+    homes.simulated_step_seconds = homes.all_gpu_step_seconds;
+    homes.step_offsets = {std::nullopt, 4 * kMiB, std::nullopt};
+    homes.arena_bytes = 8 * kMiB;
+    homes.over_dead_step_seconds = 1.0;
+    homes.planned_step_seconds = 0.6;
+    router.adopt_learned(0, kBudget, homes, [] { return uint64_t{0}; });
+    REQUIRE(router.routing());
+    CHECK(router.arena_bytes() == 8 * kMiB);
+    const RoutedStep step = route_step(router);
+    CHECK(step.homes == std::vector<Home>{Home::Host, Home::Gpu, Home::Host});
+    CHECK(step.offsets == std::vector<std::optional<uint64_t>>{std::nullopt, 4 * kMiB, std::nullopt});
+    // An entry given back its GPU home has no place in the layout: the pool places it.
+    const std::vector<size_t> given_back{2};
+    router.set_homes(given_back, Home::Gpu);
+    CHECK(route_step(router).offsets == std::vector<std::optional<uint64_t>>{std::nullopt, 4 * kMiB, std::nullopt});
 }

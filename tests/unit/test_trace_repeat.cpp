@@ -144,3 +144,104 @@ TEST_CASE("trace repeat: extents inferred before repeating are those inferred ov
         }
     }
 }
+
+namespace {
+
+// Steps of three launches that each make an activation (freed within the step)
+// and a gradient (freed in the step after), over a weight made before them.
+// The last step is cut short: a partial step after it frees its gradient.
+trace::Trace stepping_blocks(uint32_t steps) {
+    using trace::fixtures::add_alloc;
+    using trace::fixtures::add_free;
+    using trace::fixtures::add_launch_naming;
+    trace::Trace t;
+    constexpr uint64_t kMiB = 1ull << 20;
+    add_alloc(t, 1, 8 * kMiB, 0, trace::AllocKind::Pooled); // the weight
+    uint32_t id = 10;
+    for (uint32_t s = 0; s < steps; ++s) {
+        const uint64_t at = 3 * s;
+        t.iterations.push_back({s, at, 0});
+        const uint32_t activation = id++, gradient = id++;
+        add_alloc(t, activation, 4 * kMiB, at, trace::AllocKind::Pooled);
+        if (s > 0) add_free(t, gradient - 2, at); // the step before's gradient
+        add_launch_naming(t, 0, {1, activation});
+        add_alloc(t, gradient, 2 * kMiB, at + 1, trace::AllocKind::Pooled);
+        add_launch_naming(t, 1, {activation, gradient});
+        add_free(t, activation, at + 2);
+        add_launch_naming(t, 2, {gradient, 1});
+    }
+    // A partial step: its mark, then the last gradient freed and one launch.
+    t.iterations.push_back({steps, 3 * steps, 0});
+    add_free(t, id - 1, 3 * steps);
+    add_launch_naming(t, 0, {1});
+    return t;
+}
+
+} // namespace
+
+TEST_CASE("trace repeat with blocks: each copy makes its own and frees the copy before's", "[repeat]") {
+    trace::Trace t = stepping_blocks(3);
+    const auto bounds = iteration_bounds(t);
+    REQUIRE(bounds == std::vector<uint64_t>{0, 3, 6, 9});
+    const auto lengthened = repeat_last_iteration_with_blocks(t, bounds, 2);
+    CHECK(lengthened == std::vector<uint64_t>{0, 3, 6, 9, 12, 15});
+    REQUIRE(t.launches.size() == 15);
+    // The last step's blocks are 14 and 15; the copies' 16, 17 and 18, 19.
+    auto made = [&](uint32_t id) {
+        for (const trace::Alloc& a : t.allocs)
+            if (a.id == id) return std::optional<uint64_t>(a.launches_before);
+        return std::optional<uint64_t>();
+    };
+    auto freed = [&](uint32_t id) {
+        std::vector<uint64_t> at;
+        for (const trace::Free& f : t.frees)
+            if (f.id == id) at.push_back(f.launches_before);
+        return at;
+    };
+    CHECK(made(16) == 9u);
+    CHECK(made(17) == 10u);
+    CHECK(made(18) == 12u);
+    CHECK(made(19) == 13u);
+    CHECK(freed(16) == std::vector<uint64_t>{11});
+    // The last step's gradient is freed by the first copy alone (its recorded
+    // free after the step is dropped), the first copy's by the second.
+    CHECK(freed(15) == std::vector<uint64_t>{9});
+    CHECK(freed(17) == std::vector<uint64_t>{12});
+    CHECK(freed(19).empty());
+    // The copies' launches name their own blocks, and the weight as it was.
+    const auto named = [&](uint64_t launch) {
+        std::vector<uint32_t> ids;
+        for (const trace::Access& a : t.accesses_of(t.launches[launch])) ids.push_back(a.alloc_id);
+        return ids;
+    };
+    CHECK(named(9) == std::vector<uint32_t>{1, 16});
+    CHECK(named(10) == std::vector<uint32_t>{16, 17});
+    CHECK(named(14) == std::vector<uint32_t>{19, 1});
+    CHECK(named(6) == std::vector<uint32_t>{1, 14}); // the original's untouched
+    CHECK(std::is_sorted(t.allocs.begin(), t.allocs.end(),
+                         [](const auto& a, const auto& b) { return a.launches_before < b.launches_before; }));
+    CHECK(std::is_sorted(t.frees.begin(), t.frees.end(),
+                         [](const auto& a, const auto& b) { return a.launches_before < b.launches_before; }));
+    // Every block but the last copy's gradient and the weight is freed once.
+    for (const trace::Alloc& a : t.allocs)
+        CHECK(freed(a.id).size() == (a.id == 1 || a.id == 19 ? 0u : 1u));
+    // The lengthened trace simulates, its copies as steady as the step they copy.
+    SimConfig config;
+    config.budget_bytes = 64ull << 20;
+    const SimResult result = simulate(t, config);
+    CHECK(result.steady_steps == 4);
+}
+
+TEST_CASE("trace repeat with blocks: refusals", "[repeat]") {
+    trace::Trace one = stepping_blocks(1);
+    CHECK_THROWS_AS(repeat_last_iteration_with_blocks(one, iteration_bounds(one), 1), std::invalid_argument);
+    trace::Trace converted = stepping_blocks(3);
+    trace::fixtures::add_alloc(converted, 99, 4096, 7);
+    std::stable_sort(converted.allocs.begin(), converted.allocs.end(),
+                     [](const auto& a, const auto& b) { return a.launches_before < b.launches_before; });
+    CHECK_THROWS_WITH(repeat_last_iteration_with_blocks(converted, iteration_bounds(converted), 1),
+                      Catch::Contains("outside the pool"));
+    trace::Trace none = stepping_blocks(3);
+    const auto bounds = iteration_bounds(none);
+    CHECK(repeat_last_iteration_with_blocks(none, bounds, 0) == bounds);
+}

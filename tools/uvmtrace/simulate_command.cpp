@@ -362,6 +362,14 @@ struct HomedRun {
     double gain = 0;
     bool used = true;
     bool chosen_by_bytes = false; // --host-bytes: used whatever its gain
+    // With --placement auto: the step with the homes best for a layout planned
+    // for the learned step, against the step as the library would run it with
+    // blocks placed as they come; whether the layout won (core/placement/recorded_homes.h).
+    std::optional<double> planned_seconds;
+    uint64_t planned_out_bytes = 0;
+    uint64_t budget_bytes = 0;
+    double over_dead_seconds = 0;
+    bool layout_used = false;
 };
 
 HomedRun run_with_host_homes(const SimulateOptions& o, const trace::Trace& trace, const std::vector<uint64_t>& bounds,
@@ -386,16 +394,51 @@ HomedRun run_with_host_homes(const SimulateOptions& o, const trace::Trace& trace
         if (!o.host_bytes.empty() && !(host_bytes = parse_size(o.host_bytes)))
             bad_usage(fmt::format("--host-bytes '{}' must be a size such as 5.5G", o.host_bytes));
         // --host-bytes: the homes a run chose, used whatever they gain, as the run used them.
-        SearchedHomes searched = host_bytes
-                                     ? host_homes_nearest(trace, bounds, config, prior, rates, scope, *host_bytes)
-                                     : search_host_homes(trace, bounds, config, prior, rates, scope);
-        HomedRun run{std::move(searched.homes), std::move(searched.result), std::move(searched.tried)};
-        for (const SearchedHomes::Tried& t : run.tried)
-            if (t.taken == 0) run.gain = placement::simulated_gain(run.result.step_seconds, t.step_seconds);
-        run.chosen_by_bytes = host_bytes.has_value();
-        return run;
+        // With --placement auto, on as many steps after the learned one as the library weighs a layout on.
+        const std::optional<placement::LengthenedTrace> lengthened =
+            o.placement == "auto" ? placement::lengthened_for_layout(trace, bounds) : std::nullopt;
+        const trace::Trace& weighed = lengthened ? lengthened->trace : trace;
+        const std::vector<uint64_t>& weighed_bounds = lengthened ? lengthened->bounds : bounds;
+        const auto searched_run = [&](const SimConfig& c) {
+            SearchedHomes searched =
+                host_bytes ? host_homes_nearest(weighed, weighed_bounds, c, prior, rates, scope, *host_bytes)
+                           : search_host_homes(weighed, weighed_bounds, c, prior, rates, scope);
+            HomedRun run;
+            run.homes = std::move(searched.homes);
+            run.result = std::move(searched.result);
+            run.tried = std::move(searched.tried);
+            double all_gpu = run.result.step_seconds;
+            for (const SearchedHomes::Tried& t : run.tried)
+                if (t.taken == 0) all_gpu = t.step_seconds;
+            run.gain = placement::simulated_gain(run.result.step_seconds, all_gpu);
+            run.chosen_by_bytes = host_bytes.has_value();
+            // The step the library would run with these homes, placed as blocks come.
+            run.over_dead_seconds = run.chosen_by_bytes || placement::homes_pay(run.homes.choice.host_bytes > 0, run.gain)
+                                        ? run.result.step_seconds
+                                        : all_gpu;
+            return run;
+        };
+        HomedRun run = searched_run(config);
+        if (o.placement != "auto") return run;
+        // As the library chooses under UVMP_STEP_LAYOUT=auto: the homes searched again with
+        // the layout, which wins where it shortens the step enough.
+        SimConfig planned_config = config;
+        planned_config.placement = BlockPlacement::Planned;
+        HomedRun planned = searched_run(planned_config);
+        const double planned_seconds = planned.result.step_seconds, over_dead = run.over_dead_seconds;
+        HomedRun& chosen =
+            placement::layout_pays(planned_seconds, over_dead, planned.result.step_out_bytes, config.budget_bytes)
+                ? planned
+                : run;
+        chosen.layout_used = &chosen == &planned;
+        chosen.planned_seconds = planned_seconds;
+        chosen.planned_out_bytes = planned.result.step_out_bytes;
+        chosen.budget_bytes = config.budget_bytes;
+        chosen.over_dead_seconds = over_dead;
+        return std::move(chosen);
     }
-    HomedRun run{placement::with_host_homes(trace, bounds, config.budget_bytes, prior, rates, std::nullopt, scope), {}, {}};
+    HomedRun run;
+    run.homes = placement::with_host_homes(trace, bounds, config.budget_bytes, prior, rates, std::nullopt, scope);
     const ChunkSchedule schedule(run.homes.trace, config.chunk_bytes);
     run.result = simulate(run.homes.trace, schedule, bounds, config);
     return run;
@@ -419,6 +462,11 @@ nlohmann::json homes_json(const HomedRun& run) {
                         {"step_remote_seconds", h.step_remote_seconds}};
     j["used"] = run.used;
     j["simulated_gain"] = run.gain;
+    if (run.planned_seconds)
+        j["step_layout"] = {{"planned_step_seconds", *run.planned_seconds},
+                            {"planned_step_out_bytes", run.planned_out_bytes},
+                            {"over_dead_step_seconds", run.over_dead_seconds},
+                            {"used", run.layout_used}};
     nlohmann::json tried = nlohmann::json::array();
     for (const SearchedHomes::Tried& t : run.tried)
         tried.push_back({{"taken", t.taken}, {"host_bytes", t.host_bytes}, {"step_seconds", t.step_seconds}});
@@ -440,6 +488,15 @@ void print_homes(const HomedRun& run) {
         line("homes used", fmt::format("no: {:.1f}% shorter in simulation, under the {:.0f}% the library asks; the result "
                                        "above is every home on the GPU",
                                        100.0 * run.gain, 100.0 * placement::kMinSimulatedGain));
+    if (run.planned_seconds)
+        line("step layout", fmt::format("{}: {} with the layout and its best homes ({} out a step), {} with blocks "
+                                        "placed as they come (the library {} it under UVMP_STEP_LAYOUT=auto, which "
+                                        "asks {:.0f}% less, and at most {} out a step)",
+                                        run.layout_used ? "used" : "not used", milliseconds(*run.planned_seconds),
+                                        format_size(run.planned_out_bytes), milliseconds(run.over_dead_seconds),
+                                        run.layout_used ? "uses" : "would not use", 100.0 * placement::kMinSimulatedGain,
+                                        format_size(static_cast<uint64_t>(placement::kLayoutOutShare *
+                                                                          static_cast<double>(run.budget_bytes)))));
     if (run.tried.empty()) return;
     std::string tried;
     for (const SearchedHomes::Tried& t : run.tried)
@@ -502,6 +559,8 @@ void run(const SimulateOptions& o) {
     if (o.homes == "auto" && o.home_choice != "simulate")
         bad_usage("--homes auto takes as much of the home order as simulating says, as the library does: it does not "
                   "go with --home-choice estimate");
+    if (o.placement == "auto" && o.homes != "auto")
+        bad_usage("--placement auto chooses with the homes as the library does: it goes with --homes auto");
     if (o.sweep) return run_sweep(o, trace, schedule, bounds, config);
 
     config.budget_bytes = budget->resolve(schedule.footprint_bytes());
@@ -512,7 +571,7 @@ void run(const SimulateOptions& o) {
         homes = run_with_host_homes(o, trace, bounds, config,
                                     o.homes == "auto" ? placement::HomeScope::MadeInStep : placement::HomeScope::LiveInStep);
     // What the library's default does: homes only where they pay enough.
-    if (homes && o.homes == "auto" && !homes->chosen_by_bytes)
+    if (homes && o.homes == "auto" && !homes->chosen_by_bytes && !homes->layout_used)
         homes->used = placement::homes_pay(homes->homes.choice.host_bytes > 0, homes->gain);
     const SimResult result =
         homes && homes->used ? homes->result : simulate(trace, schedule, bounds, config);
@@ -558,8 +617,10 @@ void register_simulate(CLI::App& app) {
                     "where the pool's blocks go: over-dead (placed anew as the library places them, over dead "
                     "bytes still on the GPU where it can), best-fit (placed anew, best fit alone), recorded "
                     "(where the recorded run put them) or planned (the steps after the second by a layout "
-                    "planned for the second, the rest over-dead; not yet what the library does)")
-        ->check(CLI::IsMember({"over-dead", "best-fit", "recorded", "planned"}))
+                    "planned for the second, the rest over-dead) or auto (with --homes auto: what the library does by "
+                    "default, planned with the homes best for it where that is 10% faster than over-dead with its "
+                    "own, else over-dead)")
+        ->check(CLI::IsMember({"over-dead", "best-fit", "recorded", "planned", "auto"}))
         ->capture_default_str();
     cmd->add_option("--repeat-last", options->repeat_last,
                     "append this many copies of the trace's last iteration first, to see the steady state "

@@ -54,6 +54,11 @@ void HostHomeFigures::add_json(nlohmann::ordered_json& j) const {
     h["routed_matched"] = routing_.matched;
     h["routed_unmatched"] = routing_.unmatched;
     h["routed_resyncs"] = routing_.resyncs;
+    h["layout_ms"] = c.layout_ms;
+    h["placed_as_they_come_ms"] = c.placed_as_they_come_ms;
+    h["layout_arena_bytes"] = c.layout_arena_bytes;
+    h["layout_placed"] = routing_.laid_out;
+    h["layout_displaced"] = routing_.displaced;
     j["host_homes"] = std::move(h);
 }
 

@@ -28,6 +28,12 @@ struct HostHomeChoice {
     double simulated_ms = 0;     // the learned step simulated with the choice
     double all_gpu_ms = 0;       // and with every home on the GPU
     bool used = false;           // whether routing follows it (it pays enough)
+    // A layout planned for the learned step (UVMP_STEP_LAYOUT): the step
+    // simulated with it and with blocks placed as they come (0: not weighed),
+    // and its arena where it was chosen (0: not chosen).
+    double layout_ms = 0;
+    double placed_as_they_come_ms = 0;
+    uint64_t layout_arena_bytes = 0;
 };
 
 struct HostHomeRouting {
@@ -35,6 +41,8 @@ struct HostHomeRouting {
     uint64_t matched = 0;   // allocations that found their entry of the learned sequence
     uint64_t unmatched = 0; // that found none (homed on the GPU)
     uint64_t resyncs = 0;   // matches found past the current position
+    uint64_t laid_out = 0;  // blocks placed where the step's layout put them
+    uint64_t displaced = 0; // blocks the layout placed whose place was taken (placed as they came)
 };
 
 class HostHomeFigures {

@@ -52,6 +52,12 @@ constexpr std::array kOptions = {
                "blocks left on the GPU where it can, once the budget has bound (under a policy, whose model "
                "knows where that is), so that it finds its pages there and they need not be evicted; "
                "best-fit takes the smallest free piece that holds it, wherever its pages are."},
+    OptionSpec{"step_layout", "UVMP_STEP_LAYOUT", OptionType::Choice, "auto", "auto|on|off",
+               "Whether the blocks of the steps after the learned one go where a layout planned for that step "
+               "puts them (each block where it lay a step before, the step's blocks packed into its peak of live "
+               "bytes, in an arena apart from the pool's slabs), once homes are learned (UVMP_HOST_HOMES): auto "
+               "where simulating the learned steps says it shortens them by 10% or more against blocks placed as "
+               "they come; on whenever homes are learned; off never."},
     OptionSpec{"pool_release_after", "UVMP_POOL_RELEASE_AFTER", OptionType::Duration, "10s", "",
                "A wholly free slab unused this long is given back to the driver: a duration such as "
                "10s, 500ms or 2m (a plain number is seconds)."},
@@ -220,6 +226,8 @@ void store(Config& config, const OptionSpec& spec, std::string_view value) {
     else if (key == "chunk_size") config.chunk_size = *parse_size(value);
     else if (key == "pool_slab_size") config.pool_slab_size = *parse_size(value);
     else if (key == "pool_retain") config.pool_retain = *parse_size(value);
+    else if (key == "step_layout")
+        config.step_layout = value == "on" ? LayoutChoice::On : value == "off" ? LayoutChoice::Off : LayoutChoice::Auto;
     else if (key == "pool_placement")
         config.pool_placement = value == "best-fit" ? PoolPlacement::BestFit : PoolPlacement::OverDead;
     else if (key == "pool_release_after") config.pool_release_after = *parse_duration_ns(value);

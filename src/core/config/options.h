@@ -25,6 +25,11 @@ enum class PoolPlacement : uint8_t {
     BestFit,
 };
 
+// Whether a layout planned for the learned step places the pool's blocks once
+// homes are learned (core/pool/step_layout.h): Auto, where simulating the
+// learned steps says it pays (core/placement/recorded_homes.h).
+enum class LayoutChoice : uint8_t { Off, Auto, On };
+
 enum class LogLevel { Trace, Debug, Info, Warn, Error, Off };
 // Where converted allocations may live (core/placement): Off, every one on the
 // GPU; On, host homes learned from UVMP_TRACE_IN; Auto, from UVMP_TRACE_IN when
@@ -68,6 +73,7 @@ struct Config {
     uint64_t pool_retain = 0;                          // wholly free slabs kept however long unused
     uint64_t pool_release_after = 10'000'000'000ull;   // ns: idle slabs given back after this
     PoolPlacement pool_placement = PoolPlacement::OverDead;
+    LayoutChoice step_layout = LayoutChoice::Auto;
     bool hide_managed = true;
     bool verbose = false;
     std::string framework_settings; // NAME=VALUE that uvmrun set for the job's framework

@@ -7,6 +7,7 @@
 // allocations that HomeSequence routes by.
 #pragma once
 
+#include "core/config/options.h"
 #include "core/placement/home_choice.h"
 #include "core/placement/home_sequence.h"
 #include "core/placement/host_homes.h"
@@ -50,6 +51,20 @@ struct RecordedHomes {
     double simulated_step_seconds = 0;
     double all_gpu_step_seconds = 0;
     uint64_t host_entries() const;
+
+    // A layout planned for the learned step's GPU-homed blocks, where chosen
+    // (LayoutChoice): each entry of `step`'s offset in an arena of
+    // arena_bytes (none: the pool places it as it comes). Empty: no layout.
+    std::vector<std::optional<uint64_t>> step_offsets;
+    uint64_t arena_bytes = 0;
+    bool planned() const { return !step_offsets.empty(); }
+    // What the layout was weighed by: the step simulated with the best homes
+    // of each placement (over dead bytes as blocks come; by the layout), each
+    // as the library would use them (placed as they come, the homes only
+    // where they pay). 0 where not simulated.
+    double over_dead_step_seconds = 0;
+    double planned_step_seconds = 0;
+    uint64_t planned_step_out_bytes = 0; // moved out in the layout's typical step
 };
 
 // nullopt, with the reason in *why_not, for a trace the transform cannot use:
@@ -67,17 +82,53 @@ double simulated_gain(double with_homes_seconds, double all_gpu_seconds);
 // (`uvmtrace simulate --homes auto` applies it as the library does).
 bool homes_pay(bool any_host_home, double simulated_gain);
 
+// Whether a layout planned for the learned step is worth using: its steady
+// step, simulated with the homes best for it, must move out at most
+// kLayoutOutShare of the budget (`planned_out_bytes`), and be shorter by
+// kMinSimulatedGain at least than the step with blocks placed as they come, as
+// the library would run that (`over_dead_seconds`: with its homes where they
+// pay, else every home on the GPU). A layout gains by ending the churn of dead
+// bytes: where live bytes must still swap, each block's place is fixed and
+// cannot follow the dead bytes left on the GPU, and what the simulation gives
+// it there was within its error on the GPU (GPT-2 at peak/1.5 with too few
+// host homes for its arena: 1029.9 ms simulated in the run, 1207.5 measured,
+// as placed as they come).
+inline constexpr double kLayoutOutShare = 1.0 / 64;
+bool layout_pays(double planned_seconds, double over_dead_seconds, uint64_t planned_out_bytes, uint64_t budget_bytes);
+// The step seconds the library would run with these searched homes, placed as
+// blocks come: the homes' where they pay, else every home on the GPU's.
+double effective_step_seconds(const RecordedHomes& homes);
+
+// Full steps after the learned one that weighing a layout takes: the first
+// pays once for the pages of the layout's arena, the others show what the
+// steps run at from then on (the simulated step is the median).
+inline constexpr size_t kStepsAfterLearned = 4;
+struct LengthenedTrace {
+    trace::Trace trace;
+    std::vector<uint64_t> bounds;
+};
+// The trace with its last step repeated (repeat_last_iteration_with_blocks)
+// until it holds kStepsAfterLearned full steps after its learned one (the
+// second); nullopt where it holds them already, or cannot be so lengthened (a
+// run learning from itself has recorded one step past the learned one).
+std::optional<LengthenedTrace> lengthened_for_layout(const trace::Trace& trace, const std::vector<uint64_t>& bounds);
+
 // `chunk_bytes`: the residency model's chunk, as the run's (UVMP_CHUNK_SIZE).
 // `scope`: which allocations may be homed on the host (host_homes.h).
 // `prior`: how the trace's kernel timings judge tolerance (UVMP_STREAMING_GBPS).
+// `layout`: whether the homes are searched with a layout planned for the step
+// too, and chosen with it where layout_pays (Auto) or always (On); both
+// searches then run on the trace lengthened_for_layout.
 std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, uint64_t budget_bytes, uint64_t chunk_bytes,
                                             std::string* why_not, const Rates& rates = {},
                                             HomeScope scope = HomeScope::LiveInStep,
-                                            const TimingPriorConfig& prior = {});
+                                            const TimingPriorConfig& prior = {},
+                                            LayoutChoice layout = LayoutChoice::Off);
 // The same, with the trace's iteration_bounds() already at hand.
 std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, const std::vector<uint64_t>& bounds,
                                             uint64_t budget_bytes, uint64_t chunk_bytes, std::string* why_not,
                                             const Rates& rates = {}, HomeScope scope = HomeScope::LiveInStep,
-                                            const TimingPriorConfig& prior = {});
+                                            const TimingPriorConfig& prior = {},
+                                            LayoutChoice layout = LayoutChoice::Off);
 
 } // namespace uvmp::placement

@@ -96,6 +96,7 @@ struct Slab {
     uint32_t pending = 0;     // free blocks pending on a fence
     uint64_t empty_since = 0; // when its last live block was freed
     bool wholly_free = false; // no live block and every free block ready: one ready piece
+    bool arena = false;       // PoolBook::make_arena's: placed in by allocate_at only
     Seg* first = nullptr;
     // The piece holding each chunk's first byte, for find().
     std::vector<Seg*> chunk_piece;
@@ -351,7 +352,8 @@ struct Asked {
 struct PoolBook::State {
     State(const PoolConfig& c, SlabSource& s, FenceOracle& o)
         : cfg(c), source(s), oracle(o), unit_shift(static_cast<unsigned>(std::countr_zero(c.alignment))),
-          chunk_shift(static_cast<unsigned>(std::countr_zero(c.chunk_bytes))), ready(unit_shift) {}
+          chunk_shift(static_cast<unsigned>(std::countr_zero(c.chunk_bytes))), ready(unit_shift),
+          arena_free(unit_shift) {}
 
     const PoolConfig& cfg;
     SlabSource& source;
@@ -359,6 +361,10 @@ struct PoolBook::State {
     const unsigned unit_shift, chunk_shift;
 
     FreeIndex ready;
+    // The arena's free pieces, ready or pending alike: never searched (allocate_at
+    // finds its piece by address), kept only so that a free piece has an index.
+    FreeIndex arena_free;
+    Slab* arena = nullptr;
     Table<Seg*> live;               // live blocks by address
     Table<Stream*> streams;         // streams with pending blocks or fences
     Table<Fence*> fences;           // every fence held
@@ -386,6 +392,9 @@ struct PoolBook::State {
     std::shared_ptr<const PlacementHint> hint;
 
     // --- placement -----------------------------------------------------------
+
+    FreeIndex& ready_index(const Slab* slab) { return slab->arena ? arena_free : ready; }
+    FreeIndex& pending_index(Stream& st, const Slab* slab) { return slab->arena ? arena_free : st.pending; }
 
     // Where a block of `size` would start in free piece `s`, if it fits.
     bool place(const Seg* s, uint64_t size, uint64_t& start) const {
@@ -607,7 +616,7 @@ struct PoolBook::State {
             Slab* slab = s->slab;
             --slab->pending;
             s = coalesce(s);
-            ready.insert(s);
+            ready_index(slab).insert(s);
             if (slab->live == 0 && slab->pending == 0) became_wholly_free(slab, slab->empty_since);
         }
         retire(f);
@@ -858,11 +867,12 @@ struct PoolBook::State {
 
     // --- slabs ---------------------------------------------------------------
 
-    Slab* add_slab(uint64_t base, uint64_t bytes) {
+    Slab* add_slab(uint64_t base, uint64_t bytes, bool is_arena = false) {
         auto& slab = slabs.emplace_back(std::make_unique<Slab>());
         slab->id = next_slab_id++;
         slab->base = base;
         slab->bytes = bytes;
+        slab->arena = is_arena;
         Seg* s = seg_nodes.make();
         s->addr = base;
         s->size = bytes;
@@ -871,7 +881,7 @@ struct PoolBook::State {
         slab->first = s;
         slab->chunk_piece.assign(bytes >> chunk_shift, s);
         slab->backed.assign(bytes >> chunk_shift, false);
-        ready.insert(s);
+        ready_index(slab.get()).insert(s);
         slab_at[base] = slab.get();
         slab_bytes += bytes;
         return slab.get();
@@ -901,7 +911,7 @@ struct PoolBook::State {
     std::vector<Slab*> wholly_free_newest_first() const {
         std::vector<Slab*> idle;
         for (const auto& slab : slabs)
-            if (slab->wholly_free) idle.push_back(slab.get());
+            if (slab->wholly_free && !slab->arena) idle.push_back(slab.get());
         std::sort(idle.begin(), idle.end(), [](const Slab* a, const Slab* b) {
             return a->empty_since != b->empty_since ? a->empty_since > b->empty_since : a->id > b->id;
         });
@@ -935,7 +945,7 @@ struct PoolBook::State {
         Asked asked;
         std::vector<FenceKey> keys;
         for (const auto& slab : slabs) {
-            if (slab->live != 0 || slab->pending == 0) continue;
+            if (slab->live != 0 || slab->pending == 0 || slab->arena) continue;
             if (!due(slab->empty_since)) {
                 next = std::min(next, saturating_add(slab->empty_since, after));
                 continue;
@@ -951,7 +961,7 @@ struct PoolBook::State {
             if (asked.take(key) && oracle.completed(key)) complete_through(*f->owner, f->seq);
         }
         for (const auto& slab : slabs)
-            if (slab->live == 0 && slab->pending != 0 && due(slab->empty_since))
+            if (slab->live == 0 && slab->pending != 0 && !slab->arena && due(slab->empty_since))
                 next = std::min(next, saturating_add(now, recheck));
 
         // Wholly free slabs: the newest retain_bytes are kept; older ones unused
@@ -1033,7 +1043,7 @@ struct PoolBook::State {
             disown(fence);
             s->kind = Kind::Ready;
             s = coalesce(s);
-            ready.insert(s);
+            ready_index(slab).insert(s);
         } else {
             Fence* f = fence_for(fence, stream);
             s->kind = Kind::Pending;
@@ -1042,7 +1052,7 @@ struct PoolBook::State {
             s = take_in_ready(coalesce(s));
             // The merged block waits on the later of the fences: f's, unless f
             // was handed before (then f may be gone).
-            s->fence->owner->pending.insert(s);
+            pending_index(*s->fence->owner, slab).insert(s);
         }
         if (slab->live == 0) {
             slab->empty_since = now;
@@ -1079,15 +1089,55 @@ struct PoolBook::State {
         return pinned;
     }
 
+    // The piece of `slab` holding `address` (within it).
+    Seg* piece_at(const Slab& slab, uint64_t address) const {
+        Seg* s = slab.chunk_piece[(address - slab.base) >> chunk_shift];
+        while (s && address - s->addr >= s->size) s = s->next;
+        return s;
+    }
+
     std::optional<Block> find(uint64_t address) const {
         auto it = slab_at.upper_bound(address);
         if (it == slab_at.begin()) return std::nullopt;
         const Slab* slab = std::prev(it)->second;
         if (address - slab->base >= slab->bytes) return std::nullopt;
-        const Seg* s = slab->chunk_piece[(address - slab->base) >> chunk_shift];
-        while (s && address - s->addr >= s->size) s = s->next;
+        const Seg* s = piece_at(*slab, address);
         if (!s || s->kind != Kind::Live) return std::nullopt;
         return Block{s->addr, s->size, slab->id, slab->base};
+    }
+
+    // The free memory [address, address + size) of `slab` as one piece usable on
+    // `stream`, or nullptr where any of it is live or waits on a fence not yet
+    // completed. Pieces pending on other streams are promoted once their fences
+    // have completed; then, the range being ready pieces and pieces pending on
+    // `stream` by turns (alike ones would have merged), a pending one takes in
+    // the others, as a free on the stream takes in the ready memory beside it.
+    Seg* gather(const Slab& slab, uint64_t address, uint64_t size, StreamKey stream) {
+        const uint64_t end = address + size;
+        for (bool promoted = true; promoted;) {
+            promoted = false;
+            for (Seg* p = piece_at(slab, address); p && p->addr < end; p = p->next) {
+                if (p->kind == Kind::Live) return nullptr;
+                if (p->kind == Kind::Ready || (stream != kNoStream && p->stream == stream)) continue;
+                Fence* f = p->fence;
+                if (!f->listed || !oracle.completed(f->key)) return nullptr;
+                // Promoting merges pieces: the range is walked again.
+                complete_through(*f->owner, f->seq);
+                promoted = true;
+                break;
+            }
+        }
+        Seg* s = piece_at(slab, address);
+        if (s->addr + s->size >= end) return s;
+        if (stream == kNoStream) return nullptr; // not one piece: some of it is pending
+        while (s->kind != Kind::Pending) s = s->next;
+        s->index->erase(s);
+        while (s->addr > address || s->addr + s->size < end) {
+            Seg* nb = s->addr > address ? s->prev : s->next;
+            s = nb->kind == Kind::Ready ? absorb_ready(s, nb) : absorb(s, nb);
+        }
+        pending_index(*s->fence->owner, s->slab).insert(s);
+        return s;
     }
 };
 
@@ -1238,6 +1288,53 @@ std::optional<Block> PoolBook::find(uint64_t address) const {
     return state_->find(address);
 }
 
+std::optional<uint64_t> PoolBook::make_arena(uint64_t bytes, std::vector<SlabEvent>* events) {
+    if (bytes == 0 || bytes > kMaxRequest) return std::nullopt;
+    State& st = *state_;
+    if (std::optional<uint64_t> made = arena_base()) return made;
+    const uint64_t size = round_up(bytes, config_.chunk_bytes);
+    // Made outside the mutex, as every slab is.
+    const std::optional<uint64_t> base = slabs_.create(size);
+    if (!base) return std::nullopt;
+    std::unique_lock lock(mutex_);
+    if (st.arena) {
+        // Another thread made one meanwhile.
+        const uint64_t made = st.arena->base;
+        lock.unlock();
+        slabs_.release(*base, size);
+        return made;
+    }
+    Slab* slab = st.add_slab(*base, size, true);
+    st.arena = slab;
+    if (events) events->push_back({slab->id, *base, size, false});
+    return *base;
+}
+
+std::optional<uint64_t> PoolBook::arena_base() const {
+    std::lock_guard lock(mutex_);
+    return state_->arena ? std::optional<uint64_t>(state_->arena->base) : std::nullopt;
+}
+
+std::optional<Block> PoolBook::allocate_at(uint64_t address, uint64_t bytes, StreamKey stream, PoolTag tag) {
+    if (bytes == 0 || bytes > kMaxRequest) return std::nullopt;
+    State& st = *state_;
+    const uint64_t size = round_up(bytes, config_.alignment);
+    std::vector<Gone> gone;
+    std::unique_lock lock(mutex_);
+    std::optional<Block> got;
+    const Slab* arena = st.arena;
+    // Within the arena, on the alignment, and on a chunk boundary for a block
+    // of a chunk or more (as every block of the book is).
+    const bool fits = arena && address >= arena->base && size <= arena->bytes &&
+                      address - arena->base <= arena->bytes - size && address % config_.alignment == 0 &&
+                      (size < config_.chunk_bytes || (address - arena->base) % config_.chunk_bytes == 0);
+    if (fits)
+        if (Seg* s = st.gather(*arena, address, size, stream)) got = st.carve(s, address, size, tag);
+    // Fences that promotion left unwanted are destroyed outside the mutex.
+    st.leave(lock, gone, nullptr);
+    return got;
+}
+
 void PoolBook::trim(uint64_t keep_bytes, std::vector<SlabEvent>* events) {
     State& st = *state_;
     std::vector<Gone> gone;
@@ -1245,7 +1342,7 @@ void PoolBook::trim(uint64_t keep_bytes, std::vector<SlabEvent>* events) {
     // Slabs with no live block whose frees are pending: wait for those frees.
     std::vector<Fence*> pinned;
     for (const auto& slab : st.slabs) {
-        if (slab->live != 0 || slab->pending == 0) continue;
+        if (slab->live != 0 || slab->pending == 0 || slab->arena) continue;
         for (Seg* s = slab->first; s; s = s->next)
             if (s->kind == Kind::Pending && std::find(pinned.begin(), pinned.end(), s->fence) == pinned.end()) {
                 ++s->fence->pins;

@@ -24,6 +24,11 @@
 // are given back, beyond the first `retain_bytes` of them (the most recently
 // used are the ones kept). With a placement hint, blocks of a chunk or more go
 // over dead memory still on the GPU where they can (set_placement_hint).
+//
+// An arena (make_arena) is a slab apart, for a layout planned for the step
+// (core/pool/step_layout.h): best fit never places a block there; allocate_at
+// places one at an address the caller names, with the same free semantics.
+// Idle passes and trims leave it alone: the plan needs it every step.
 // Thread-safe: one mutex, held for bookkeeping and fence queries only (never
 // while a slab is made or given back, a fence is waited for or destroyed).
 #pragma once
@@ -139,6 +144,18 @@ public:
                                  std::vector<SlabEvent>* events = nullptr);
     // The live block containing `address`.
     std::optional<Block> find(uint64_t address) const;
+
+    // Makes the book's arena of `bytes` (rounded up to chunks): its base, or
+    // nullopt when the slab is refused. Once: with an arena already made, its
+    // base whatever `bytes` says.
+    std::optional<uint64_t> make_arena(uint64_t bytes, std::vector<SlabEvent>* events = nullptr);
+    std::optional<uint64_t> arena_base() const;
+    // A block of `bytes` (> 0) at exactly `address` of the arena, usable in
+    // stream order on `stream`: nullopt when any of that memory is live, or
+    // pending on another stream's free whose fence has not completed (asked
+    // now, never waited for), or outside the arena. The caller then allocates
+    // as usual: a plan that no longer fits costs placement, never a result.
+    std::optional<Block> allocate_at(uint64_t address, uint64_t bytes, StreamKey stream, PoolTag tag);
 
     // Gives back wholly free slabs (their pending frees waited for) until at
     // most `keep_bytes` are reserved (see PoolFigures) or none is wholly free: cuMemPoolTrimTo.

@@ -4,38 +4,46 @@
 
 namespace uvmp::sim {
 
-PlannedBlocks::PlannedBlocks(std::span<const ChunkSchedule::AllocEvent> events, std::span<const uint64_t> bounds,
-                             uint64_t chunk_bytes, uint64_t arena_base)
-    : arena_base_(arena_base) {
-    if (bounds.size() < 3) {
-        step_end_ = ~uint64_t{0};
-        return;
-    }
+LearnedStepLayout learned_step_layout(std::span<const ChunkSchedule::AllocEvent> events,
+                                      std::span<const uint64_t> bounds, uint64_t chunk_bytes) {
+    LearnedStepLayout out;
+    if (bounds.size() < 3) return out;
     const uint64_t step_begin = bounds[1];
-    step_end_ = bounds[2];
+    out.step_end = bounds[2];
     // Positions count the pool's events (allocations and frees) from the step's first.
     std::vector<pool::LayoutBlock> blocks;
-    std::vector<placement::HomeEntry> entries;
     std::unordered_map<uint32_t, size_t> block_of;
     uint64_t position = 0, period = 0;
     for (const ChunkSchedule::AllocEvent& e : events) {
         if (e.kind != trace::AllocKind::Pooled || e.launches_before < step_begin) continue;
-        if (e.launches_before >= step_end_ && period == 0) period = position;
+        if (e.launches_before >= out.step_end && period == 0) period = position;
         // A free a whole period after the step's end leaves its block unplanned either way.
         if (period != 0 && position >= 2 * period) break;
         if (e.is_free) {
             const auto it = block_of.find(e.alloc_id);
             if (it != block_of.end()) blocks[it->second].freed = position;
-        } else if (e.launches_before < step_end_) {
+        } else if (e.launches_before < out.step_end) {
             block_of.emplace(e.alloc_id, blocks.size());
             blocks.push_back({e.size, position, pool::LayoutBlock::kNotFreed});
-            entries.push_back({e.size, placement::Home::Gpu});
+            out.alloc_ids.push_back(e.alloc_id);
+            out.sizes.push_back(e.size);
         }
         ++position;
     }
     if (period == 0) period = position;
-    if (period == 0) return;
-    layout_ = pool::plan_step_layout(blocks, period, chunk_bytes);
+    if (period != 0) out.layout = pool::plan_step_layout(blocks, period, chunk_bytes);
+    return out;
+}
+
+PlannedBlocks::PlannedBlocks(std::span<const ChunkSchedule::AllocEvent> events, std::span<const uint64_t> bounds,
+                             uint64_t chunk_bytes, uint64_t arena_base)
+    : arena_base_(arena_base) {
+    LearnedStepLayout learned = learned_step_layout(events, bounds, chunk_bytes);
+    step_end_ = learned.step_end;
+    layout_ = std::move(learned.layout);
+    if (layout_.planned == 0) return;
+    std::vector<placement::HomeEntry> entries;
+    for (const uint64_t size : learned.sizes) entries.push_back({size, placement::Home::Gpu});
     sequence_ = placement::HomeSequence({}, std::move(entries));
 }
 

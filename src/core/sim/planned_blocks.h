@@ -19,6 +19,20 @@
 
 namespace uvmp::sim {
 
+// The layout of a trace's learned step, [bounds[1], bounds[2]) of its
+// iterations: the step's pooled allocations in order, each with its block of
+// the plan (layout.offsets[i] for allocs[i]). Empty with fewer than three bounds.
+// The simulator and the library plan the step with it alike.
+struct LearnedStepLayout {
+    pool::StepLayout layout;
+    std::vector<uint32_t> alloc_ids;
+    std::vector<uint64_t> sizes;
+    uint64_t step_end = ~uint64_t{0}; // the learned step's end (a launch)
+};
+// `events`: a chunk schedule's, in order.
+LearnedStepLayout learned_step_layout(std::span<const ChunkSchedule::AllocEvent> events,
+                                      std::span<const uint64_t> bounds, uint64_t chunk_bytes);
+
 class PlannedBlocks {
 public:
     // `events`: the schedule's, in order; `bounds`: the trace's iterations (the

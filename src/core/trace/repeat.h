@@ -25,4 +25,20 @@ namespace uvmp {
 // pass over the whole lengthened trace, and the copies are known iterations.)
 std::vector<uint64_t> repeat_last_iteration(trace::Trace& trace, std::span<const uint64_t> bounds, uint32_t times);
 
+// The same for a last iteration that makes and frees blocks of the pool, as a
+// training step does, for a simulation that places the pool's blocks anew
+// (the copies' recorded addresses are the originals'). Each copy makes blocks
+// of its own (new ids, after the trace's largest) in the iteration's order and
+// sizes, and its launches name them. Blocks live across the iteration's end
+// as the iteration's own do: the iteration frees blocks of the one before it,
+// and each copy frees the copy before it's (the iteration's, for the first) at
+// the same place in the order of allocation, where the sizes agree there. The
+// frees after the iteration of its blocks that the first copy frees are
+// dropped; other records after it move to the end, as above. Allocations and
+// frees are left in their order of time. Throws std::invalid_argument with
+// fewer than two full iterations, or when the last makes memory other than
+// the pool's blocks.
+std::vector<uint64_t> repeat_last_iteration_with_blocks(trace::Trace& trace, std::span<const uint64_t> bounds,
+                                                        uint32_t times);
+
 } // namespace uvmp

@@ -1,0 +1,110 @@
+// Whether a layout planned for the learned step is chosen (core/placement/
+// recorded_homes.h, LayoutChoice), on the 6-step recordings of examples/traces:
+// where the simulation says it pays and where it says it does not, and on a
+// recording cut short as a run learning from itself holds it.
+#include "core/placement/recorded_homes.h"
+#include "core/sim/simulator.h"
+#include "trace_file.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+using namespace uvmp;
+using namespace uvmp::placement;
+
+namespace {
+
+constexpr uint64_t kGiB = 1ull << 30;
+constexpr uint64_t kChunk = 2ull << 20;
+
+trace::Trace bundled(const char* name) {
+    return tools::load_trace(std::string(UVMP_SOURCE_DIR) + "/examples/traces/" + name + "-6steps.uvmt.zst");
+}
+
+// The recording as a run learning from itself has it when it learns: the
+// steps up to the third bound and a few launches of the next.
+trace::Trace cut_after_learned(trace::Trace t) {
+    const std::vector<uint64_t> bounds = iteration_bounds(t);
+    REQUIRE(bounds.size() >= 5);
+    const uint64_t keep = bounds[3] + 16;
+    t.launches.resize(keep);
+    std::erase_if(t.allocs, [&](const trace::Alloc& a) { return a.launches_before > keep; });
+    std::erase_if(t.frees, [&](const trace::Free& f) { return f.launches_before > keep; });
+    std::erase_if(t.slabs, [&](const trace::Slab& s) { return s.launches_before > keep; });
+    std::erase_if(t.iterations, [&](const trace::Iteration& m) { return m.launches_before > keep; });
+    return t;
+}
+
+void check_planned(const RecordedHomes& homes, uint64_t budget) {
+    REQUIRE(homes.planned());
+    CHECK(homes.planned_step_seconds > 0);
+    CHECK(layout_pays(homes.planned_step_seconds, homes.over_dead_step_seconds, homes.planned_step_out_bytes, budget));
+    REQUIRE(homes.step_offsets.size() == homes.step.size());
+    size_t offsets = 0;
+    for (size_t i = 0; i < homes.step.size(); ++i) {
+        if (!homes.step_offsets[i]) continue;
+        ++offsets;
+        CHECK(homes.step[i].home == Home::Gpu); // host-homed entries are not laid out
+        CHECK(*homes.step_offsets[i] % kChunk == 0);
+        CHECK(*homes.step_offsets[i] + homes.step[i].bytes <= homes.arena_bytes);
+    }
+    CHECK(offsets > 100);
+}
+
+} // namespace
+
+TEST_CASE("step layout: chosen where the simulation says it pays (GPT-2), and not where it does not (resnet50)",
+          "[placement][layout][bundled]") {
+    std::string why;
+    const trace::Trace gpt2 = bundled("gpt2-small-b16-pooled");
+    const auto chosen = recorded_homes(gpt2, static_cast<uint64_t>(18.9 * kGiB), kChunk, &why, {},
+                                       HomeScope::MadeInStep, {}, LayoutChoice::Auto);
+    REQUIRE(chosen);
+    check_planned(*chosen, static_cast<uint64_t>(18.9 * kGiB));
+    // Off: no layout weighed.
+    const auto off = recorded_homes(gpt2, static_cast<uint64_t>(18.9 * kGiB), kChunk, &why, {}, HomeScope::MadeInStep,
+                                    {}, LayoutChoice::Off);
+    REQUIRE(off);
+    CHECK_FALSE(off->planned());
+    CHECK(off->planned_step_seconds == 0);
+
+    const trace::Trace resnet = bundled("resnet50-b256-pooled");
+    const auto auto_choice = recorded_homes(resnet, static_cast<uint64_t>(8.9 * kGiB), kChunk, &why, {},
+                                            HomeScope::MadeInStep, {}, LayoutChoice::Auto);
+    REQUIRE(auto_choice);
+    CHECK_FALSE(auto_choice->planned());
+    CHECK(auto_choice->planned_step_seconds > auto_choice->over_dead_step_seconds);
+    // On: the layout whatever it gains.
+    const auto forced = recorded_homes(resnet, static_cast<uint64_t>(8.9 * kGiB), kChunk, &why, {},
+                                       HomeScope::MadeInStep, {}, LayoutChoice::On);
+    REQUIRE(forced);
+    CHECK(forced->planned());
+}
+
+TEST_CASE("step layout: the rule weighs the gain and what the layout still moves out", "[placement][layout]") {
+    constexpr uint64_t budget = 16 * kGiB;
+    CHECK(layout_pays(0.6, 0.9, 0, budget));
+    CHECK_FALSE(layout_pays(0.85, 0.9, 0, budget)); // under 10% shorter
+    CHECK(layout_pays(0.6, 0.9, budget / 64, budget));
+    CHECK_FALSE(layout_pays(0.6, 0.9, budget / 32, budget)); // live bytes still swap
+}
+
+TEST_CASE("step layout: a recording with one step past the learned one is lengthened to weigh it",
+          "[placement][layout][bundled]") {
+    const trace::Trace cut = cut_after_learned(bundled("gpt2-small-b16-pooled"));
+    const std::vector<uint64_t> bounds = iteration_bounds(cut);
+    REQUIRE(bounds.size() == 4);
+    const auto lengthened = lengthened_for_layout(cut, bounds);
+    REQUIRE(lengthened);
+    CHECK(lengthened->bounds.size() == 3 + kStepsAfterLearned);
+    CHECK(lengthened->trace.launches.size() == bounds[3] + kStepsAfterLearned * (bounds[2] - bounds[1]) - (bounds[3] - bounds[2]));
+    CHECK_FALSE(lengthened_for_layout(lengthened->trace, lengthened->bounds)); // long enough
+
+    std::string why;
+    const auto homes = recorded_homes(cut, bounds, static_cast<uint64_t>(18.9 * kGiB), kChunk, &why, {},
+                                      HomeScope::MadeInStep, {}, LayoutChoice::Auto);
+    REQUIRE(homes);
+    check_planned(*homes, static_cast<uint64_t>(18.9 * kGiB));
+}
