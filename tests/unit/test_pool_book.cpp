@@ -1361,3 +1361,21 @@ TEST_CASE("pool: allocate_at refuses bad requests and is safe beside every other
     CHECK_FALSE(book.allocate_at(*base - 2 * MiB, 2 * MiB, kS1, 0));
     CHECK_FALSE(book.allocate_at(*base, 1ull << 63, kS1, 0));
 }
+
+TEST_CASE("pool: threads making the arena at once make one, within a guard that holds one", "[pool][arena]") {
+    for (int round = 0; round < 50; ++round) {
+        FakeSlabs slabs(12 * MiB); // room for one arena of 8 MiB, not two
+        FakeFences fences;
+        PoolBook book(small_config(), slabs, fences);
+        std::optional<uint64_t> bases[4];
+        std::vector<std::thread> threads;
+        for (auto& base : bases) threads.emplace_back([&book, &base] { base = book.make_arena(8 * MiB); });
+        for (auto& t : threads) t.join();
+        for (const auto& base : bases) {
+            REQUIRE(base);
+            CHECK(base == bases[0]);
+        }
+        CHECK(slabs.creates == 1);
+        CHECK(slabs.refusals == 0);
+    }
+}

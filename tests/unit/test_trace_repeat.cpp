@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <stdexcept>
 
 using namespace uvmp;
@@ -244,4 +245,49 @@ TEST_CASE("trace repeat with blocks: refusals", "[repeat]") {
     trace::Trace none = stepping_blocks(3);
     const auto bounds = iteration_bounds(none);
     CHECK(repeat_last_iteration_with_blocks(none, bounds, 0) == bounds);
+}
+
+TEST_CASE("trace repeat with blocks: only blocks that outlive their step pair up across it", "[repeat]") {
+    using trace::fixtures::add_alloc;
+    using trace::fixtures::add_free;
+    using trace::fixtures::add_launch_naming;
+    constexpr uint64_t kMiB = 1ull << 20;
+    trace::Trace t;
+    // The step before makes G (freed in the last step) and then P, state never
+    // freed; the last step makes T (freed within it) where G was in the order,
+    // and G2 (outliving it) where P was: same sizes, other lifetimes.
+    t.iterations.push_back({0, 0, 0});
+    add_alloc(t, 10, 4 * kMiB, 0, trace::AllocKind::Pooled);     // G
+    add_alloc(t, 11, 4 * kMiB, 0, trace::AllocKind::Pooled);     // P
+    add_launch_naming(t, 0, {10, 11});
+    add_launch_naming(t, 1, {11});
+    t.iterations.push_back({1, 2, 0});
+    add_alloc(t, 12, 4 * kMiB, 2, trace::AllocKind::Pooled);     // T
+    add_free(t, 10, 2);                                           // G, the step before's
+    add_launch_naming(t, 0, {12, 11});
+    add_alloc(t, 13, 4 * kMiB, 3, trace::AllocKind::Pooled);     // G2
+    add_free(t, 12, 3);
+    add_launch_naming(t, 1, {13, 11});
+    t.iterations.push_back({2, 4, 0});
+    add_free(t, 13, 4);
+    add_launch_naming(t, 0, {11});
+    const auto bounds = iteration_bounds(t);
+    REQUIRE(bounds == std::vector<uint64_t>{0, 2, 4});
+    repeat_last_iteration_with_blocks(t, bounds, 2);
+    std::map<uint32_t, int> frees;
+    for (const trace::Free& f : t.frees) ++frees[f.id];
+    // Neither pairs: T is freed within its step (G outlived its own), and P is never freed.
+    for (const auto& [id, n] : frees) CHECK(n == 1);
+    CHECK(frees.count(11) == 0);
+    // The copies name P itself, and their own blocks.
+    const auto named = [&](uint64_t launch) {
+        std::vector<uint32_t> ids;
+        for (const trace::Access& a : t.accesses_of(t.launches[launch])) ids.push_back(a.alloc_id);
+        return ids;
+    };
+    CHECK(named(4) == std::vector<uint32_t>{14, 11});
+    CHECK(named(5) == std::vector<uint32_t>{15, 11});
+    // The copies' G2s are freed by nobody (nothing pairs them), G2 itself at the end.
+    CHECK(frees.count(15) == 0);
+    CHECK(frees[13] == 1);
 }

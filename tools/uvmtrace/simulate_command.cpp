@@ -491,10 +491,10 @@ void print_homes(const HomedRun& run) {
     if (run.planned_seconds)
         line("step layout", fmt::format("{}: {} with the layout and its best homes ({} out a step), {} with blocks "
                                         "placed as they come (the library {} it under UVMP_STEP_LAYOUT=auto, which "
-                                        "asks {:.0f}% less, and at most {} out a step)",
+                                        "asks no longer a step, and at most {} out)",
                                         run.layout_used ? "used" : "not used", milliseconds(*run.planned_seconds),
                                         format_size(run.planned_out_bytes), milliseconds(run.over_dead_seconds),
-                                        run.layout_used ? "uses" : "would not use", 100.0 * placement::kMinSimulatedGain,
+                                        run.layout_used ? "uses" : "would not use",
                                         format_size(static_cast<uint64_t>(placement::kLayoutOutShare *
                                                                           static_cast<double>(run.budget_bytes)))));
     if (run.tried.empty()) return;
@@ -618,8 +618,8 @@ void register_simulate(CLI::App& app) {
                     "bytes still on the GPU where it can), best-fit (placed anew, best fit alone), recorded "
                     "(where the recorded run put them) or planned (the steps after the second by a layout "
                     "planned for the second, the rest over-dead) or auto (with --homes auto: what the library does by "
-                    "default, planned with the homes best for it where that is 10% faster than over-dead with its "
-                    "own, else over-dead)")
+                    "default, planned with the homes best for it where that is no slower than over-dead with its "
+                    "own and moves out at most 1/64 of the budget a step, else over-dead)")
         ->check(CLI::IsMember({"over-dead", "best-fit", "recorded", "planned", "auto"}))
         ->capture_default_str();
     cmd->add_option("--repeat-last", options->repeat_last,

@@ -84,15 +84,18 @@ bool homes_pay(bool any_host_home, double simulated_gain);
 
 // Whether a layout planned for the learned step is worth using: its steady
 // step, simulated with the homes best for it, must move out at most
-// kLayoutOutShare of the budget (`planned_out_bytes`), and be shorter by
-// kMinSimulatedGain at least than the step with blocks placed as they come, as
-// the library would run that (`over_dead_seconds`: with its homes where they
-// pay, else every home on the GPU). A layout gains by ending the churn of dead
-// bytes: where live bytes must still swap, each block's place is fixed and
-// cannot follow the dead bytes left on the GPU, and what the simulation gives
-// it there was within its error on the GPU (GPT-2 at peak/1.5 with too few
-// host homes for its arena: 1029.9 ms simulated in the run, 1207.5 measured,
-// as placed as they come).
+// kLayoutOutShare of the budget (`planned_out_bytes`), and be no longer than
+// the step with blocks placed as they come, as the library would run that
+// (`over_dead_seconds`: with its homes where they pay, else every home on the
+// GPU). A layout gains by ending the churn of dead bytes: with nothing to move
+// its step is the least those homes allow, and the simulator came within 5.4%
+// of it on the GPU (GPT-2 at peak/1.25), so a tie goes to it (at 16G both
+// simulate to 621.7 ms, and blocks placed as they come moved 2.54 GB of dead
+// bytes a step on the GPU). Where live bytes must still swap, each block's
+// place is fixed and cannot follow the dead bytes left on the GPU, and what the
+// simulation gave the layout there was within its error (GPT-2 at peak/1.5
+// with too few host homes for its arena: 1029.9 ms simulated in the run,
+// 1207.5 measured, as placed as they come).
 inline constexpr double kLayoutOutShare = 1.0 / 64;
 bool layout_pays(double planned_seconds, double over_dead_seconds, uint64_t planned_out_bytes, uint64_t budget_bytes);
 // The step seconds the library would run with these searched homes, placed as

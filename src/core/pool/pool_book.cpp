@@ -1291,19 +1291,15 @@ std::optional<Block> PoolBook::find(uint64_t address) const {
 std::optional<uint64_t> PoolBook::make_arena(uint64_t bytes, std::vector<SlabEvent>* events) {
     if (bytes == 0 || bytes > kMaxRequest) return std::nullopt;
     State& st = *state_;
+    // One thread makes it: two asking at once would both count it against the
+    // physical guard, and the one refused would take the arena for refused.
+    std::lock_guard making(arena_making_);
     if (std::optional<uint64_t> made = arena_base()) return made;
     const uint64_t size = round_up(bytes, config_.chunk_bytes);
-    // Made outside the mutex, as every slab is.
+    // Made outside the book's mutex, as every slab is.
     const std::optional<uint64_t> base = slabs_.create(size);
     if (!base) return std::nullopt;
     std::unique_lock lock(mutex_);
-    if (st.arena) {
-        // Another thread made one meanwhile.
-        const uint64_t made = st.arena->base;
-        lock.unlock();
-        slabs_.release(*base, size);
-        return made;
-    }
     Slab* slab = st.add_slab(*base, size, true);
     st.arena = slab;
     if (events) events->push_back({slab->id, *base, size, false});

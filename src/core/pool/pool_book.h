@@ -198,6 +198,7 @@ private:
         std::atomic<uint32_t> state_{0}; // 0 free, 1 held, 2 held and maybe waited for
     };
     mutable Lock mutex_;
+    std::mutex arena_making_; // held while the arena's slab is made (never with mutex_ held)
     std::unique_ptr<State> state_;
 };
 

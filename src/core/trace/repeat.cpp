@@ -112,7 +112,10 @@ std::vector<uint64_t> repeat_last_iteration_with_blocks(trace::Trace& trace, std
     std::stable_sort(trace.allocs.begin(), trace.allocs.end(), by_time);
     std::stable_sort(trace.frees.begin(), trace.frees.end(), by_time);
 
-    // The blocks the iteration and the one before it make, in order.
+    // The pool's blocks the iteration and the one before it make, in order.
+    const auto pooled = [](const trace::Alloc& a) {
+        return a.kind == trace::AllocKind::Pooled || a.kind == trace::AllocKind::Host;
+    };
     std::vector<trace::Alloc> made;
     std::unordered_map<uint32_t, size_t> made_at, made_before_at;
     std::vector<uint64_t> sizes_before;
@@ -120,25 +123,35 @@ std::vector<uint64_t> repeat_last_iteration_with_blocks(trace::Trace& trace, std
     for (const trace::Alloc& a : trace.allocs) {
         next_id = std::max(next_id, a.id + 1);
         if (within(a.launches_before, begin, end)) {
-            if (a.kind != trace::AllocKind::Pooled && a.kind != trace::AllocKind::Host)
+            if (!pooled(a))
                 throw std::invalid_argument("its last iteration makes memory outside the pool (before launch " +
                                             std::to_string(a.launches_before) + "): it cannot be repeated");
             made_at.emplace(a.id, made.size());
             made.push_back(a);
-        } else if (within(a.launches_before, before, begin)) {
+        } else if (within(a.launches_before, before, begin) && pooled(a)) {
             made_before_at.emplace(a.id, sizes_before.size());
             sizes_before.push_back(a.size);
         }
     }
-    // A block of the iteration before, by its place in that one's order, where
-    // the iteration made one of the same size there: what a copy's counterpart is.
+    // Which blocks the iteration frees: its own, and the one before's.
+    std::unordered_set<uint32_t> freed_within;
+    for (const trace::Free& f : trace.frees)
+        if (within(f.launches_before, begin, end)) freed_within.insert(f.id);
+    // A block of the iteration before that the iteration frees is paired with
+    // the iteration's block at its place in the order, where that one is of the
+    // same size and lives past the iteration's end, as it did past its own: a
+    // copy frees, and its launches name, the copy before's block there. Any
+    // other block of the iteration before is what it was in every copy.
+    std::vector<std::optional<size_t>> place_paired(sizes_before.size());
+    for (const auto& [id, place] : made_before_at)
+        if (place < made.size() && made[place].size == sizes_before[place] && freed_within.count(id) &&
+            !freed_within.count(made[place].id))
+            place_paired[place] = place;
     const auto counterpart = [&](uint32_t id) -> std::optional<size_t> {
         const auto it = made_before_at.find(id);
-        if (it == made_before_at.end() || it->second >= made.size() || made[it->second].size != sizes_before[it->second])
-            return std::nullopt;
-        return it->second;
+        return it == made_before_at.end() ? std::nullopt : place_paired[it->second];
     };
-    // The iteration's frees: of its own blocks, or of the one before's.
+    // The iteration's frees: of its own blocks, or of paired ones of the one before.
     struct CopiedFree {
         trace::Free free;
         size_t place = 0;

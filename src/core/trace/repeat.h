@@ -30,9 +30,10 @@ std::vector<uint64_t> repeat_last_iteration(trace::Trace& trace, std::span<const
 // (the copies' recorded addresses are the originals'). Each copy makes blocks
 // of its own (new ids, after the trace's largest) in the iteration's order and
 // sizes, and its launches name them. Blocks live across the iteration's end
-// as the iteration's own do: the iteration frees blocks of the one before it,
-// and each copy frees the copy before it's (the iteration's, for the first) at
-// the same place in the order of allocation, where the sizes agree there. The
+// as the iteration's own do: where the iteration frees a block of the one
+// before it, and its own block at the same place in the order of allocation is
+// of the same size and outlives it, each copy frees (and names) the copy
+// before's block there (the iteration's, for the first). The
 // frees after the iteration of its blocks that the first copy frees are
 // dropped; other records after it move to the end, as above. Allocations and
 // frees are left in their order of time. Throws std::invalid_argument with
