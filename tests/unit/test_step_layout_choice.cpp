@@ -88,8 +88,8 @@ TEST_CASE("step layout: the rule weighs the gain and what the layout still moves
     CHECK(layout_pays(0.6, 0.9, 0, budget));
     CHECK(layout_pays(0.9, 0.9, 0, budget)); // a tie: moving nothing, the layout's step is the least
     CHECK_FALSE(layout_pays(0.95, 0.9, 0, budget));
-    CHECK(layout_pays(0.6, 0.9, budget / 64, budget));
-    CHECK_FALSE(layout_pays(0.6, 0.9, budget / 32, budget)); // live bytes still swap
+    CHECK(layout_pays(0.6, 0.9, budget / 16, budget)); // some hundreds of MiB: tens of ms
+    CHECK_FALSE(layout_pays(0.6, 0.9, budget / 8, budget)); // live bytes still swap
 }
 
 TEST_CASE("step layout: a recording with one step past the learned one is lengthened to weigh it",
