@@ -244,6 +244,8 @@ struct ManagedPools::Device {
     uint64_t reserved_high = 0;
     Device* next_parent = nullptr; // ManagedPools::parents_
     std::atomic<bool> arena_refused{false};
+    // The GPU book's arena once made (0 before): a planned allocation then takes the book's lock once.
+    std::atomic<uint64_t> arena_base{0};
 };
 
 ManagedPools::ManagedPools(const Config& config, Stats& stats)
@@ -330,11 +332,11 @@ std::optional<pool::Block> ManagedPools::allocate_planned(int device, pool::Pool
     if (!d || arena_bytes == 0 || d->arena_refused.load(std::memory_order_relaxed)) return std::nullopt;
     std::optional<pool::Block> block;
     try {
-        std::optional<uint64_t> base = book.arena_base();
-        if (!base) {
+        uint64_t base = d->arena_base.load(std::memory_order_acquire);
+        if (base == 0) {
             t_refusal = {};
-            base = book.make_arena(arena_bytes, &events);
-            if (!base) {
+            const std::optional<uint64_t> made = book.make_arena(arena_bytes, &events);
+            if (!made) {
                 if (!d->arena_refused.exchange(true, std::memory_order_relaxed))
                     log::warn("device {}: no arena of {} for the layout planned for the step ({}); blocks are placed "
                               "as they come",
@@ -343,10 +345,13 @@ std::optional<pool::Block> ManagedPools::allocate_planned(int device, pool::Pool
                                                                               : error_name(t_refusal.result));
                 return std::nullopt;
             }
-            log::info("device {}: an arena of {} at {:#x} for the layout planned for the step", device,
-                      format_size(arena_bytes), static_cast<unsigned long long>(*base));
+            // make_arena gives every thread the one arena; the first to note it says so.
+            if (d->arena_base.exchange(*made, std::memory_order_acq_rel) == 0)
+                log::info("device {}: an arena of {} at {:#x} for the layout planned for the step", device,
+                          format_size(arena_bytes), static_cast<unsigned long long>(*made));
+            base = *made;
         }
-        block = book.allocate_at(*base + offset, bytes, stream, tag);
+        block = book.allocate_at(base + offset, bytes, stream, tag);
     } catch (const std::exception& e) {
         // The book's own memory, say: the pool places the block as it comes.
         UVMP_WARN_ONCE("the managed pool failed a planned allocation ({})", e.what());

@@ -148,6 +148,13 @@ TEST_CASE("trace repeat: extents inferred before repeating are those inferred ov
 
 namespace {
 
+// The allocations launch `launch` of `t` names, in order.
+std::vector<uint32_t> named_by(const trace::Trace& t, uint64_t launch) {
+    std::vector<uint32_t> ids;
+    for (const trace::Access& a : t.accesses_of(t.launches[launch])) ids.push_back(a.alloc_id);
+    return ids;
+}
+
 // Steps of three launches that each make an activation (freed within the step)
 // and a gradient (freed in the step after), over a weight made before them.
 // The last step is cut short: a partial step after it frees its gradient.
@@ -210,15 +217,10 @@ TEST_CASE("trace repeat with blocks: each copy makes its own and frees the copy 
     CHECK(freed(17) == std::vector<uint64_t>{12});
     CHECK(freed(19).empty());
     // The copies' launches name their own blocks, and the weight as it was.
-    const auto named = [&](uint64_t launch) {
-        std::vector<uint32_t> ids;
-        for (const trace::Access& a : t.accesses_of(t.launches[launch])) ids.push_back(a.alloc_id);
-        return ids;
-    };
-    CHECK(named(9) == std::vector<uint32_t>{1, 16});
-    CHECK(named(10) == std::vector<uint32_t>{16, 17});
-    CHECK(named(14) == std::vector<uint32_t>{19, 1});
-    CHECK(named(6) == std::vector<uint32_t>{1, 14}); // the original's untouched
+    CHECK(named_by(t, 9) == std::vector<uint32_t>{1, 16});
+    CHECK(named_by(t, 10) == std::vector<uint32_t>{16, 17});
+    CHECK(named_by(t, 14) == std::vector<uint32_t>{19, 1});
+    CHECK(named_by(t, 6) == std::vector<uint32_t>{1, 14}); // the original's untouched
     CHECK(std::is_sorted(t.allocs.begin(), t.allocs.end(),
                          [](const auto& a, const auto& b) { return a.launches_before < b.launches_before; }));
     CHECK(std::is_sorted(t.frees.begin(), t.frees.end(),
@@ -280,13 +282,8 @@ TEST_CASE("trace repeat with blocks: only blocks that outlive their step pair up
     for (const auto& [id, n] : frees) CHECK(n == 1);
     CHECK(frees.count(11) == 0);
     // The copies name P itself, and their own blocks.
-    const auto named = [&](uint64_t launch) {
-        std::vector<uint32_t> ids;
-        for (const trace::Access& a : t.accesses_of(t.launches[launch])) ids.push_back(a.alloc_id);
-        return ids;
-    };
-    CHECK(named(4) == std::vector<uint32_t>{14, 11});
-    CHECK(named(5) == std::vector<uint32_t>{15, 11});
+    CHECK(named_by(t, 4) == std::vector<uint32_t>{14, 11});
+    CHECK(named_by(t, 5) == std::vector<uint32_t>{15, 11});
     // The copies' G2s are freed by nobody (nothing pairs them), G2 itself at the end.
     CHECK(frees.count(15) == 0);
     CHECK(frees[13] == 1);

@@ -413,9 +413,10 @@ HomedRun run_with_host_homes(const SimulateOptions& o, const trace::Trace& trace
             run.gain = placement::simulated_gain(run.result.step_seconds, all_gpu);
             run.chosen_by_bytes = host_bytes.has_value();
             // The step the library would run with these homes, placed as blocks come.
-            run.over_dead_seconds = run.chosen_by_bytes || placement::homes_pay(run.homes.choice.host_bytes > 0, run.gain)
-                                        ? run.result.step_seconds
-                                        : all_gpu;
+            run.over_dead_seconds =
+                run.chosen_by_bytes ? run.result.step_seconds
+                                    : placement::effective_step_seconds(run.homes.choice.host_bytes > 0,
+                                                                        run.result.step_seconds, all_gpu);
             return run;
         };
         HomedRun run = searched_run(config);

@@ -51,8 +51,13 @@ bool layout_pays(double planned_seconds, double over_dead_seconds, uint64_t plan
            planned_seconds <= over_dead_seconds;
 }
 
+double effective_step_seconds(bool any_host_home, double with_homes_seconds, double all_gpu_seconds) {
+    return homes_pay(any_host_home, simulated_gain(with_homes_seconds, all_gpu_seconds)) ? with_homes_seconds
+                                                                                        : all_gpu_seconds;
+}
+
 double effective_step_seconds(const RecordedHomes& homes) {
-    return homes_pay(homes) ? homes.simulated_step_seconds : homes.all_gpu_step_seconds;
+    return effective_step_seconds(homes.host_entries() > 0, homes.simulated_step_seconds, homes.all_gpu_step_seconds);
 }
 
 namespace {

@@ -104,6 +104,8 @@ bool layout_pays(double planned_seconds, double over_dead_seconds, uint64_t plan
 // The step seconds the library would run with these searched homes, placed as
 // blocks come: the homes' where they pay, else every home on the GPU's.
 double effective_step_seconds(const RecordedHomes& homes);
+// The same, from the search's figures (`uvmtrace simulate --placement auto` weighs as the library does).
+double effective_step_seconds(bool any_host_home, double with_homes_seconds, double all_gpu_seconds);
 
 // Full steps after the learned one that weighing a layout takes: the first
 // pays once for the pages of the layout's arena, the others show what the
