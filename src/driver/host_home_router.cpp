@@ -23,6 +23,7 @@ HostHomeChoice figures_of(const placement::RecordedHomes& homes, const std::stri
     c.all_gpu_swapped_bytes = homes.choice.all_gpu_swapped_bytes;
     c.kernels_judged = homes.kernels_judged;
     c.kernels_streaming = homes.kernels_streaming;
+    c.kernels_tried = homes.kernels_tried;
     c.waited_launches = homes.waited_launches;
     c.kinds_from_waits = homes.kinds_from_waits;
     c.simulated_ms = homes.simulated_step_seconds * 1e3;
@@ -75,7 +76,8 @@ void HostHomeRouter::set_up(int device, uint64_t budget_bytes) {
     }
     std::string why_not;
     std::optional<placement::RecordedHomes> homes;
-    const placement::TimingPriorConfig prior{.streaming_gbps = config_.streaming_gbps};
+    placement::TimingPriorConfig prior;
+    prior.streaming_gbps = config_.streaming_gbps;
     try {
         homes = placement::recorded_homes(trace::read_trace_file(config_.trace_in), budget_bytes, config_.chunk_size,
                                           &why_not, {}, placement::HomeScope::LiveInStep, prior, config_.step_layout);

@@ -63,6 +63,21 @@ TEST_CASE("timing prior: streaming kernels tolerate, slow-per-byte ones do not, 
     CHECK(TimingPrior::from_trace(t, strict).verdict(2, 0) == Tolerance::Intolerant);
 }
 
+TEST_CASE("timing prior: a kernel to try is judged tolerant whatever its rate", "[placement]") {
+    std::vector<uint64_t> bounds;
+    const trace::Trace t = three_steps(bounds);
+    TimingPriorConfig trying;
+    trying.kernels_to_try = {3, 4};
+    const TimingPrior prior = TimingPrior::from_trace(t, trying);
+    CHECK(prior.verdict(3, 1) == Tolerance::Tolerant); // 0.2 TB/s, a bound from below only
+    CHECK(prior.verdict(4, 0) == Tolerance::Tolerant); // too short to judge, tried all the same
+    CHECK(prior.verdict(2, 0) == Tolerance::Tolerant);
+    CHECK(prior.kernels_judged() == 2);
+    CHECK(prior.kernels_streaming() == 1);
+    CHECK(prior.kernels_tried() == 1); // of the judged kernels
+    CHECK(TimingPrior::from_trace(t).kernels_tried() == 0);
+}
+
 TEST_CASE("timing prior: a byte a kernel's parameters name twice counts once", "[placement]") {
     // A GEMM's parameters hold its operands' pointers in several places: counted
     // once each, 64 MiB moved in 100 us is 671 GB/s, far from streaming; counted

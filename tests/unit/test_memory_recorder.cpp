@@ -156,12 +156,14 @@ TEST_CASE("fastest durations: launches that waited for moves are set aside; a ki
     add_launch_naming(t, 7, {1}, 42'000'000); // 3: a softmax launched once a step, waited each time
     add_launch_naming(t, 7, {1}, 40'000'000); // 4
     add_launch_naming(t, 8, {1}, 30'000'000); // 5: a kernel slow of its own, that waited a little
+    add_launch_naming(t, 8, {2}, 900'000);    // 6: the same kernel on other bytes, waiting for nothing
+    add_launch_naming(t, 9, {2}, 60'000);     // 7: a kernel whose every launch waited
     for (uint64_t i = 0; i < t.launches.size(); ++i) t.launches[i].seq = i;
-    const LaunchWaits waits{{0, 5'000}, {2, 45'000}, {3, 67'000'000}, {4, 39'000'000}, {5, 2'000'000}};
+    const LaunchWaits waits{{0, 5'000}, {2, 45'000}, {3, 67'000'000}, {4, 39'000'000}, {5, 2'000'000}, {7, 10'000}};
     // 1000 MiB at 4.8 TB/s take 218 us.
     const CleanedDurations cleaned = use_fastest_durations(t, waits, 4800);
-    CHECK(cleaned.waited_launches == 5);
-    CHECK(cleaned.kinds_from_waits == 2);
+    CHECK(cleaned.waited_launches == 6);
+    CHECK(cleaned.kinds_from_waits == 3);
     CHECK(t.launches[0].duration_ns == 8'000); // shorter than the kind's: kept
     CHECK(t.launches[1].duration_ns == 20'000);
     CHECK(t.launches[2].duration_ns == 20'000); // the kind's unwaited launch, not 50 us less its wait
@@ -169,13 +171,19 @@ TEST_CASE("fastest durations: launches that waited for moves are set aside; a ki
     CHECK(t.launches[3].duration_ns == 218'454);
     CHECK(t.launches[4].duration_ns == 218'454);
     CHECK(t.launches[5].duration_ns == 28'000'000);
-    CHECK(cleaned.shortened == 4);
-    CHECK(cleaned.kernels_from_waits == std::vector<uint32_t>{7, 8}); // by the most time taken off
+    CHECK(t.launches[6].duration_ns == 900'000);
+    CHECK(t.launches[7].duration_ns == 50'000);
+    CHECK(cleaned.shortened == 5);
+    CHECK(cleaned.kernels_from_waits == std::vector<uint32_t>{7, 8, 9}); // by the most time taken off
+    // Kernel 8 was timed once without waiting; 7 and 9 never were.
+    CHECK(cleaned.kernels_untimed == std::vector<uint32_t>{7, 9});
 
     // Without waits, the least of each kind as before.
     Trace plain = t;
     plain.launches[2].duration_ns = 50'000;
-    CHECK(use_fastest_durations(plain, {}, 4800).kinds_from_waits == 0);
+    const CleanedDurations unwaited = use_fastest_durations(plain, {}, 4800);
+    CHECK(unwaited.kinds_from_waits == 0);
+    CHECK(unwaited.kernels_untimed.empty());
     CHECK(plain.launches[2].duration_ns == 8'000);
 }
 

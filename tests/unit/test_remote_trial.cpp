@@ -92,6 +92,33 @@ TEST_CASE("remote trial: a launch naming two host-homed allocations splits its e
     CHECK(judge_remote_trial(t, 1, 2, on_host, dear).gpu_again.empty());
 }
 
+TEST_CASE("remote trial: a kernel never timed with its data in place is held to its bytes at memory bandwidth",
+          "[placement]") {
+    // Kernel 6 stalled 40 ms locally on a 256 MiB operand (every launch of it
+    // waited), and takes 50 ms reading it remote. Against the stall it passes
+    // (50 < 40 + 2 x 5.2 ms); against 256 MiB at 4.8 TB/s (56 us) it is 39.5 ms
+    // past its allowance, which outweighs the operand's GPU home (23.4 ms).
+    trace::Trace t;
+    add_alloc(t, 1, 256 * kMiB, 0);
+    add_launch_naming(t, 6, {1}, 40 * kMs);
+    add_alloc(t, 21, 256 * kMiB, 1);
+    add_launch_naming(t, 6, {21}, 50 * kMs);
+    CHECK(judge_remote_trial(t, 1, 2, on_host).gpu_again.empty());
+    TrialConfig untimed;
+    untimed.kernels_untimed = {6};
+    const TrialVerdict v = judge_remote_trial(t, 1, 2, on_host, untimed);
+    CHECK(v.gpu_again == std::vector<uint32_t>{21});
+    const double allowed = 256.0 * kMiB / 4800e9 + 2 * 256.0 * kMiB / 51.2e9;
+    CHECK(v.gpu_again_excess_seconds == Approx(50e-3 - allowed).epsilon(1e-4));
+    // One that streams it remote passes, with no local launch to go by.
+    trace::Trace streamed;
+    add_alloc(streamed, 21, 256 * kMiB, 0);
+    add_launch_naming(streamed, 6, {21}, 6 * kMs);
+    const TrialVerdict s = judge_remote_trial(streamed, 0, 1, on_host, untimed);
+    CHECK(s.launches_judged == 1);
+    CHECK(s.gpu_again.empty());
+}
+
 TEST_CASE("remote trial: nothing judged without a local time, a timing or a host home", "[placement]") {
     trace::Trace t;
     add_alloc(t, 21, 16 * kMiB, 0);

@@ -98,6 +98,7 @@ RecordedHomes read_back(const trace::Trace& trace, const SearchedHomes& searched
     out.step_end = outcome.step_end;
     out.kernels_judged = prior.kernels_judged();
     out.kernels_streaming = prior.kernels_streaming();
+    out.kernels_tried = prior.kernels_tried();
     out.candidates = outcome.order.size();
     out.kept_on_gpu = kept_on_gpu(trace, out.step_begin, out.step_end, prior);
     // The transform leaves the allocations in their places and marks the

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace uvmp::placement {
 namespace {
@@ -52,13 +54,24 @@ TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_beg
     const std::unordered_map<uint32_t, uint64_t>& sizes = managed.sizes();
     std::vector<HostShare> shares;
 
-    // Local times: the least of each kind over launches naming nothing on the host.
+    // Local times: the least of each kind over launches naming nothing on the
+    // host; for a kernel without one, its named bytes at the memory's bandwidth.
+    const std::unordered_set<uint32_t> untimed(config.kernels_untimed.begin(), config.kernels_untimed.end());
+    const auto local_of = [&](const trace::LaunchKind& kind) -> std::optional<uint64_t> {
+        if (untimed.contains(kind.kernel))
+            return config.memory_gbps > 0
+                       ? std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(kind.bytes) / config.memory_gbps))
+                       : 1; // bytes per GB/s are ns
+        return std::nullopt;
+    };
     std::unordered_map<trace::LaunchKind, uint64_t, trace::LaunchKindHash> local_ns;
     for (const trace::Launch& launch : recording.launches) {
         if (launch.duration_ns == 0) continue;
         host_shares_of(recording, launch, sizes, host_homed, shares);
         if (!shares.empty()) continue;
-        const auto [it, added] = local_ns.emplace(trace::kind_of(launch, managed), launch.duration_ns);
+        const trace::LaunchKind kind = trace::kind_of(launch, managed);
+        if (untimed.contains(kind.kernel)) continue;
+        const auto [it, added] = local_ns.emplace(kind, launch.duration_ns);
         if (!added) it->second = std::min(it->second, launch.duration_ns);
     }
 
@@ -75,10 +88,12 @@ TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_beg
         host_shares_of(recording, launch, sizes, host_homed, shares);
         if (shares.empty()) continue;
         const trace::LaunchKind kind = trace::kind_of(launch, managed);
-        const auto local = local_ns.find(kind);
-        if (local == local_ns.end()) continue;
+        std::optional<uint64_t> local = local_of(kind);
+        if (!local)
+            if (const auto it = local_ns.find(kind); it != local_ns.end()) local = it->second;
+        if (!local) continue;
         const uint64_t host_bytes = bytes_of(shares);
-        const double allowed = static_cast<double>(local->second) * 1e-9 +
+        const double allowed = static_cast<double>(*local) * 1e-9 +
                                (trip_bytes_per_second > 0 ? config.trips * static_cast<double>(host_bytes) /
                                                                 trip_bytes_per_second
                                                           : 0.0);

@@ -15,6 +15,12 @@
 // (pressure only lengthens a run); its excess with remote operands is the least
 // over the judged step's launches of it that name some, so that a launch that
 // also waited for a GPU-homed operand does not condemn the host-homed ones.
+//
+// A kernel the recording never timed with its data in place (every launch of
+// it waited for moves: trace/fastest_durations.h) was homed beside on trust
+// (timing_prior.h). Its recorded local time is a stall, which would excuse a
+// GEMM's remote reads: its local time is instead the least any kernel takes to
+// move the bytes it names, at the GPU's memory bandwidth.
 #pragma once
 
 #include "core/placement/home_choice.h"
@@ -31,6 +37,10 @@ struct TrialConfig {
     // time: one read, with room for the noise of a shared link.
     double trips = 2.0;
     Rates rates; // remote reads for the trips; evictions and fetches for the GPU home's cost
+    // Kernels without a local time of their own (TimingPriorConfig::kernels_to_try),
+    // and the memory bandwidth that bounds theirs (a third of it is the streaming line).
+    std::vector<uint32_t> kernels_untimed;
+    double memory_gbps = 4800;
 };
 
 struct TrialVerdict {

@@ -10,6 +10,7 @@ namespace uvmp::placement {
 TimingPrior TimingPrior::from_trace(const trace::Trace& trace, TimingPriorConfig config) {
     TimingPrior prior;
     prior.config_ = config;
+    prior.to_try_.insert(config.kernels_to_try.begin(), config.kernels_to_try.end());
     const trace::ManagedBytes managed(trace);
     std::unordered_map<uint32_t, std::vector<double>> rates;
     for (const trace::Launch& launch : trace.launches) {
@@ -27,6 +28,7 @@ TimingPrior TimingPrior::from_trace(const trace::Trace& trace, TimingPriorConfig
 }
 
 Tolerance TimingPrior::verdict(uint32_t kernel_id, uint32_t) const {
+    if (to_try_.contains(kernel_id)) return Tolerance::Tolerant;
     const auto it = gbps_.find(kernel_id);
     if (it == gbps_.end()) return Tolerance::Unknown;
     return it->second >= config_.streaming_gbps ? Tolerance::Tolerant : Tolerance::Intolerant;
@@ -35,6 +37,11 @@ Tolerance TimingPrior::verdict(uint32_t kernel_id, uint32_t) const {
 size_t TimingPrior::kernels_streaming() const {
     return static_cast<size_t>(std::count_if(gbps_.begin(), gbps_.end(),
                                              [&](const auto& k) { return k.second >= config_.streaming_gbps; }));
+}
+
+size_t TimingPrior::kernels_tried() const {
+    return static_cast<size_t>(
+        std::count_if(gbps_.begin(), gbps_.end(), [&](const auto& k) { return to_try_.contains(k.first); }));
 }
 
 std::optional<double> TimingPrior::kernel_gbps(uint32_t kernel_id) const {

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 namespace uvmp::placement {
 
@@ -31,6 +33,13 @@ struct TimingPriorConfig {
     // Kernels shorter than this are left unjudged: their time is launch
     // overhead more than work, and their operands are small.
     uint64_t min_duration_ns = 2000;
+    // Kernels whose every timed launch waited for moves
+    // (trace/fastest_durations.h): their rate is only a bound from below, and
+    // it varies with the waits from run to run. They are judged tolerant, so
+    // that the run homes what they name on the host where that pays and times
+    // them there; remote trials (remote_trial.h) give the GPU home back to what
+    // they read too slowly. Empty where no trial follows.
+    std::vector<uint32_t> kernels_to_try;
 };
 
 class TimingPrior final : public ToleranceSource {
@@ -42,16 +51,20 @@ public:
     static TimingPrior from_trace(const trace::Trace& trace, TimingPriorConfig config = {});
 
     // The same verdict for every operand of a kernel: Unknown for a kernel never
-    // timed (or only briefly), which the home choice treats as intolerant.
+    // timed (or only briefly), which the home choice treats as intolerant;
+    // Tolerant for a kernel to try.
     Tolerance verdict(uint32_t kernel_id, uint32_t slot) const override;
     std::optional<double> kernel_gbps(uint32_t kernel_id) const;
     size_t kernels_judged() const { return gbps_.size(); }
     // Of them, those judged to stream their operands.
     size_t kernels_streaming() const;
+    // Of them, those judged tolerant only to be tried (kernels_to_try).
+    size_t kernels_tried() const;
 
 private:
     TimingPriorConfig config_;
     std::unordered_map<uint32_t, double> gbps_; // median named GB/s by kernel id
+    std::unordered_set<uint32_t> to_try_;
 };
 
 } // namespace uvmp::placement

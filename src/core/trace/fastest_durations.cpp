@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <unordered_set>
 #include <vector>
 
 namespace uvmp::trace {
@@ -44,7 +45,9 @@ CleanedDurations use_fastest_durations(Trace& trace, const LaunchWaits& waits, d
     }
     std::unordered_map<LaunchKind, uint64_t, LaunchKindHash> duration;
     std::unordered_map<uint32_t, uint64_t> taken_off; // by kernel
+    std::unordered_set<uint32_t> timed;               // kernels with a kind timed unwaited
     for (const auto& [kind, l] : least) {
+        if (l.unwaited != kNone) timed.insert(kind.kernel);
         if (l.unwaited == kNone) {
             ++out.kinds_from_waits;
             uint64_t& most = taken_off[kind.kernel];
@@ -55,7 +58,11 @@ CleanedDurations use_fastest_durations(Trace& trace, const LaunchWaits& waits, d
     std::vector<std::pair<uint64_t, uint32_t>> by_time_off;
     for (const auto& [kernel, off] : taken_off) by_time_off.emplace_back(off, kernel);
     std::sort(by_time_off.begin(), by_time_off.end(), std::greater<>());
-    for (const auto& [off, kernel] : by_time_off) out.kernels_from_waits.push_back(kernel);
+    for (const auto& [off, kernel] : by_time_off) {
+        out.kernels_from_waits.push_back(kernel);
+        if (!timed.contains(kernel)) out.kernels_untimed.push_back(kernel);
+    }
+    std::sort(out.kernels_untimed.begin(), out.kernels_untimed.end());
     for (size_t i = 0; i < trace.launches.size(); ++i) {
         Launch& launch = trace.launches[i];
         const auto it = duration.find(kinds[i]);

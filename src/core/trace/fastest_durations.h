@@ -42,6 +42,12 @@ struct CleanedDurations {
     uint64_t kinds_from_waits = 0;
     // Their kernels, each once, by the most time their waits took off a launch.
     std::vector<uint32_t> kernels_from_waits;
+    // Of those, the kernels with no kind timed on a launch that waited for
+    // nothing, ascending: the recording never showed how long they take with
+    // their data in place, only a bound from above (the wait is estimated from
+    // below). Placement tries them remote rather than trusting that bound
+    // (placement/timing_prior.h).
+    std::vector<uint32_t> kernels_untimed;
 };
 
 // The same, with `waits`: a kind's duration is the least over its timed
