@@ -860,6 +860,8 @@ def host_homes_text(homes):
         state += (f"; chose {choice['chosen']} of the step's {choice['step_allocations']} allocations "
                   f"({gb(choice['chosen_bytes'])} GB; {choice['candidates']} candidates, "
                   f"{choice['kernels_streaming']} of {choice['kernels_judged']} kernels judged streaming"
+                  + (f", {choice['kernels_tried']} tried remote for want of a local time"
+                     if choice.get("kernels_tried") else "")
                   + (f", {choice['kinds_from_waits']} launch kinds timed only on the "
                      f"{choice['waited_launches']} launches that waited for moves"
                      if choice.get("waited_launches") else "") + "), "

@@ -193,6 +193,10 @@ class PureLogic(unittest.TestCase):
         self.assertIn("chose 10 of the step's 40 allocations", text)
         self.assertIn("12 candidates, 30 of 50 kernels judged streaming", text)
         self.assertIn("3 allocations matched no entry", text)
+        self.assertNotIn("tried remote", text)
+        stats["host_homes"]["kernels_tried"] = 2
+        text = pool_frees.host_homes_text(pool_frees.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
+        self.assertIn("30 of 50 kernels judged streaming, 2 tried remote for want of a local time", text)
 
     def test_floor_is_eviction_and_fetch_of_the_swapped_bytes(self):
         self.assertAlmostEqual(pool_frees.floor_ms(15e9, 15.0, 50.0), 1000.0 + 300.0)
