@@ -149,16 +149,19 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     }
     // A kernel never timed with its data in place is tried remote only where a
     // trial can give its operands their GPU home back.
-    if (config_.remote_trial) kernels_untimed_ = cleaned.kernels_untimed;
-    for (const uint32_t kernel : kernels_untimed_) {
+    placement::TimingPriorConfig prior;
+    prior.streaming_gbps = config_.streaming_gbps;
+    if (config_.remote_trial) {
+        prior.kernels_to_try = cleaned.kernels_untimed;
+        kinds_untimed_ = cleaned.kinds_untimed;
+    }
+    for (size_t i = 0; i < std::min(kNamesLogged, prior.kernels_to_try.size()); ++i) {
+        const uint32_t kernel = prior.kernels_to_try[i];
         const std::string& name = kernel < recording.kernel_names.size() ? recording.kernel_names[kernel] : "";
         log::info("  tried remote, never timed with its data in place: kernel {} {}", kernel,
                   name.substr(0, kNameLength));
     }
     std::string why_not;
-    placement::TimingPriorConfig prior;
-    prior.streaming_gbps = config_.streaming_gbps;
-    prior.kernels_to_try = kernels_untimed_;
     std::optional<placement::RecordedHomes> homes =
         placement::recorded_homes(recording, bounds, budget_bytes_, config_.chunk_size, &why_not, {},
                                   placement::HomeScope::MadeInStep, prior, config_.step_layout);
@@ -214,10 +217,9 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
         std::lock_guard lock(host_mutex_);
         host_homed = host_homed_;
     }
-    // The streaming line is a third of the memory bandwidth (timing_prior.h).
     placement::TrialConfig trial;
-    trial.kernels_untimed = kernels_untimed_;
-    trial.memory_gbps = 3 * config_.streaming_gbps;
+    trial.kinds_untimed = kinds_untimed_;
+    trial.streaming_gbps = config_.streaming_gbps;
     const placement::TrialVerdict verdict = placement::judge_remote_trial(
         recording, step_begin, step_end, [&](uint32_t id) { return host_homed.contains(id); }, trial);
     std::vector<size_t> entries;

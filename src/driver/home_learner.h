@@ -108,9 +108,9 @@ private:
     enum class Phase : uint8_t { Learning, Trialling, Checking };
     std::atomic<Phase> phase_{Phase::Learning};
     uint64_t trial_from_ = 0; // launches recorded when routing began
-    // Kernels homed beside on trust, every launch of them having waited for
-    // moves: the trial judges them against their bytes at memory bandwidth.
-    std::vector<uint32_t> kernels_untimed_;
+    // Launch kinds every launch of which waited for moves in the learning's
+    // recording: the trial holds them to the streaming line.
+    std::vector<trace::LaunchKind> kinds_untimed_;
     uint64_t verdict_from_ = 0; // launches recorded when the verdict took effect
     uint64_t judged_step_ns_ = 0; // the judged step's time, launch to launch
     std::vector<size_t> given_back_; // the entries the verdict homed on the GPU

@@ -70,12 +70,13 @@ TEST_CASE("timing prior: a kernel to try is judged tolerant whatever its rate", 
     trying.kernels_to_try = {3, 4};
     const TimingPrior prior = TimingPrior::from_trace(t, trying);
     CHECK(prior.verdict(3, 1) == Tolerance::Tolerant); // 0.2 TB/s, a bound from below only
-    CHECK(prior.verdict(4, 0) == Tolerance::Tolerant); // too short to judge, tried all the same
-    CHECK(prior.verdict(2, 0) == Tolerance::Tolerant);
+    CHECK(prior.verdict(4, 0) == Tolerance::Unknown);  // too short to judge: not tried
     CHECK(prior.kernels_judged() == 2);
     CHECK(prior.kernels_streaming() == 1);
-    CHECK(prior.kernels_tried() == 1); // of the judged kernels
-    CHECK(TimingPrior::from_trace(t).kernels_tried() == 0);
+    CHECK(prior.kernels_tried() == 1);
+    const TimingPrior plain = TimingPrior::from_trace(t);
+    CHECK(plain.verdict(3, 1) == Tolerance::Intolerant);
+    CHECK(plain.kernels_tried() == 0);
 }
 
 TEST_CASE("timing prior: a byte a kernel's parameters name twice counts once", "[placement]") {

@@ -157,7 +157,7 @@ TEST_CASE("fastest durations: launches that waited for moves are set aside; a ki
     add_launch_naming(t, 7, {1}, 40'000'000); // 4
     add_launch_naming(t, 8, {1}, 30'000'000); // 5: a kernel slow of its own, that waited a little
     add_launch_naming(t, 8, {2}, 900'000);    // 6: the same kernel on other bytes, waiting for nothing
-    add_launch_naming(t, 9, {2}, 60'000);     // 7: a kernel whose every launch waited
+    add_launch_naming(t, 3, {2}, 60'000);     // 7: a kernel whose every launch waited
     for (uint64_t i = 0; i < t.launches.size(); ++i) t.launches[i].seq = i;
     const LaunchWaits waits{{0, 5'000}, {2, 45'000}, {3, 67'000'000}, {4, 39'000'000}, {5, 2'000'000}, {7, 10'000}};
     // 1000 MiB at 4.8 TB/s take 218 us.
@@ -174,9 +174,14 @@ TEST_CASE("fastest durations: launches that waited for moves are set aside; a ki
     CHECK(t.launches[6].duration_ns == 900'000);
     CHECK(t.launches[7].duration_ns == 50'000);
     CHECK(cleaned.shortened == 5);
-    CHECK(cleaned.kernels_from_waits == std::vector<uint32_t>{7, 8, 9}); // by the most time taken off
-    // Kernel 8 was timed once without waiting; 7 and 9 never were.
-    CHECK(cleaned.kernels_untimed == std::vector<uint32_t>{7, 9});
+    CHECK(cleaned.kernels_from_waits == std::vector<uint32_t>{7, 8, 3}); // by the most time taken off
+    // Kernel 8 was timed once without waiting; 7 and 3 never were. Ascending.
+    CHECK(cleaned.kernels_untimed == std::vector<uint32_t>{3, 7});
+    // The kinds timed only on waits, that of kernel 8 included.
+    std::vector<uint32_t> kind_kernels;
+    for (const LaunchKind& kind : cleaned.kinds_untimed) kind_kernels.push_back(kind.kernel);
+    std::sort(kind_kernels.begin(), kind_kernels.end());
+    CHECK(kind_kernels == std::vector<uint32_t>{3, 7, 8});
 
     // Without waits, the least of each kind as before.
     Trace plain = t;
@@ -184,6 +189,7 @@ TEST_CASE("fastest durations: launches that waited for moves are set aside; a ki
     const CleanedDurations unwaited = use_fastest_durations(plain, {}, 4800);
     CHECK(unwaited.kinds_from_waits == 0);
     CHECK(unwaited.kernels_untimed.empty());
+    CHECK(unwaited.kinds_untimed.empty());
     CHECK(plain.launches[2].duration_ns == 8'000);
 }
 

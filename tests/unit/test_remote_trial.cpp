@@ -92,29 +92,41 @@ TEST_CASE("remote trial: a launch naming two host-homed allocations splits its e
     CHECK(judge_remote_trial(t, 1, 2, on_host, dear).gpu_again.empty());
 }
 
-TEST_CASE("remote trial: a kernel never timed with its data in place is held to its bytes at memory bandwidth",
-          "[placement]") {
+TEST_CASE("remote trial: a kind never timed with its data in place is held to the streaming line", "[placement]") {
     // Kernel 6 stalled 40 ms locally on a 256 MiB operand (every launch of it
     // waited), and takes 50 ms reading it remote. Against the stall it passes
-    // (50 < 40 + 2 x 5.2 ms); against 256 MiB at 4.8 TB/s (56 us) it is 39.5 ms
+    // (50 < 40 + 2 x 5.2 ms); against 256 MiB at 1.6 TB/s (168 us) it is 39.3 ms
     // past its allowance, which outweighs the operand's GPU home (23.4 ms).
+    // Kernel 7, timed locally, is judged by its own time beside it.
     trace::Trace t;
     add_alloc(t, 1, 256 * kMiB, 0);
+    add_alloc(t, 2, 16 * kMiB, 0);
     add_launch_naming(t, 6, {1}, 40 * kMs);
-    add_alloc(t, 21, 256 * kMiB, 1);
+    add_launch_naming(t, 7, {2}, 3 * kMs);
+    add_alloc(t, 21, 256 * kMiB, 2);
+    add_alloc(t, 22, 16 * kMiB, 2);
     add_launch_naming(t, 6, {21}, 50 * kMs);
-    CHECK(judge_remote_trial(t, 1, 2, on_host).gpu_again.empty());
+    add_launch_naming(t, 7, {22}, 3 * kMs);
+    CHECK(judge_remote_trial(t, 2, 4, on_host).gpu_again.empty());
     TrialConfig untimed;
-    untimed.kernels_untimed = {6};
-    const TrialVerdict v = judge_remote_trial(t, 1, 2, on_host, untimed);
+    const trace::ManagedBytes managed(t);
+    untimed.kinds_untimed = {trace::kind_of(t.launches[0], managed)};
+    const TrialVerdict v = judge_remote_trial(t, 2, 4, on_host, untimed);
+    CHECK(v.launches_judged == 2);
+    CHECK(v.kinds_slowed == 1);
     CHECK(v.gpu_again == std::vector<uint32_t>{21});
-    const double allowed = 256.0 * kMiB / 4800e9 + 2 * 256.0 * kMiB / 51.2e9;
+    const double allowed = 256.0 * kMiB / 1600e9 + 2 * 256.0 * kMiB / 51.2e9;
     CHECK(v.gpu_again_excess_seconds == Approx(50e-3 - allowed).epsilon(1e-4));
+    // Without a streaming line the kind is not judged.
+    untimed.streaming_gbps = 0;
+    CHECK(judge_remote_trial(t, 2, 4, on_host, untimed).launches_judged == 1);
     // One that streams it remote passes, with no local launch to go by.
     trace::Trace streamed;
     add_alloc(streamed, 21, 256 * kMiB, 0);
     add_launch_naming(streamed, 6, {21}, 6 * kMs);
-    const TrialVerdict s = judge_remote_trial(streamed, 0, 1, on_host, untimed);
+    TrialConfig streaming;
+    streaming.kinds_untimed = {trace::kind_of(streamed.launches[0], trace::ManagedBytes(streamed))};
+    const TrialVerdict s = judge_remote_trial(streamed, 0, 1, on_host, streaming);
     CHECK(s.launches_judged == 1);
     CHECK(s.gpu_again.empty());
 }

@@ -3,6 +3,7 @@
 #include "core/trace/launch_kind.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <unordered_map>
@@ -55,25 +56,29 @@ TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_beg
     std::vector<HostShare> shares;
 
     // Local times: the least of each kind over launches naming nothing on the
-    // host; for a kernel without one, its named bytes at the memory's bandwidth.
-    const std::unordered_set<uint32_t> untimed(config.kernels_untimed.begin(), config.kernels_untimed.end());
-    const auto local_of = [&](const trace::LaunchKind& kind) -> std::optional<uint64_t> {
-        if (untimed.contains(kind.kernel))
-            return config.memory_gbps > 0
-                       ? std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(kind.bytes) / config.memory_gbps))
-                       : 1; // bytes per GB/s are ns
-        return std::nullopt;
-    };
+    // host, but for a kind never timed with its data in place.
+    const std::unordered_set<trace::LaunchKind, trace::LaunchKindHash> untimed(config.kinds_untimed.begin(),
+                                                                               config.kinds_untimed.end());
     std::unordered_map<trace::LaunchKind, uint64_t, trace::LaunchKindHash> local_ns;
     for (const trace::Launch& launch : recording.launches) {
         if (launch.duration_ns == 0) continue;
         host_shares_of(recording, launch, sizes, host_homed, shares);
         if (!shares.empty()) continue;
         const trace::LaunchKind kind = trace::kind_of(launch, managed);
-        if (untimed.contains(kind.kernel)) continue;
+        if (untimed.contains(kind)) continue;
         const auto [it, added] = local_ns.emplace(kind, launch.duration_ns);
         if (!added) it->second = std::min(it->second, launch.duration_ns);
     }
+    const auto local_of = [&](const trace::LaunchKind& kind) -> std::optional<uint64_t> {
+        if (untimed.contains(kind)) {
+            if (config.streaming_gbps <= 0) return std::nullopt;
+            // Bytes per GB/s are ns.
+            return static_cast<uint64_t>(std::ceil(static_cast<double>(kind.bytes) / config.streaming_gbps));
+        }
+        const auto it = local_ns.find(kind);
+        if (it == local_ns.end()) return std::nullopt;
+        return it->second;
+    };
 
     // The judged step's remote launches, by kind, with each one's excess.
     struct Remote {
@@ -88,9 +93,7 @@ TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_beg
         host_shares_of(recording, launch, sizes, host_homed, shares);
         if (shares.empty()) continue;
         const trace::LaunchKind kind = trace::kind_of(launch, managed);
-        std::optional<uint64_t> local = local_of(kind);
-        if (!local)
-            if (const auto it = local_ns.find(kind); it != local_ns.end()) local = it->second;
+        const std::optional<uint64_t> local = local_of(kind);
         if (!local) continue;
         const uint64_t host_bytes = bytes_of(shares);
         const double allowed = static_cast<double>(*local) * 1e-9 +

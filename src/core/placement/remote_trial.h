@@ -16,14 +16,17 @@
 // over the judged step's launches of it that name some, so that a launch that
 // also waited for a GPU-homed operand does not condemn the host-homed ones.
 //
-// A kernel the recording never timed with its data in place (every launch of
-// it waited for moves: trace/fastest_durations.h) was homed beside on trust
-// (timing_prior.h). Its recorded local time is a stall, which would excuse a
-// GEMM's remote reads: its local time is instead the least any kernel takes to
-// move the bytes it names, at the GPU's memory bandwidth.
+// A kind the recording never timed with its data in place (every launch of it
+// waited for moves: trace/fastest_durations.h) has a stall for its least
+// recorded duration, which would excuse a GEMM's remote reads; a kernel with no
+// other kind had its operands homed on the host on trust (timing_prior.h). Such
+// a kind is held to the streaming line instead: its named bytes at the rate a
+// kernel that reads each byte about once reaches locally. Its launches after
+// learning are no help: nothing records whether they waited.
 #pragma once
 
 #include "core/placement/home_choice.h"
+#include "core/trace/launch_kind.h"
 #include "core/trace/model.h"
 
 #include <cstdint>
@@ -37,10 +40,11 @@ struct TrialConfig {
     // time: one read, with room for the noise of a shared link.
     double trips = 2.0;
     Rates rates; // remote reads for the trips; evictions and fetches for the GPU home's cost
-    // Kernels without a local time of their own (TimingPriorConfig::kernels_to_try),
-    // and the memory bandwidth that bounds theirs (a third of it is the streaming line).
-    std::vector<uint32_t> kernels_untimed;
-    double memory_gbps = 4800;
+    // Kinds without a local time of their own (CleanedDurations::kinds_untimed),
+    // and the streaming line their local time is taken at (TimingPriorConfig;
+    // 0: they are not judged).
+    std::vector<trace::LaunchKind> kinds_untimed;
+    double streaming_gbps = 1600;
 };
 
 struct TrialVerdict {

@@ -28,9 +28,9 @@ TimingPrior TimingPrior::from_trace(const trace::Trace& trace, TimingPriorConfig
 }
 
 Tolerance TimingPrior::verdict(uint32_t kernel_id, uint32_t) const {
-    if (to_try_.contains(kernel_id)) return Tolerance::Tolerant;
     const auto it = gbps_.find(kernel_id);
     if (it == gbps_.end()) return Tolerance::Unknown;
+    if (to_try_.contains(kernel_id)) return Tolerance::Tolerant;
     return it->second >= config_.streaming_gbps ? Tolerance::Tolerant : Tolerance::Intolerant;
 }
 

@@ -38,7 +38,8 @@ struct TimingPriorConfig {
     // it varies with the waits from run to run. They are judged tolerant, so
     // that the run homes what they name on the host where that pays and times
     // them there; remote trials (remote_trial.h) give the GPU home back to what
-    // they read too slowly. Empty where no trial follows.
+    // they read too slowly. One too short to judge stays unjudged. Empty where
+    // no trial follows.
     std::vector<uint32_t> kernels_to_try;
 };
 
@@ -52,7 +53,7 @@ public:
 
     // The same verdict for every operand of a kernel: Unknown for a kernel never
     // timed (or only briefly), which the home choice treats as intolerant;
-    // Tolerant for a kernel to try.
+    // Tolerant for a judged kernel to try.
     Tolerance verdict(uint32_t kernel_id, uint32_t slot) const override;
     std::optional<double> kernel_gbps(uint32_t kernel_id) const;
     size_t kernels_judged() const { return gbps_.size(); }

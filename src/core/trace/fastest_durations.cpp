@@ -50,6 +50,7 @@ CleanedDurations use_fastest_durations(Trace& trace, const LaunchWaits& waits, d
         if (l.unwaited != kNone) timed.insert(kind.kernel);
         if (l.unwaited == kNone) {
             ++out.kinds_from_waits;
+            out.kinds_untimed.push_back(kind);
             uint64_t& most = taken_off[kind.kernel];
             most = std::max(most, l.taken_off);
         }

@@ -18,6 +18,7 @@
 // others, and otherwise taken less an estimate of that wait.
 #pragma once
 
+#include "core/trace/launch_kind.h"
 #include "core/trace/model.h"
 
 #include <cstdint>
@@ -40,6 +41,9 @@ struct CleanedDurations {
     // Kinds timed only on launches that waited: their duration is the least
     // over those of the duration less the wait.
     uint64_t kinds_from_waits = 0;
+    // Those kinds: the recording never showed their local time, only a bound
+    // from above (placement/remote_trial.h holds them to the streaming line).
+    std::vector<LaunchKind> kinds_untimed;
     // Their kernels, each once, by the most time their waits took off a launch.
     std::vector<uint32_t> kernels_from_waits;
     // Of those, the kernels with no kind timed on a launch that waited for
