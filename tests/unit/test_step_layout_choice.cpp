@@ -87,6 +87,7 @@ TEST_CASE("step layout: the rule weighs the gain and what the layout still moves
     constexpr uint64_t budget = 16 * kGiB;
     CHECK(layout_pays(0.6, 0.9, 0, budget));
     CHECK(layout_pays(0.9, 0.9, 0, budget)); // a tie: moving nothing, the layout's step is the least
+    CHECK(layout_pays(0.94, 0.9, 0, budget)); // within 5%: placing as they come may churn dead bytes
     CHECK_FALSE(layout_pays(0.95, 0.9, 0, budget));
     CHECK(layout_pays(0.6, 0.9, budget / 16, budget)); // some hundreds of MiB: tens of ms
     CHECK_FALSE(layout_pays(0.6, 0.9, budget / 8, budget)); // live bytes still swap

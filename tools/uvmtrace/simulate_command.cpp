@@ -619,7 +619,7 @@ void register_simulate(CLI::App& app) {
                     "bytes still on the GPU where it can), best-fit (placed anew, best fit alone), recorded "
                     "(where the recorded run put them) or planned (the steps after the second by a layout "
                     "planned for the second, the rest over-dead) or auto (with --homes auto: what the library does by "
-                    "default, planned with the homes best for it where that is no slower than over-dead with its "
+                    "default, planned with the homes best for it where that is at most 5% slower than over-dead with its "
                     "own and moves out at most 1/16 of the budget a step, else over-dead)")
         ->check(CLI::IsMember({"over-dead", "best-fit", "recorded", "planned", "auto"}))
         ->capture_default_str();

@@ -56,8 +56,8 @@ constexpr std::array kOptions = {
                "Whether the blocks of the steps after the learned one go where a layout planned for that step "
                "puts them (each block where it lay a step before, the step's blocks packed into its peak of live "
                "bytes, in an arena apart from the pool's slabs), once homes are learned (UVMP_HOST_HOMES): auto "
-               "where simulating the learned steps says it moves out at most 1/16 of the budget a step and is no "
-               "slower than blocks placed as they come; on whenever homes are learned; off never."},
+               "where simulating the learned steps says it moves out at most 1/16 of the budget a step and is at "
+               "most 5% slower than blocks placed as they come; on whenever homes are learned; off never."},
     OptionSpec{"pool_release_after", "UVMP_POOL_RELEASE_AFTER", OptionType::Duration, "10s", "",
                "A wholly free slab unused this long is given back to the driver: a duration such as "
                "10s, 500ms or 2m (a plain number is seconds)."},

@@ -48,7 +48,7 @@ std::optional<LengthenedTrace> lengthened_for_layout(const trace::Trace& trace, 
 
 bool layout_pays(double planned_seconds, double over_dead_seconds, uint64_t planned_out_bytes, uint64_t budget_bytes) {
     return static_cast<double>(planned_out_bytes) <= kLayoutOutShare * static_cast<double>(budget_bytes) &&
-           planned_seconds <= over_dead_seconds;
+           planned_seconds <= over_dead_seconds * (1 + kLayoutMargin);
 }
 
 double effective_step_seconds(bool any_host_home, double with_homes_seconds, double all_gpu_seconds) {
