@@ -92,11 +92,12 @@ bool homes_pay(bool any_host_home, double simulated_gain);
 // bytes: with nothing to move its step is the least those homes allow, and
 // the simulator came within 5.4-10.3% of it on the GPU (GPT-2 at peak/1.25,
 // peak/1.5 and 16G). Blocks placed as they come follow the run's own order of
-// allocations and frees, which the simulation of them misses: at 16G, where
-// both simulated to the same step with nothing to move, they moved 2.54 and
-// 3.77 GB of dead bytes a step on the GPU in two runs of five (785.2 and 932.0
-// ms, against 562-584 ms for the layout in every run that used it). So the
-// layout is taken unless placing as they come simulates clearly shorter.
+// allocations and frees, which the simulation of them misses: at 16G they
+// moved 1.92-3.77 GB of dead bytes a step on the GPU in four runs of six
+// (730.6-932.0 ms; in one both placements had simulated to the same step with
+// nothing to move), against 562-584 ms and nothing moved for the layout in
+// every run that used it. So the layout is taken unless placing as they come
+// simulates clearly shorter.
 // Where live bytes must still swap, each block's
 // place is fixed and cannot follow the dead bytes left on the GPU, and what the
 // simulation gave the layout there was within its error (GPT-2 at peak/1.5
