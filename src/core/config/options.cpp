@@ -97,8 +97,9 @@ constexpr std::array kOptions = {
                "from which a kernel counts as streaming its operands, so that data only such kernels touch "
                "may live on the host (each named byte counted once). On the H200 GPT-2 small's elementwise "
                "kernels run at 2600-4400 and most of its GEMMs at 1200-1700, but some GEMMs above 2000. "
-               "Lower judges more kernels tolerant of remote operands; `uvmtrace simulate "
-               "--homes auto --streaming-gbps R` shows what a value does on a recorded trace."},
+               "Lower judges more kernels tolerant of remote operands, and lets remote trials allow more "
+               "time to a launch kind the run never timed with its data in place (held to this rate); "
+               "`uvmtrace simulate --homes auto --streaming-gbps R` shows what a value does on a recorded trace."},
     OptionSpec{"remote_trial", "UVMP_REMOTE_TRIAL", OptionType::Bool, "1", "",
                "With host homes learned in the run: time the kernels of the second step run with them, and "
                "give back its GPU home to any allocation whose readers ran slower with it on the host (past "
