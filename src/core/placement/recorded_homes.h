@@ -95,9 +95,10 @@ bool homes_pay(bool any_host_home, double simulated_gain);
 // allocations and frees, which the simulation of them misses: at 16G they
 // moved 1.92-3.77 GB of dead bytes a step on the GPU in four runs of six
 // (730.6-932.0 ms; in one both placements had simulated to the same step with
-// nothing to move), against 562-584 ms and nothing moved for the layout in
-// every run that used it. So the layout is taken unless placing as they come
-// simulates clearly shorter.
+// nothing to move), while the layout moved nothing at 15.7-16.1G and peak/1.5
+// in every run that took it under the rule on its moves below (562-584 ms).
+// So the layout is taken unless placing as they come simulates clearly
+// shorter.
 // Where live bytes must still swap, each block's
 // place is fixed and cannot follow the dead bytes left on the GPU, and what the
 // simulation gave the layout there was within its error (GPT-2 at peak/1.5
