@@ -11,6 +11,7 @@
 #include <chrono>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -22,6 +23,13 @@ namespace {
 // more, and each look copies the recording and searches it for steps.
 constexpr std::chrono::milliseconds kLookEvery{250};
 constexpr uint64_t kLaunchesBetweenLooks = 256;
+
+// A kernel's name as a log line shows it: mangled names run to hundreds of characters.
+std::string_view logged_name(const trace::Trace& recording, uint32_t kernel) {
+    constexpr size_t kNameLength = 80;
+    if (kernel >= recording.kernel_names.size()) return {};
+    return std::string_view(recording.kernel_names[kernel]).substr(0, kNameLength);
+}
 
 } // namespace
 
@@ -141,11 +149,10 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
               "launches took their kind's least duration",
               cleaned.waited_launches, mover.batches.size(), mover.kernel_starts.size(), cleaned.kinds_from_waits,
               cleaned.shortened);
-    constexpr size_t kNamesLogged = 4, kNameLength = 80;
+    constexpr size_t kNamesLogged = 4;
     for (size_t i = 0; i < std::min(kNamesLogged, cleaned.kernels_from_waits.size()); ++i) {
         const uint32_t kernel = cleaned.kernels_from_waits[i];
-        const std::string& name = kernel < recording.kernel_names.size() ? recording.kernel_names[kernel] : "";
-        log::info("  timed less its waits: kernel {} {}", kernel, name.substr(0, kNameLength));
+        log::info("  timed less its waits: kernel {} {}", kernel, logged_name(recording, kernel));
     }
     // A kernel never timed with its data in place is tried remote only where a
     // trial can give its operands their GPU home back.
@@ -157,9 +164,8 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     }
     for (size_t i = 0; i < std::min(kNamesLogged, prior.kernels_to_try.size()); ++i) {
         const uint32_t kernel = prior.kernels_to_try[i];
-        const std::string& name = kernel < recording.kernel_names.size() ? recording.kernel_names[kernel] : "";
         log::info("  tried remote, never timed with its data in place: kernel {} {}", kernel,
-                  name.substr(0, kNameLength));
+                  logged_name(recording, kernel));
     }
     std::string why_not;
     std::optional<placement::RecordedHomes> homes =
@@ -172,10 +178,9 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     constexpr size_t kKeptLogged = 6;
     for (size_t i = 0; i < std::min(kKeptLogged, homes->kept_on_gpu.size()); ++i) {
         const placement::RecordedHomes::KeptOnGpu& kept = homes->kept_on_gpu[i];
-        const std::string& name = kept.kernel < recording.kernel_names.size() ? recording.kernel_names[kept.kernel] : "";
         log::info("  kept on the GPU by kernel {} ({}): {} allocations of the step, {}; {}", kept.kernel,
                   kept.kernel_gbps ? fmt::format("{:.0f} GB/s named", *kept.kernel_gbps) : std::string("not judged"),
-                  kept.allocations, format_size(kept.bytes), name.substr(0, kNameLength));
+                  kept.allocations, format_size(kept.bytes), logged_name(recording, kept.kernel));
     }
     homes->waited_launches = cleaned.waited_launches;
     homes->kinds_from_waits = cleaned.kinds_from_waits;

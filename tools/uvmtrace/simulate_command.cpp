@@ -492,10 +492,10 @@ void print_homes(const HomedRun& run) {
     if (run.planned_seconds)
         line("step layout", fmt::format("{}: {} with the layout and its best homes ({} out a step), {} with blocks "
                                         "placed as they come (the library {} it under UVMP_STEP_LAYOUT=auto, which "
-                                        "asks no longer a step, and at most {} out)",
+                                        "asks at most {:.0f}% longer a step, and at most {} out)",
                                         run.layout_used ? "used" : "not used", milliseconds(*run.planned_seconds),
                                         format_size(run.planned_out_bytes), milliseconds(run.over_dead_seconds),
-                                        run.layout_used ? "uses" : "would not use",
+                                        run.layout_used ? "uses" : "would not use", 100.0 * placement::kLayoutMargin,
                                         format_size(static_cast<uint64_t>(placement::kLayoutOutShare *
                                                                           static_cast<double>(run.budget_bytes)))));
     if (run.tried.empty()) return;

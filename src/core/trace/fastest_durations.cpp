@@ -49,13 +49,13 @@ CleanedDurations use_fastest_durations(Trace& trace, const LaunchWaits& waits, d
     for (const auto& [kind, l] : least) {
         if (l.unwaited != kNone) timed.insert(kind.kernel);
         if (l.unwaited == kNone) {
-            ++out.kinds_from_waits;
             out.kinds_untimed.push_back(kind);
             uint64_t& most = taken_off[kind.kernel];
             most = std::max(most, l.taken_off);
         }
         duration.emplace(kind, l.unwaited != kNone ? l.unwaited : l.less_waits);
     }
+    out.kinds_from_waits = out.kinds_untimed.size();
     std::vector<std::pair<uint64_t, uint32_t>> by_time_off;
     for (const auto& [kernel, off] : taken_off) by_time_off.emplace_back(off, kernel);
     std::sort(by_time_off.begin(), by_time_off.end(), std::greater<>());
