@@ -81,16 +81,18 @@ TEST_CASE("timing prior: a kernel to try is judged tolerant whatever its rate", 
 
 TEST_CASE("timing prior: a byte a kernel's parameters name twice counts once", "[placement]") {
     // A GEMM's parameters hold its operands' pointers in several places: counted
-    // once each, 64 MiB moved in 100 us is 671 GB/s, far from streaming; counted
-    // as often as named, it would pass for a kernel streaming 2.7 TB/s.
+    // once each, 64 MiB moved in 200 us is 336 GB/s, under the streaming line;
+    // counted as often as named (216 MiB), it would pass for a kernel streaming
+    // 1.13 TB/s.
     trace::Trace t;
     add_alloc(t, 1, 32 * kMiB, 0);
     add_alloc(t, 2, 32 * kMiB, 0);
     const trace::Access a{1, 0, 0}, b{2, 0, 0}, a_head{1, 0, 8 * kMiB}, b_tail{2, 16 * kMiB, 0};
     const trace::Access repeated[] = {a, b, a, b, a_head, b_tail, a, b};
-    for (int i = 0; i < 3; ++i) add_launch(t, 7, repeated, 100'000);
+    for (int i = 0; i < 3; ++i) add_launch(t, 7, repeated, 200'000);
     const TimingPrior prior = TimingPrior::from_trace(t);
-    CHECK(prior.kernel_gbps(7).value() == Approx(64.0 * kMiB / 100'000).epsilon(1e-6));
+    CHECK(prior.kernel_gbps(7).value() == Approx(64.0 * kMiB / 200'000).epsilon(1e-6));
+    CHECK(216.0 * kMiB / 200'000 > kDefaultStreamingGbps);
     CHECK(prior.verdict(7, 0) == Tolerance::Intolerant);
     // Extents of one allocation that overlap join; apart, they add up.
     trace::Trace u;

@@ -1,4 +1,6 @@
 #include "core/config/options.h"
+#include "core/placement/remote_trial.h"
+#include "core/placement/timing_prior.h"
 #include "core/util/size_parse.h"
 
 #include <catch2/catch.hpp>
@@ -295,7 +297,11 @@ TEST_CASE("the streaming rate: a positive number, from the environment or the fi
     g_env.clear();
     uvmp::Config c;
     REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
-    CHECK(c.streaming_gbps == 1600.0);
+    CHECK(c.streaming_gbps == 600.0);
+    // The option's default is the one the prior and the trial take when no Config reaches them.
+    CHECK(c.streaming_gbps == uvmp::placement::kDefaultStreamingGbps);
+    CHECK(uvmp::placement::TimingPriorConfig{}.streaming_gbps == uvmp::placement::kDefaultStreamingGbps);
+    CHECK(uvmp::placement::TrialConfig{}.streaming_gbps == uvmp::placement::kDefaultStreamingGbps);
     g_env = {{"UVMP_STREAMING_GBPS", "400"}};
     REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
     CHECK(c.streaming_gbps == 400.0);

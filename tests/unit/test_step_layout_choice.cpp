@@ -70,17 +70,27 @@ TEST_CASE("step layout: chosen where the simulation says it pays (GPT-2), and no
     CHECK_FALSE(off->planned());
     CHECK(off->planned_step_seconds == 0);
 
+    // resnet50 with its batch-norm kernels judged re-reading (a streaming line
+    // at a third of the memory bandwidth): no home pays, and the layout only
+    // fixes where live bytes swap.
     const trace::Trace resnet = bundled("resnet50-b256-pooled");
+    const TimingPriorConfig bandwidth_third{.streaming_gbps = 1600};
     const auto auto_choice = recorded_homes(resnet, static_cast<uint64_t>(8.9 * kGiB), kChunk, &why, {},
-                                            HomeScope::MadeInStep, {}, LayoutChoice::Auto);
+                                            HomeScope::MadeInStep, bandwidth_third, LayoutChoice::Auto);
     REQUIRE(auto_choice);
     CHECK_FALSE(auto_choice->planned());
     CHECK(auto_choice->planned_step_seconds > auto_choice->over_dead_step_seconds);
     // On: the layout whatever it gains.
     const auto forced = recorded_homes(resnet, static_cast<uint64_t>(8.9 * kGiB), kChunk, &why, {},
-                                       HomeScope::MadeInStep, {}, LayoutChoice::On);
+                                       HomeScope::MadeInStep, bandwidth_third, LayoutChoice::On);
     REQUIRE(forced);
     CHECK(forced->planned());
+    // At the default line their inputs live on the host, nothing is left to
+    // swap, and the layout is taken.
+    const auto by_default = recorded_homes(resnet, static_cast<uint64_t>(8.9 * kGiB), kChunk, &why, {},
+                                           HomeScope::MadeInStep, {}, LayoutChoice::Auto);
+    REQUIRE(by_default);
+    CHECK(by_default->planned());
 }
 
 TEST_CASE("step layout: the rule weighs the gain and what the layout still moves out", "[placement][layout]") {

@@ -654,8 +654,9 @@ void register_simulate(CLI::App& app) {
     cmd->add_option("--remote-write-gbps", options->remote_write_gbps, "with --homes host: kernels writing host memory (default 52.6)");
     cmd->add_option("--remote-read-gbps", options->remote_read_gbps, "with --homes host: kernels reading host memory (default 51.2)");
     cmd->add_option("--streaming-gbps", options->streaming_gbps,
-                    "with --homes host: named bytes per second of local run time from which a kernel counts as "
-                    "streaming its operands (default 1600)");
+                    fmt::format("with --homes host: named bytes per second of local run time from which a kernel "
+                                "counts as streaming its operands (default {:g})",
+                                placement::kDefaultStreamingGbps));
     cmd->callback([options] { run(*options); });
 }
 

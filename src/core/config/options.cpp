@@ -92,13 +92,14 @@ constexpr std::array kOptions = {
                "steps after them are homed by order and size. on: only from UVMP_TRACE_IN, an earlier "
                "trace of the same program recorded with UVMP_TRACE_TIMING=1. off: every allocation is "
                "homed on the GPU (migration only)."},
-    OptionSpec{"streaming_gbps", "UVMP_STREAMING_GBPS", OptionType::Rate, "1600", "",
+    OptionSpec{"streaming_gbps", "UVMP_STREAMING_GBPS", OptionType::Rate, "600", "",
                "With host homes: the rate, in GB of named operands per second of a kernel's local run time, "
                "from which a kernel counts as streaming its operands, so that data only such kernels touch "
-               "may live on the host (each named byte counted once). On the H200 GPT-2 small's elementwise "
-               "kernels run at 2600-4400 and most of its GEMMs at 1200-1700, but some GEMMs above 2000. "
-               "Lower judges more kernels tolerant of remote operands, and lets remote trials allow more "
-               "time to a launch kind the run never timed with its data in place (held to this rate); "
+               "may live on the host (each named byte counted once), where remote trials then time them. On "
+               "the H200 GPT-2 small's elementwise kernels run at 2600-4400, most of its GEMMs at 1200-1700 "
+               "and resnet50's batch-norm kernels at 440-1280. Lower judges more kernels tolerant of remote "
+               "operands, and lets remote trials allow more time to a launch kind the run never timed with "
+               "its data in place (held to this rate); higher keeps more data on the GPU. "
                "`uvmtrace simulate --homes auto --streaming-gbps R` shows what a value does on a recorded trace."},
     OptionSpec{"remote_trial", "UVMP_REMOTE_TRIAL", OptionType::Bool, "1", "",
                "With host homes learned in the run: time the kernels of the second step run with them, and "

@@ -66,7 +66,7 @@ struct Config {
     uint64_t trace_buffer = 64ull << 20;
     std::string trace_in;
     HostHomes host_homes = HostHomes::Auto; // core/placement/recorded_homes.h, driver/home_learner.h
-    double streaming_gbps = 1600;           // core/placement/timing_prior.h
+    double streaming_gbps = 600;            // placement::kDefaultStreamingGbps (core/placement/timing_prior.h)
     bool remote_trial = true;               // core/placement/remote_trial.h
     uint64_t chunk_size = 2ull << 20;
     uint64_t pool_slab_size = 512ull << 20;            // the managed pool's slabs

@@ -26,6 +26,7 @@
 #pragma once
 
 #include "core/placement/home_choice.h"
+#include "core/placement/timing_prior.h"
 #include "core/trace/launch_kind.h"
 #include "core/trace/model.h"
 
@@ -44,7 +45,7 @@ struct TrialConfig {
     // and the streaming line their local time is taken at (TimingPriorConfig;
     // 0: they are not judged).
     std::vector<trace::LaunchKind> kinds_untimed;
-    double streaming_gbps = 1600;
+    double streaming_gbps = kDefaultStreamingGbps;
 };
 
 struct TrialVerdict {

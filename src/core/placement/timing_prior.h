@@ -22,14 +22,22 @@
 
 namespace uvmp::placement {
 
+// Named bytes per second of local run time at which a kernel counts as
+// streaming (UVMP_STREAMING_GBPS's default). By this measure (each byte counted
+// once), on the H200 GPT-2 small's elementwise kernels reach 2.6-4.4 TB/s and
+// most of its GEMMs 1.2-1.7 TB/s, one 2.7; resnet50's batch-norm kernels
+// 0.44-1.28 TB/s and its small GEMMs 3.5-4.1. No line parts every GEMM from
+// every streaming kernel, so the line only says what is worth trying: remote
+// trials (remote_trial.h) time the readers with their operands remote and give
+// the GPU home back where they run slower than it would cost. Measured on the
+// H200 (docs/benchmarks.md, pool runs 49-53), a line at 600 rather than a third
+// of the memory bandwidth (1600) let resnet50's batch-norm inputs live on the
+// host and its steps ran 1.3-1.6x faster at peak/1.25 and peak/1.5, GPT-2 at
+// peak/2 too, for about 8% on GPT-2 at 16G.
+inline constexpr double kDefaultStreamingGbps = 600;
+
 struct TimingPriorConfig {
-    // Named bytes per second of local run time at which a kernel counts as
-    // streaming: a third of the H200's 4.8 TB/s. By this measure (each byte
-    // counted once), GPT-2 small's elementwise kernels reach 2.6-4.4 TB/s and
-    // most of its GEMMs 1.2-1.7 TB/s, but one of them 2.7 TB/s and resnet50's
-    // small GEMMs 3.5-4.1 TB/s: the line does not part every GEMM from every
-    // streaming kernel, which is why remote trials (remote_trial.h) correct it.
-    double streaming_gbps = 1600;
+    double streaming_gbps = kDefaultStreamingGbps;
     // Kernels shorter than this are left unjudged: their time is launch
     // overhead more than work, and their operands are small.
     uint64_t min_duration_ns = 2000;
