@@ -371,7 +371,13 @@ class Bench:
                         repeat_last=self.args.sim_repeat_last,
                         extra=(simulate_homes_arguments(self.link, homes) if homes else [])
                         + (["--placement", SIMULATED_PLACEMENT[mode]] if mode in SIMULATED_PLACEMENT else [])
-                        + list(extra))
+                        + self.streaming_line(homes) + list(extra))
+
+    def streaming_line(self, homes):
+        """The timing prior's streaming line the library runs with, when --library-env sets one:
+        the simulator judges kernels by the same line."""
+        line = self.uvmrun_env.get("UVMP_STREAMING_GBPS")
+        return ["--streaming-gbps", line] if homes and line else []
 
     def simulate_run_homes(self, record, budget):
         """The recorded trace simulated with the homes this run chose (its stats file's host_homes:
