@@ -1,6 +1,7 @@
 #include "driver/home_learner.h"
 
 #include "core/placement/remote_trial.h"
+#include "core/placement/timing_prior.h"
 #include "core/sim/simulator.h"
 #include "core/trace/fastest_durations.h"
 #include "core/util/log.h"
@@ -141,9 +142,7 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     const placement::Rates link;
     const trace::LaunchWaits waits =
         trace::mover_waits(mover, {.evict_gbps = link.evict_gbps, .fetch_gbps = link.fetch_gbps});
-    // The streaming line is a third of the memory bandwidth (timing_prior.h).
-    const trace::CleanedDurations cleaned =
-        trace::use_fastest_durations(recording, waits, 3 * config_.streaming_gbps);
+    const trace::CleanedDurations cleaned = trace::use_fastest_durations(recording, waits, placement::kMemoryGbps);
     log::info("kernel durations of the recording: {} launches waited for moves as they began (of {} that queued "
               "moves, {} kernels with a start); {} kinds timed only on such launches, taken less the wait; {} "
               "launches took their kind's least duration",

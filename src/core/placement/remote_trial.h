@@ -20,9 +20,10 @@
 // waited for moves: trace/fastest_durations.h) has a stall for its least
 // recorded duration, which would excuse a GEMM's remote reads; a kernel with no
 // other kind had its operands homed on the host on trust (timing_prior.h). Such
-// a kind is held to the streaming line instead: its named bytes at the rate a
-// kernel that reads each byte about once reaches locally. Its launches after
-// learning are no help: nothing records whether they waited.
+// a kind is held to the streaming line instead: its named bytes at the rate of
+// the slowest kernel still judged streaming, a local time short beside the two
+// trips the trial allows. Its launches after learning are no help: nothing
+// records whether they waited.
 #pragma once
 
 #include "core/placement/home_choice.h"

@@ -30,11 +30,16 @@ namespace uvmp::placement {
 // every streaming kernel, so the line only says what is worth trying: remote
 // trials (remote_trial.h) time the readers with their operands remote and give
 // the GPU home back where they run slower than it would cost. Measured on the
-// H200 (docs/benchmarks.md, pool runs 49-53), a line at 600 rather than a third
+// H200 (docs/benchmarks.md, pool runs 49-54), a line at 600 rather than a third
 // of the memory bandwidth (1600) let resnet50's batch-norm inputs live on the
-// host and its steps ran 1.3-1.6x faster at peak/1.25 and peak/1.5, GPT-2 at
+// host and its steps ran 1.2-1.5x faster at peak/1.25 and peak/1.5, GPT-2's at
 // peak/2 too, for about 8% on GPT-2 at 16G.
 inline constexpr double kDefaultStreamingGbps = 600;
+
+// The H200's memory bandwidth: no kernel moves its named bytes faster, so a
+// duration cleaned of its waits is never taken as shorter than that allows
+// (trace/fastest_durations.h). A GPU with less only makes the bound looser.
+inline constexpr double kMemoryGbps = 4800;
 
 struct TimingPriorConfig {
     double streaming_gbps = kDefaultStreamingGbps;
