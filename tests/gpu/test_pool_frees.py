@@ -126,6 +126,9 @@ print('{"bytes": 2147483648, "h2d_gbps": 50.0, "d2h_gbps": 16.0, "fetch_ms": 43.
 # the gain smaller than 10%: then the homes are not used and the step is learned's.
 FAKE_UVMTRACE = r'''
 import json, os, sys
+if os.environ.get("FAKE_UVMTRACE_CALLS"):
+    with open(os.environ["FAKE_UVMTRACE_CALLS"], "a", encoding="utf-8") as calls:
+        calls.write(json.dumps(sys.argv[1:]) + "\n")
 policy = sys.argv[sys.argv.index("--policy") + 1]
 budget = int(sys.argv[sys.argv.index("--budget") + 1].rstrip("M")) * 2**20
 homes = sys.argv[sys.argv.index("--homes") + 1] if "--homes" in sys.argv else None
@@ -533,6 +536,23 @@ class WholeRun(unittest.TestCase):
         self.assertEqual(report["simulations"]["host-homes at 16G"]["homes"]["host_bytes"], 6 * GIB)
         self.assertEqual(report["simulations"]["host-homes at 16G"]["homes_option"], "host")
         self.assertEqual(report["simulations"]["learned at 16G"]["homes_option"], "gpu")
+
+    def test_simulator_judges_by_the_streaming_line_the_library_was_given(self):
+        calls_file = os.path.join(tempfile.mkdtemp(prefix="pool-frees-test-"), "calls.jsonl")
+        status, _, printed, _ = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
+                                               "--workloads", "gpt2-small",
+                                               "--pressure-policies", "default,learned,demand-lru",
+                                               "--library-env", "UVMP_STREAMING_GBPS=700",
+                                               env={"FAKE_UVMTRACE_CALLS": calls_file})
+        self.assertEqual(status, 0, printed)
+        with open(calls_file, encoding="utf-8") as calls:
+            simulations = [json.loads(line) for line in calls if line.startswith('["simulate"')]
+        lines = {}
+        for argv in simulations:
+            line = argv[argv.index("--streaming-gbps") + 1] if "--streaming-gbps" in argv else None
+            lines.setdefault("homes" if "--homes" in argv else "no homes", set()).add(line)
+        # Every simulation of the tier model takes the library's line; the migration-only ones none.
+        self.assertEqual(lines, {"homes": {"700"}, "no homes": {None}})
 
     def test_default_mode_without_homes(self):
         # The simulator finds a gain under 10%: it predicts the all-GPU step; the run, which learned no
