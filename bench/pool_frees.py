@@ -172,6 +172,12 @@ def measured_key(entry):
     return entry["workload"], entry["mode"], entry.get("pressure") is not None
 
 
+def deadline_cut(status, timeout, limit):
+    """A run that ran out of time because the call's deadline, not the run's own limit, set its
+    timeout was not made for want of time, like one skipped: its targets are SKIP, not FAIL."""
+    return "cut (deadline)" if status == "timeout" and timeout < limit else status
+
+
 def expected_seconds(entry, measured):
     """How long a run should take: the last measured run of its workload and mode, else the
     figures of earlier benchmarks."""
@@ -330,7 +336,8 @@ class Bench:
             record["status"] = "skipped (deadline)"
             print(f"--- {run_id}: not run, {max(left, 0):.0f} s left, about {expected:.0f} s needed", flush=True)
             return record
-        timeout = min(self.args.pressure_timeout_s if pressured else self.args.timeout_s, left)
+        limit = self.args.pressure_timeout_s if pressured else self.args.timeout_s
+        timeout = min(limit, left)
         command = self.command_for(entry, run_id)
         record["command"] = command
         print(f"--- {run_id}: {mode_label(mode, entry.get('pressure'))}, budget {label} (timeout {timeout:.0f} s, "
@@ -350,6 +357,7 @@ class Bench:
         if mode not in WITHOUT_LIBRARY:
             record["stats"] = read_stats(os.path.join(self.workdir, f"{run_id}.stats.*.json"))
         record["status"], tail = run_verdict(status, output, summary, record["stats"], mode not in WITHOUT_LIBRARY)
+        record["status"] = deadline_cut(record["status"], timeout, limit)
         if tail:
             record["output_tail"] = tail
         if record["status"] == "ok":

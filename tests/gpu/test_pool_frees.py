@@ -179,6 +179,13 @@ class PureLogic(unittest.TestCase):
         self.assertIsNone(pool_frees.losses_equal({"losses": None}, native))
         self.assertIsNone(pool_frees.losses_equal({"losses": [1.0]}, None))
 
+    def test_a_run_the_deadline_ended_counts_as_not_made(self):
+        self.assertEqual(pool_frees.deadline_cut("timeout", 90.0, 200.0), "cut (deadline)")
+        # Its own limit ended it: a hang, which fails.
+        self.assertEqual(pool_frees.deadline_cut("timeout", 200.0, 200.0), "timeout")
+        self.assertEqual(pool_frees.deadline_cut("ok", 90.0, 200.0), "ok")
+        self.assertEqual(pool_frees.deadline_cut("failed", 90.0, 200.0), "failed")
+
     def test_library_env_takes_name_value_pairs(self):
         self.assertEqual(pool_frees.library_env(["UVMP_LOG_LEVEL=info", "UVMP_X=a=b", "UVMP_EMPTY="]),
                          {"UVMP_LOG_LEVEL": "info", "UVMP_X": "a=b", "UVMP_EMPTY": ""})
