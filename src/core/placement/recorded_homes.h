@@ -98,9 +98,8 @@ bool homes_pay(bool any_host_home, double simulated_gain);
 // nothing to move), while the layout moved nothing at 15.7-16.1G and peak/1.5
 // in every run that took it under the rule on its moves below (562-584 ms).
 // So the layout is taken unless placing as they come simulates clearly
-// shorter.
-// Where live bytes must still swap, each block's
-// place is fixed and cannot follow the dead bytes left on the GPU, and what the
+// shorter. Where live bytes must still swap, each block's place is fixed and
+// cannot follow the dead bytes left on the GPU, and what the
 // simulation gave the layout there was within its error (GPT-2 at peak/1.5
 // with too few host homes for its arena: 1029.9 ms simulated in the run with
 // 5.4 GiB out a step, 1207.5 measured, as placed as they come). A sixteenth of

@@ -7,9 +7,9 @@
 
 namespace uvmp::placement {
 
-TimingPrior TimingPrior::from_trace(const trace::Trace& trace, TimingPriorConfig config) {
+TimingPrior TimingPrior::from_trace(const trace::Trace& trace, const TimingPriorConfig& config) {
     TimingPrior prior;
-    prior.config_ = config;
+    prior.streaming_gbps_ = config.streaming_gbps;
     prior.to_try_.insert(config.kernels_to_try.begin(), config.kernels_to_try.end());
     const trace::ManagedBytes managed(trace);
     std::unordered_map<uint32_t, std::vector<double>> rates;
@@ -31,12 +31,12 @@ Tolerance TimingPrior::verdict(uint32_t kernel_id, uint32_t) const {
     const auto it = gbps_.find(kernel_id);
     if (it == gbps_.end()) return Tolerance::Unknown;
     if (to_try_.contains(kernel_id)) return Tolerance::Tolerant;
-    return it->second >= config_.streaming_gbps ? Tolerance::Tolerant : Tolerance::Intolerant;
+    return it->second >= streaming_gbps_ ? Tolerance::Tolerant : Tolerance::Intolerant;
 }
 
 size_t TimingPrior::kernels_streaming() const {
     return static_cast<size_t>(std::count_if(gbps_.begin(), gbps_.end(),
-                                             [&](const auto& k) { return k.second >= config_.streaming_gbps; }));
+                                             [&](const auto& k) { return k.second >= streaming_gbps_; }));
 }
 
 size_t TimingPrior::kernels_tried() const {

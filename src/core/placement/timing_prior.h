@@ -62,7 +62,7 @@ public:
     // allocations (each access's length, or the rest of the allocation from its
     // offset when unknown) over its duration; each kernel is judged by its
     // median rate. A trace recorded without timing judges nothing.
-    static TimingPrior from_trace(const trace::Trace& trace, TimingPriorConfig config = {});
+    static TimingPrior from_trace(const trace::Trace& trace, const TimingPriorConfig& config = {});
 
     // The same verdict for every operand of a kernel: Unknown for a kernel never
     // timed (or only briefly), which the home choice treats as intolerant;
@@ -72,13 +72,13 @@ public:
     size_t kernels_judged() const { return gbps_.size(); }
     // Of them, those judged to stream their operands.
     size_t kernels_streaming() const;
-    // Of them, those judged tolerant only to be tried (kernels_to_try).
+    // Of them, those to be tried (kernels_to_try), whatever their rate.
     size_t kernels_tried() const;
 
 private:
-    TimingPriorConfig config_;
+    double streaming_gbps_ = kDefaultStreamingGbps;
     std::unordered_map<uint32_t, double> gbps_; // median named GB/s by kernel id
-    std::unordered_set<uint32_t> to_try_;
+    std::unordered_set<uint32_t> to_try_;       // TimingPriorConfig::kernels_to_try
 };
 
 } // namespace uvmp::placement
