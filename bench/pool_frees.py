@@ -370,14 +370,15 @@ class Bench:
               flush=True)
         return record
 
-    def simulate_mode(self, mode, budget, extra=()):
+    def simulate_mode(self, mode, budget, extra=(), link=None):
         """`uvmtrace simulate` of the recorded trace as a library pressure mode runs: its policy, or
-        learned with its --homes, its pool placement, the link measured in the call."""
+        learned with its --homes, its pool placement, the link measured in the call (or `link`)."""
         homes = SIMULATED_HOMES[mode]
-        return simulate(self.args.uvmtrace, self.trace, budget, "learned" if homes else mode, self.link["h2d_gbps"],
-                        self.link["d2h_gbps"], min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
+        link = link or self.link
+        return simulate(self.args.uvmtrace, self.trace, budget, "learned" if homes else mode, link["h2d_gbps"],
+                        link["d2h_gbps"], min(self.args.simulate_timeout_s, max(1, self.seconds_left())),
                         repeat_last=self.args.sim_repeat_last,
-                        extra=(simulate_homes_arguments(self.link, homes) if homes else [])
+                        extra=(simulate_homes_arguments(link, homes) if homes else [])
                         + (["--placement", SIMULATED_PLACEMENT[mode]] if mode in SIMULATED_PLACEMENT else [])
                         + self.streaming_line(homes) + list(extra))
 
@@ -395,11 +396,21 @@ class Bench:
         choice = (record.get("stats") or {}).get("host_homes") or {}
         if not choice.get("used") or not self.trace or self.seconds_left() < 5:
             return None
-        result, problem = self.simulate_mode(record["mode"], budget, ["--host-bytes", str(choice["chosen_bytes"])])
+        run_homes = ["--host-bytes", str(choice["chosen_bytes"])]
+        result, problem = self.simulate_mode(record["mode"], budget, run_homes)
         if not result:
             return {"problem": problem}
         homes = result.get("homes") or {}
-        return {"step_ms": result["step_seconds"] * 1e3, "host_bytes": homes.get("host_bytes")}
+        out = {"step_ms": result["step_seconds"] * 1e3, "host_bytes": homes.get("host_bytes")}
+        # The same at the trips a named byte cost in the run's remote trial: the simulator counts
+        # one, and the remote rates over the trips are what each named byte then comes to.
+        trips = ((record.get("stats") or {}).get("host_homes_trial") or {}).get("trips")
+        if trips and trips > 0 and all(self.link.get(k) for k in REMOTE_RATES) and self.seconds_left() >= 5:
+            slowed = dict(self.link, **{k: self.link[k] / trips for k in REMOTE_RATES})
+            result, problem = self.simulate_mode(record["mode"], budget, run_homes, link=slowed)
+            out["at_trial_trips"] = ({"trips": trips, "step_ms": result["step_seconds"] * 1e3} if result
+                                     else {"trips": trips, "problem": problem})
+        return out
 
     def run_probe(self):
         if not self.args.link_probe:
@@ -467,12 +478,15 @@ def simulation_key(policy, pressure):
     return f"{policy} at {pressure}"
 
 
+REMOTE_RATES = ("remote_write_gbps", "remote_read_gbps")
+
+
 def simulate_homes_arguments(link, homes="host"):
     """uvmtrace simulate's tier model (--homes host: the homes searched on the trace; auto: those
     only where they gain 10% or more, what the library does by default), with the remote rates
     of this run's probe where it measured them."""
     extra = ["--homes", homes]
-    for key, option in (("remote_write_gbps", "--remote-write-gbps"), ("remote_read_gbps", "--remote-read-gbps")):
+    for key, option in zip(REMOTE_RATES, ("--remote-write-gbps", "--remote-read-gbps")):
         if link.get(key):
             extra += [option, str(link[key])]
     return extra
@@ -627,6 +641,10 @@ def table_rows(report):
                 row["ratio_floor"] = ratio(median, pressure["floor_ms"])
                 simulated = report["simulations"].get(simulation_key(mode, pressure_spec)) or {}
                 row["sim_ms"] = simulated.get("step_ms")
+                sim_homes = simulated.get("homes") or {}
+                if "step_remote_write_bytes" in sim_homes:
+                    row["sim_remote"] = {"written": sim_homes["step_remote_write_bytes"],
+                                         "read": sim_homes.get("step_remote_read_bytes")}
                 predicted_over_measured = ratio(row["sim_ms"], median)
                 row["sim_error"] = None if predicted_over_measured is None else predicted_over_measured - 1
                 if mode in LIBRARY_PRESSURE_MODES:
@@ -635,6 +653,12 @@ def table_rows(report):
                 if run_homes:
                     row["sim_run_homes_ms"] = statistics.median(run_homes)
                     row["sim_run_homes_error"] = ratio(row["sim_run_homes_ms"], median) - 1
+                at_trips = [(r["sim_run_homes"].get("at_trial_trips") or {}) for r in ok if r.get("sim_run_homes")]
+                at_trips = [t for t in at_trips if t.get("step_ms")]
+                if at_trips:
+                    row["sim_trial_trips"] = statistics.median(t["trips"] for t in at_trips)
+                    row["sim_trial_trips_ms"] = statistics.median(t["step_ms"] for t in at_trips)
+                    row["sim_trial_trips_error"] = ratio(row["sim_trial_trips_ms"], median) - 1
             rows.append(row)
     # How many times faster each pressure row's step is than save_on_cpu's and demand-lru's at
     # the same budget.
@@ -705,6 +729,7 @@ def host_homes_of_run(run):
             "host_allocs": stats.get("host_allocs") or 0, "host_bytes": host_bytes, "over_steps": homed_steps,
             "given_back": stats.get("host_homes_given_back"), "given_back_bytes": stats.get("host_homes_given_back_bytes"),
             "given_back_reverted": stats.get("host_homes_given_back_reverted"),
+            "trial": stats.get("host_homes_trial"),
             "choice": stats.get("host_homes"),
             "bytes_per_step": host_bytes / homed_steps if homed_steps > 0 else None}
 
@@ -804,6 +829,11 @@ def row_checks(row, rows, report):
                 lines.append(check(f"{name} simulated with the run's homes",
                                    f"{fmt(row['sim_run_homes_ms'], 1)} ms, {100 * row['sim_run_homes_error']:+.1f}%",
                                    "-", None))
+            if row.get("sim_trial_trips_ms") is not None:
+                lines.append(check(f"{name} simulated with the run's homes at its trial's trips",
+                                   f"{fmt(row['sim_trial_trips_ms'], 1)} ms, "
+                                   f"{100 * row['sim_trial_trips_error']:+.1f}% ({row['sim_trial_trips']:.2f} trips)",
+                                   "-", None))
             if default:
                 lines.append(check(f"{name} host homes: run / simulator", host_homes_text(row.get("host_homes"))
                                    + "; simulator: " + homes_choice_text(simulated.get("homes"), simulated),
@@ -869,6 +899,11 @@ def host_homes_text(homes):
                   f"({gb(homes.get('given_back_bytes') or 0)} GB) back their GPU home"
                   + (", then sent them back to the host (slower steps after)" if homes.get("given_back_reverted")
                      else ""))
+    trial = homes.get("trial")
+    if trial and trial.get("named_bytes"):
+        state += (f" (its {trial['launches']} launches of {trial['kinds']} kinds took {trial['trips']:.1f} trips of "
+                  f"the {gb(trial['named_bytes'])} GB of host-homed data they named, {trial['past_local_ms']:.1f} ms "
+                  f"past their local times)")
     choice = homes.get("choice")
     if choice:
         state += (f"; chose {choice['chosen']} of the step's {choice['step_allocations']} allocations "
@@ -1017,6 +1052,16 @@ def host_cell(row):
     return "n/a" if not homes or homes.get("bytes_per_step") is None else gb(homes["bytes_per_step"])
 
 
+def remote_cell(row):
+    """Bytes a step kernels named of host-homed blocks, written then read (the library's counters
+    after warm-up, one trip a launch), with the simulator's for its own homes in brackets."""
+    named = row.get("steady_per_step") or {}
+    run = ("/".join(gb(named.get(k)) for k in ("remote_written", "remote_read"))
+           if "remote_written" in named else "-")
+    sim = row.get("sim_remote")
+    return run + (f" ({gb(sim['written'])}/{gb(sim['read'])})" if sim else "")
+
+
 def speedup_cell(row, other):
     key = f"speedup_vs_{other}"
     if key not in row or row["mode"] == other:
@@ -1041,6 +1086,7 @@ TABLE_COLUMNS = [
     ("GB/step out/in/pop/late", lambda r, c: "-" if not r["steady_per_step"] else "/".join(
         gb(r["steady_per_step"].get(k)) for k in ("evicted", "prefetched", "populated", "demand"))),
     ("host GB/step", lambda r, c: host_cell(r)),
+    ("remote GB/step w/r (sim)", lambda r, c: remote_cell(r)),
     ("S GB", lambda r, c: gb(r["swapped_bytes"]) if "swapped_bytes" in r else "-"),
     ("S/e+S/f ms", lambda r, c: fmt(r["floor_ms"], 1) if "floor_ms" in r else "-"),
     ("x floor", lambda r, c: fmt(r["ratio_floor"], 2) if "ratio_floor" in r else "-"),
@@ -1107,8 +1153,12 @@ def notes(report):
         lines.append("GB/step: the library's evicted, prefetched, populated and late (demand estimate) bytes per step "
                      "after warm-up, from its counters read in the job. host GB/step: bytes of the allocations the "
                      "library homed on the host, from its stats file, a step from the one in which it began to home "
-                     "them (else over every step). vs save_on_cpu, vs demand-lru: how many times faster the step is "
-                     "than theirs at the same budget.")
+                     "them (else over every step). remote GB/step w/r: bytes of host-homed allocations kernels named "
+                     "per step after warm-up, by the first launch naming each (writing it) and by later ones "
+                     "(reading it), one trip a launch, from the library's counters; in brackets the simulator's for "
+                     "its own homes in the learned step. A kernel that re-reads what it names moves more over the "
+                     "link. vs save_on_cpu, vs demand-lru: how many times faster the step is than theirs at the same "
+                     "budget.")
         for row in report["rows"]:
             if row["mode"] == "default" and row["pressure"] is not None and row["runs_started"]:
                 lines.append(f"Host homes of {mode_label('default', row['pressure'])} at {row['pressure']}: "

@@ -237,6 +237,24 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
               step_begin, step_end, verdict.launches_judged, verdict.kinds_judged, verdict.kinds_slowed,
               verdict.excess_seconds * 1e3, entries.size(), format_size(verdict.gpu_again_bytes),
               verdict.gpu_again_excess_seconds * 1e3);
+    const double trips = placement::trips_of(verdict.past_local_seconds, verdict.named_bytes,
+                                             trial.rates.remote_read_gbps);
+    log::info("remote trial: those launches named {} of host-homed data, each launch once, and took {:.1f} ms past "
+              "their local times: {:.1f} trips a named byte at {:.1f} GB/s",
+              format_size(verdict.named_bytes), verdict.past_local_seconds * 1e3, trips,
+              trial.rates.remote_read_gbps);
+    for (const placement::TrialVerdict::KindTime& kind : verdict.slowest)
+        log::info("  kernel {} ({}): {} launches, {} named, {:.1f} ms past local, {:.1f} trips", kind.kernel,
+                  logged_name(recording, kind.kernel), kind.launches, format_size(kind.named_bytes),
+                  kind.past_local_seconds * 1e3,
+                  placement::trips_of(kind.past_local_seconds, kind.named_bytes, trial.rates.remote_read_gbps));
+    if (callbacks_.trial_judged)
+        callbacks_.trial_judged({.launches = verdict.launches_judged,
+                                 .kinds = verdict.kinds_judged,
+                                 .kinds_slowed = verdict.kinds_slowed,
+                                 .named_bytes = verdict.named_bytes,
+                                 .past_local_ms = verdict.past_local_seconds * 1e3,
+                                 .trips = trips});
     if (entries.empty()) {
         end();
         return true;

@@ -58,6 +58,8 @@ public:
         // learned step, of `bytes`, back their GPU home, and again with
         // `reverted` once the steps after sent them back to the host.
         std::function<void(uint64_t entries, uint64_t bytes, bool reverted)> given_back;
+        // On the learner's thread, with what the remote trial measured, whatever its verdict.
+        std::function<void(const HostHomeTrial&)> trial_judged;
         // On the learner's thread once learning has ended, whatever its
         // outcome, with the recorder no longer wanted.
         std::function<void()> done;

@@ -193,8 +193,12 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     }
     // After its record: as the recording begins, this allocation is one of the live.
     learn_homes_if_over_budget(device, *budget, table);
-    // Its pages live on the host: nothing populates, moves or counts it.
-    if (host_homed) return ConvertOutcome::Converted;
+    // Its pages live on the host: nothing populates or moves it, and the planner
+    // only counts what launches name of it.
+    if (host_homed) {
+        if (planner_) executor_.post([this, id, bytes](Executor&) { planner_->host_allocation_added(id, bytes); });
+        return ConvertOutcome::Converted;
+    }
     if (planner_) {
         make_launch_lane();
         const PlannedAllocation planned{id, *dptr, bytes, device, context};
@@ -281,6 +285,10 @@ void Interceptor::note_passthrough_device(CUdeviceptr ptr, uint64_t bytes, std::
 void Interceptor::release_converted(const Allocation& allocation, uint64_t block_bytes) {
     if (allocation.host_homed) {
         stats_.host_block_freed(allocation.size);
+        if (planner_) {
+            const uint32_t id = allocation.id;
+            executor_.post([this, id](Executor&) { planner_->host_allocation_removed(id); });
+        }
     } else {
         if (planner_) {
             const uint32_t id = allocation.id;
@@ -788,6 +796,7 @@ void Interceptor::learn_homes_if_over_budget(int device, const DeviceBudget& bud
         callbacks.given_back = [this](uint64_t entries, uint64_t bytes, bool reverted) {
             stats_.host_homes.given_back(entries, bytes, reverted);
         };
+        callbacks.trial_judged = [this](const HostHomeTrial& trial) { stats_.host_homes.trial_judged(trial); };
         callbacks.done = [this] {
             route_trace_records(nullptr);
             if (!config_.trace_timing) KernelTiming::stop();

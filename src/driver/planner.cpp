@@ -178,6 +178,11 @@ bool overlaps(std::span<const ChunkRange> ranges, std::span<const ChunkRange> am
 } // namespace
 
 std::optional<trace::LaunchBatch> Planner::launch(const PlannedLaunch& launch, bool measure_waits) {
+    if (host_traffic_.size()) {
+        const placement::HostTrafficBytes named = host_traffic_.launch(launch.accesses, trip_scratch_);
+        if (named.written) stats_.add(stats_.remote_write_bytes_named, named.written);
+        if (named.read) stats_.add(stats_.remote_read_bytes_named, named.read);
+    }
     // The launching device; where it is not known, that of the first allocation
     // the model holds (host-homed blocks are never added, and the launch may
     // name one first).

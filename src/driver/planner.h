@@ -15,6 +15,7 @@
 #include "core/learn/loop_seed.h"
 #include "core/config/options.h"
 #include "core/registry/registry.h"
+#include "core/placement/host_traffic.h"
 #include "core/policy/policy.h"
 #include "core/model/residency.h"
 #include "core/model/reuse_in_place.h"
@@ -90,6 +91,10 @@ public:
     // brings it to the GPU.
     void allocation_added(const PlannedAllocation& allocation, uint64_t budget, bool populate = true);
     void allocation_removed(uint32_t id);
+    // A block of a host-homed slab: never in the model, its bytes are counted
+    // when launches name them (placement/host_traffic.h).
+    void host_allocation_added(uint32_t id, uint64_t bytes) { host_traffic_.add(id, bytes); }
+    void host_allocation_removed(uint32_t id) { host_traffic_.remove(id); }
     // A slab of the pool made or given back: its memory holds no dead bytes to reuse.
     void slab_changed(CUdevice device, uint64_t base, uint64_t bytes);
     // Planned in the model of the launch's device, over the allocations of that
@@ -209,6 +214,8 @@ private:
     std::atomic<trace::TraceWriter*> trace_{nullptr};
     std::unordered_map<CUdevice, DeviceModel> models_;
     std::unordered_map<uint32_t, PlannedAllocation> allocations_;
+    placement::HostTraffic host_traffic_;
+    std::vector<placement::HostTrip> trip_scratch_;
     std::vector<ChunkRange> range_scratch_;
     std::vector<trace::Access> access_scratch_;
     std::vector<DeadPiece> dead_scratch_;

@@ -63,7 +63,9 @@ if env["FAKE_HOST_HOMES"] == "auto" and env["FAKE_POLICY"] == "learned" and env[
                   "host_homes": {"used": True, "chosen": 40, "step_allocations": 90, "chosen_bytes": 2 * 2**30,
                                  "candidates": 50, "kernels_streaming": 30, "kernels_judged": 60,
                                  "simulated_ms": 700.0, "all_gpu_ms": 1100.0, "routed_host": 40 * (steps - 3),
-                                 "routed_unmatched": 0}})
+                                 "routed_unmatched": 0},
+                  "host_homes_trial": {"launches": 100, "kinds": 12, "kinds_slowed": 2, "named_bytes": 7 * 10**9,
+                                       "past_local_ms": 280.0, "trips": 2.0}})
 elif env["FAKE_HOST_HOMES"] == "auto":
     stats.update({"host_homes_learned": False, "host_homes_learned_at_launch": 0})
 if os.environ.get("FAKE_OLD_LIBRARY") == "1":
@@ -103,6 +105,10 @@ if (pressured and os.environ["FAKE_POLICY"] == "learned" and os.environ["FAKE_HO
 timed = args.steps - args.warmup
 moved = ({"evicted": 8e9 * timed, "prefetched": 8e9 * timed, "populated": 0, "demand": 1e8 * timed, "frees": 90 * timed}
          if library else None)
+# Host homes learned in the run: kernels name 2 GB a step of them to write and 5 GB to read.
+if moved and os.environ.get("FAKE_OLD_LIBRARY") != "1":
+    homed = pressured and os.environ["FAKE_HOST_HOMES"] == "auto" and os.environ["FAKE_POLICY"] == "learned"
+    moved.update({"remote_written": 2e9 * timed if homed else 0, "remote_read": 5e9 * timed if homed else 0})
 conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
 for k in range(args.steps):
     print(json.dumps({"step": k, "ms": step, "loss": losses[k]}))
@@ -135,7 +141,10 @@ homes = sys.argv[sys.argv.index("--homes") + 1] if "--homes" in sys.argv else No
 gain = float(os.environ.get("FAKE_HOMES_GAIN", "0.36"))
 used = homes == "host" or (homes == "auto" and gain >= 0.1)
 host_bytes = int(sys.argv[sys.argv.index("--host-bytes") + 1]) if "--host-bytes" in sys.argv else None
-step = (0.85 if homes == "host" else 0.68 if host_bytes else 0.7 if used else 1.1 if policy == "learned" else 1.45)
+read_gbps = float(sys.argv[sys.argv.index("--remote-read-gbps") + 1]) if "--remote-read-gbps" in sys.argv else 51.2
+# The run's homes at remote rates slowed by its trial's trips take longer.
+step = (0.85 if homes == "host" else (0.9 if read_gbps < 40 else 0.68) if host_bytes else 0.7 if used
+        else 1.1 if policy == "learned" else 1.45)
 described = {"host_bytes": host_bytes or 6 * 2**30, "step_remote_write_bytes": 6 * 2**30,
              "step_remote_read_bytes": 12 * 2**30}
 if homes == "auto":
@@ -207,6 +216,12 @@ class PureLogic(unittest.TestCase):
         stats["host_homes"]["kernels_tried"] = 2
         text = pool_frees.host_homes_text(pool_frees.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
         self.assertIn("30 of 50 kernels judged streaming, 2 tried remote for want of a local time", text)
+        self.assertNotIn("trips", text)
+        stats["host_homes_trial"] = {"launches": 120, "kinds": 14, "kinds_slowed": 3, "named_bytes": 9 * 10**9,
+                                     "past_local_ms": 400.0, "trips": 2.27}
+        text = pool_frees.host_homes_text(pool_frees.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
+        self.assertIn("back their GPU home (its 120 launches of 14 kinds took 2.3 trips of the 9.00 GB of "
+                      "host-homed data they named, 400.0 ms past their local times)", text)
 
     def test_floor_is_eviction_and_fetch_of_the_swapped_bytes(self):
         self.assertAlmostEqual(pool_frees.floor_ms(15e9, 15.0, 50.0), 1000.0 + 300.0)
@@ -475,6 +490,9 @@ class WholeRun(unittest.TestCase):
         self.assertAlmostEqual(default["sim_run_homes_ms"], 680.0)
         run_homes = [c for c in report["checks"] if c["what"] == f"{name} simulated with the run's homes"][0]
         self.assertEqual((run_homes["value"], run_homes["verdict"]), ("680.0 ms, +4.6%", "info"))
+        # Again at the 2 trips a named byte cost in the run's trial: the probe's remote rates halved.
+        at_trips = [c for c in report["checks"] if c["what"] == f"{name} simulated with the run's homes at its trial's trips"][0]
+        self.assertEqual((at_trips["value"], at_trips["verdict"]), ("900.0 ms, +38.5% (2.00 trips)", "info"))
         simulated = report["simulations"]["default at 16G"]
         self.assertEqual((simulated["homes_option"], simulated["homes"]["used"]), ("auto", True))
         run = [r for r in report["runs"] if r["mode"] == "default" and r["pressure"] == "16G"][0]
@@ -489,7 +507,10 @@ class WholeRun(unittest.TestCase):
         with open(os.path.join(workdir, "pool.md"), encoding="utf-8") as markdown:
             text = markdown.read()
         self.assertIn("| gpt2-small | default (learned, homes learned in the run) | 16G | 1x5 after 8 | 650.0 |", text)
-        self.assertIn("| 2.15 | 8.59 | 708.7 | 0.92 | 700.0 | 7.7% | 1.38x | 2.31x | yes | PASS |", text)
+        # Named remote bytes a step: the run's counters, then the simulator's (6 and 12 GiB) in brackets.
+        self.assertIn("| 2.15 | 2.00/5.00 (6.44/12.88) | 8.59 | 708.7 | 0.92 | 700.0 | 7.7% | 1.38x | 2.31x | yes | PASS |",
+                      text)
+        self.assertIn("| 0.00 | 0.00/0.00 | 8.59 |", text)  # learned: migration alone
         self.assertIn("Host homes of default (learned, homes learned in the run) at 16G: run: homes learned", text)
         self.assertIn("--homes auto: homes used, simulated gain 36.0%", text)
         # Fit budget: 1.5 x the larger of 26 GiB reserved and 26 GiB pool peak.
@@ -590,6 +611,7 @@ class WholeRun(unittest.TestCase):
         default = [r for r in report["rows"] if r["mode"] == "default" and r["pressure"] == "16G"][0]
         self.assertIsNone(default["host_homes"])
         self.assertEqual(pool_frees.host_cell(default), "n/a")
+        self.assertEqual(pool_frees.remote_cell(default), "- (6.44/12.88)")
         self.assertIn("run: no host-home counters in its stats file", report_text(report))
 
     def test_host_homes_wait_for_the_recorded_trace(self):

@@ -185,10 +185,16 @@ int main(int argc, char** argv) {
             checks.expect_eq("host-homed bytes", stats->host_bytes_allocated, 2 * kSteps * kBuffer);
             checks.expect_eq("host-homed blocks live", stats->host_blocks_live, 0);
             checks.expect(stats->host_slabs_created > 0, "host slabs made");
+            // Each step fill(A) writes A, copy(C, A) writes C and reads A: one trip of each a launch.
+            checks.expect_eq("host-homed bytes kernels named to write", stats->remote_write_bytes_named,
+                             2 * kSteps * kBuffer);
+            checks.expect_eq("host-homed bytes kernels named to read", stats->remote_read_bytes_named, kSteps * kBuffer);
         }
     } else if (mode == "run" && homes == "off") {
         const auto stats = api.stats();
-        checks.expect(stats && stats->host_allocs == 0 && stats->host_slabs_created == 0, "nothing homed on the host");
+        checks.expect(stats && stats->host_allocs == 0 && stats->host_slabs_created == 0 &&
+                          stats->remote_write_bytes_named == 0 && stats->remote_read_bytes_named == 0,
+                      "nothing homed on the host, nor named there");
     }
     checks.expect(cuMemFree_v2(w) == CUDA_SUCCESS, "cuMemFree W");
     return checks.exit_status();

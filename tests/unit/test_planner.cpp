@@ -162,3 +162,21 @@ TEST_CASE("planner: a kernel names chunks the learned policy prefetched launches
     CHECK(prefetched > 0);
     CHECK(needing > 0);
 }
+
+TEST_CASE("planner: launches naming host-homed blocks count what they name, written first, read after",
+          "[planner]") {
+    PlannerRig rig;
+    rig.add(1, kBase, 8 * kMiB, 64 * kMiB);
+    rig.planner.host_allocation_added(2, 4 * kMiB);
+    // A launch naming only host-homed data, before and after one naming both homes.
+    rig.launch(1, 0, {2});
+    rig.launch(2, 0, {1, 2});
+    CHECK(rig.stats.remote_write_bytes_named == 4 * kMiB);
+    CHECK(rig.stats.remote_read_bytes_named == 4 * kMiB);
+    // Freed: a later launch naming its id (a stale pointer) counts nothing.
+    rig.planner.host_allocation_removed(2);
+    rig.launch(3, 0, {1, 2});
+    CHECK(rig.stats.remote_read_bytes_named == 4 * kMiB);
+    // The GPU-homed block is planned as ever.
+    CHECK(rig.stats.device(0).launches_planned == 3);
+}

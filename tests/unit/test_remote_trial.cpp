@@ -147,3 +147,28 @@ TEST_CASE("remote trial: nothing judged without a local time, a timing or a host
     CHECK(judge_remote_trial(t, 3, 3, on_host).launches_judged == 0);
     CHECK(judge_remote_trial(t, 2, 99, on_host).launches_judged == 0);
 }
+
+TEST_CASE("remote trial: the trips a named byte cost, and the kinds that took longest", "[placement]") {
+    // Past their local times: the streaming kind 170 us + 0 on 16 MiB named (two launches of 8), the
+    // GEMM 59 ms on 32 MiB, the small reader 91 us on 1 MiB.
+    const uint64_t remote_ns[4] = {190 * kUs, 20 * kUs, 60 * kMs, 101 * kUs};
+    const TrialVerdict v = judge_remote_trial(local_then_remote(remote_ns), 4, 8, on_host);
+    CHECK(v.named_bytes == 49 * kMiB);
+    CHECK(v.past_local_seconds == Approx(170e-6 + 59e-3 + 91e-6));
+    const double one_trip = 49.0 * kMiB / 51.2e9;
+    CHECK(trips_of(v.past_local_seconds, v.named_bytes, 51.2) == Approx(v.past_local_seconds / one_trip));
+    CHECK(trips_of(1.0, 0, 51.2) == 0);
+    REQUIRE(v.slowest.size() == 3);
+    CHECK((v.slowest[0].kernel == 3 && v.slowest[0].launches == 1 && v.slowest[0].named_bytes == 32 * kMiB));
+    CHECK((v.slowest[1].kernel == 2 && v.slowest[1].launches == 2 && v.slowest[1].named_bytes == 16 * kMiB));
+    CHECK(v.slowest[1].past_local_seconds == Approx(170e-6));
+    CHECK(v.slowest[2].kernel == 4);
+    // A kernel at exactly its local time plus one trip costs one trip a byte.
+    trace::Trace t;
+    add_alloc(t, 1, 64 * kMiB, 0);
+    add_launch_naming(t, 7, {1}, kMs);
+    add_alloc(t, 21, 64 * kMiB, 1);
+    add_launch_naming(t, 7, {21}, kMs + static_cast<uint64_t>(64.0 * kMiB / 51.2));
+    const TrialVerdict once = judge_remote_trial(t, 1, 2, on_host);
+    CHECK(trips_of(once.past_local_seconds, once.named_bytes, 51.2) == Approx(1.0).epsilon(1e-6));
+}

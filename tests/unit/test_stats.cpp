@@ -96,3 +96,31 @@ TEST_CASE("stats: a device past those kept apart counts only in the process-wide
     CHECK(j["bytes_converted"] == 2 * kMiB);
     CHECK(j["devices"].empty());
 }
+
+TEST_CASE("stats: host homes' named bytes and what the remote trial measured reach the file and the summary",
+          "[stats]") {
+    Stats stats;
+    stats.host_block_allocated(8 * kMiB);
+    stats.add(stats.remote_write_bytes_named, 8 * kMiB);
+    stats.add(stats.remote_read_bytes_named, 24 * kMiB);
+    stats.host_homes.used_from(100);
+    stats.host_homes.trial_judged({.launches = 12, .kinds = 3, .kinds_slowed = 1, .named_bytes = 32 * kMiB,
+                                   .past_local_ms = 1.5, .trips = 2.34});
+    const nlohmann::json j = nlohmann::json::parse(stats.to_json(true, 1));
+    CHECK(j["remote_write_bytes_named"] == 8 * kMiB);
+    CHECK(j["remote_read_bytes_named"] == 24 * kMiB);
+    const nlohmann::json& trial = j["host_homes_trial"];
+    CHECK(trial["launches"] == 12);
+    CHECK(trial["named_bytes"] == 32 * kMiB);
+    CHECK(trial["trips"].get<double>() == Approx(2.34));
+    uvmp_stats filled{};
+    filled.struct_size = sizeof filled;
+    stats.fill(filled, true);
+    CHECK(filled.remote_read_bytes_named == 24 * kMiB);
+    std::string summary;
+    for (const std::string& line : stats.summary_lines()) summary += line + "\n";
+    CHECK_THAT(summary, Catch::Contains("kernels named 8.0 MiB of them to write and 24.0 MiB to read"));
+    CHECK_THAT(summary, Catch::Contains("kernels took 2.3 trips of the 32.0 MiB of host-homed data they named"));
+    stats.host_homes.reset();
+    CHECK_FALSE(nlohmann::json::parse(stats.to_json(true, 1)).contains("host_homes_trial"));
+}

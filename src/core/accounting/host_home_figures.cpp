@@ -2,6 +2,8 @@
 
 #include "core/util/size_parse.h"
 
+#include <cstdio>
+
 namespace uvmp {
 
 void HostHomeFigures::chosen(HostHomeChoice choice) {
@@ -26,6 +28,11 @@ void HostHomeFigures::routed(const HostHomeRouting& routing) {
     routing_ = routing;
 }
 
+void HostHomeFigures::trial_judged(const HostHomeTrial& trial) {
+    std::lock_guard lock(mutex_);
+    trial_ = trial;
+}
+
 void HostHomeFigures::add_json(nlohmann::ordered_json& j) const {
     std::lock_guard lock(mutex_);
     j["host_homes_learned"] = used_from_launch_.has_value();
@@ -33,6 +40,10 @@ void HostHomeFigures::add_json(nlohmann::ordered_json& j) const {
     j["host_homes_given_back"] = given_back_;
     j["host_homes_given_back_bytes"] = given_back_bytes_;
     j["host_homes_given_back_reverted"] = given_back_reverted_;
+    if (trial_)
+        j["host_homes_trial"] = {{"launches", trial_->launches},         {"kinds", trial_->kinds},
+                                 {"kinds_slowed", trial_->kinds_slowed}, {"named_bytes", trial_->named_bytes},
+                                 {"past_local_ms", trial_->past_local_ms}, {"trips", trial_->trips}};
     if (!choice_) return;
     const HostHomeChoice& c = *choice_;
     nlohmann::ordered_json h;
@@ -70,6 +81,12 @@ std::optional<std::string> HostHomeFigures::summary_line() const {
                        " on; " + std::to_string(given_back_) + " allocations of a step (" +
                        format_size(given_back_bytes_) + ") given back their GPU home by remote trials";
     if (given_back_reverted_) line += ", then sent back to the host (the steps after were slower)";
+    if (trial_) {
+        char trips[32];
+        std::snprintf(trips, sizeof trips, "%.1f", trial_->trips);
+        line += std::string("; in the trial, kernels took ") + trips + " trips of the " +
+                format_size(trial_->named_bytes) + " of host-homed data they named";
+    }
     return line;
 }
 
@@ -80,6 +97,7 @@ void HostHomeFigures::reset() {
     given_back_ = given_back_bytes_ = 0;
     given_back_reverted_ = false;
     routing_ = {};
+    trial_.reset();
 }
 
 } // namespace uvmp

@@ -46,6 +46,18 @@ struct HostHomeRouting {
     uint64_t displaced = 0; // blocks the layout placed whose place was taken (placed as they came)
 };
 
+// What a remote trial measured (core/placement/remote_trial.h): the launches
+// of the judged step that named host-homed data, what they named (each launch
+// once) and what they took past their kinds' local times.
+struct HostHomeTrial {
+    uint64_t launches = 0;
+    uint64_t kinds = 0;
+    uint64_t kinds_slowed = 0; // past their local time plus two trips
+    uint64_t named_bytes = 0;
+    double past_local_ms = 0;
+    double trips = 0; // past_local_ms over one trip of named_bytes at the remote read rate
+};
+
 class HostHomeFigures {
 public:
     void chosen(HostHomeChoice choice);
@@ -55,6 +67,7 @@ public:
     // their GPU home; `reverted`: the steps after sent them back to the host.
     void given_back(uint64_t entries, uint64_t bytes, bool reverted);
     void routed(const HostHomeRouting& routing);
+    void trial_judged(const HostHomeTrial& trial);
 
     // The stats file's keys (host_homes_learned, ..., host_homes: {...}).
     void add_json(nlohmann::ordered_json& j) const;
@@ -70,6 +83,7 @@ private:
     uint64_t given_back_bytes_ = 0;
     bool given_back_reverted_ = false;
     HostHomeRouting routing_;
+    std::optional<HostHomeTrial> trial_;
 };
 
 } // namespace uvmp

@@ -220,7 +220,8 @@ std::vector<std::string> Stats::summary_lines() const {
         lines.push_back("host homes: " + n(host_allocs) + " allocations (" + sz(host_bytes_allocated) +
                         ") from host slabs, never migrated; " + n(host_blocks_live) + " (" + sz(host_bytes_live) +
                         ") live at exit; " + n(host_slabs_created) + " host slabs made, " + sz(host_slab_bytes) +
-                        " held at exit");
+                        " held at exit; kernels named " + sz(remote_write_bytes_named) + " of them to write and " +
+                        sz(remote_read_bytes_named) + " to read (one trip a launch)");
     if (std::optional<std::string> line = host_homes.summary_line()) lines.push_back(std::move(*line));
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));

@@ -28,7 +28,8 @@ namespace uvmp {
     X(pool_slabs_released) X(pool_reserved_bytes) X(pool_reserved_peak) X(graph_launches)            \
     X(graph_launches_unknown) X(graph_steps_replayed) X(launches_planned) X(passthrough_app_managed) \
     X(host_allocs) X(host_bytes_allocated) X(host_blocks_live) X(host_bytes_live)                  \
-    X(host_slabs_created) X(host_slab_bytes) X(bytes_evicted_dead) X(bytes_dead_resident) X(bytes_held_peak)
+    X(host_slabs_created) X(host_slab_bytes) X(bytes_evicted_dead) X(bytes_dead_resident) X(bytes_held_peak)    \
+    X(remote_write_bytes_named) X(remote_read_bytes_named)
 
 // What a move did, for the counters it adds to.
 enum class MoveCount { Populate, Prefetch, Evict, EvictDead };

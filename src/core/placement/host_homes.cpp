@@ -1,5 +1,6 @@
 #include "core/placement/host_homes.h"
 
+#include "core/placement/host_traffic.h"
 #include "core/placement/step_model.h"
 
 #include <algorithm>
@@ -106,39 +107,33 @@ HostHomesOutcome with_host_homes(const trace::Trace& trace, std::span<const uint
     }
 
     out.trace = trace;
-    std::unordered_map<uint32_t, uint64_t> host_size;
+    HostTraffic traffic;
     for (trace::Alloc& a : out.trace.allocs) {
         if (!host_ids.count(a.id)) continue;
         a.kind = trace::AllocKind::Host;
-        host_size.emplace(a.id, a.size);
+        traffic.add(a.id, a.size);
     }
-    out.host_allocations = host_size.size();
+    out.host_allocations = traffic.size();
 
     // Each launch's trips: the first launch of a step naming an allocation
     // writes it, later ones read it.
-    std::unordered_set<uint32_t> written_this_step;
     size_t next_bound = 0;
-    std::vector<uint32_t> named_here;
+    std::vector<HostTrip> trips;
     for (uint64_t i = 0; i < out.trace.launches.size(); ++i) {
-        for (; next_bound < bounds.size() && bounds[next_bound] <= i; ++next_bound) written_this_step.clear();
+        for (; next_bound < bounds.size() && bounds[next_bound] <= i; ++next_bound) traffic.new_step();
         trace::Launch& launch = out.trace.launches[i];
         if (!out.trace.has_accesses_of(launch)) continue;
-        named_here.clear();
+        const HostTrafficBytes named = traffic.launch(out.trace.accesses_of(launch), trips);
         double trip_seconds = 0;
-        const bool in_step = i >= out.step_begin && i < out.step_end;
-        for (const trace::Access& access : out.trace.accesses_of(launch)) {
-            const auto size = host_size.find(access.alloc_id);
-            if (size == host_size.end()) continue;
-            if (std::find(named_here.begin(), named_here.end(), access.alloc_id) != named_here.end()) continue;
-            named_here.push_back(access.alloc_id);
-            const uint64_t bytes = trace::named_bytes(access, size->second);
-            const bool writes = written_this_step.insert(access.alloc_id).second;
-            const double gbps = writes ? rates.remote_write_gbps : rates.remote_read_gbps;
-            trip_seconds += gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e9) : 0.0;
-            if (in_step) (writes ? out.step_remote_write_bytes : out.step_remote_read_bytes) += bytes;
+        for (const HostTrip& trip : trips) {
+            const double gbps = trip.writes ? rates.remote_write_gbps : rates.remote_read_gbps;
+            trip_seconds += gbps > 0 ? static_cast<double>(trip.bytes) / (gbps * 1e9) : 0.0;
         }
         launch.duration_ns += static_cast<uint64_t>(trip_seconds * 1e9);
-        if (in_step) out.step_remote_seconds += trip_seconds;
+        if (i < out.step_begin || i >= out.step_end) continue;
+        out.step_remote_write_bytes += named.written;
+        out.step_remote_read_bytes += named.read;
+        out.step_remote_seconds += trip_seconds;
     }
     return out;
 }

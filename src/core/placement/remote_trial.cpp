@@ -44,6 +44,11 @@ uint64_t bytes_of(const std::vector<HostShare>& shares) {
 
 } // namespace
 
+double trips_of(double past_local_seconds, uint64_t named_bytes, double read_gbps) {
+    if (named_bytes == 0 || read_gbps <= 0) return 0;
+    return past_local_seconds / (static_cast<double>(named_bytes) / (read_gbps * 1e9));
+}
+
 TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_begin, uint64_t step_end,
                                 const std::function<bool(uint32_t)>& host_homed, const TrialConfig& config) {
     TrialVerdict verdict;
@@ -84,6 +89,8 @@ TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_beg
     struct Remote {
         std::vector<uint64_t> launch_indices;
         double least_excess_seconds = std::numeric_limits<double>::infinity();
+        uint64_t named_bytes = 0;
+        double past_local_seconds = 0;
     };
     std::unordered_map<trace::LaunchKind, Remote, trace::LaunchKindHash> remote;
     const double trip_bytes_per_second = config.rates.remote_read_gbps * 1e9;
@@ -104,9 +111,22 @@ TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_beg
         r.launch_indices.push_back(i);
         const double excess = static_cast<double>(launch.duration_ns) * 1e-9 - allowed;
         r.least_excess_seconds = std::min(r.least_excess_seconds, excess);
+        r.named_bytes += host_bytes;
+        r.past_local_seconds += (static_cast<double>(launch.duration_ns) - static_cast<double>(*local)) * 1e-9;
         ++verdict.launches_judged;
     }
     verdict.kinds_judged = remote.size();
+    for (const auto& [kind, r] : remote) {
+        verdict.named_bytes += r.named_bytes;
+        verdict.past_local_seconds += r.past_local_seconds;
+        verdict.slowest.push_back({kind.kernel, r.launch_indices.size(), r.named_bytes, r.past_local_seconds});
+    }
+    // Longest first; among equals by kernel and bytes, so that the list does not hang on hashing.
+    std::sort(verdict.slowest.begin(), verdict.slowest.end(), [](const auto& a, const auto& b) {
+        if (a.past_local_seconds != b.past_local_seconds) return a.past_local_seconds > b.past_local_seconds;
+        return a.kernel != b.kernel ? a.kernel < b.kernel : a.named_bytes < b.named_bytes;
+    });
+    if (verdict.slowest.size() > TrialVerdict::kSlowestKinds) verdict.slowest.resize(TrialVerdict::kSlowestKinds);
 
     // Each slowed launch's excess falls on the host-homed allocations it names,
     // by the bytes it names of each.

@@ -59,7 +59,27 @@ struct TrialVerdict {
     uint64_t kinds_slowed = 0;    // whose least excess was above zero
     double excess_seconds = 0;    // the slowed kinds' excess over the judged step
     double gpu_again_excess_seconds = 0; // the part of it the allocations given back their GPU home caused
+    // What the judged launches took remote, each beside its kind's local time:
+    // the host-homed bytes they named (each launch once), and the seconds they
+    // took past their local times. Their ratio to one trip of those bytes at
+    // the remote read rate (trips_of) is the trips a named byte cost, which
+    // the home choice and the simulator take as one.
+    uint64_t named_bytes = 0;
+    double past_local_seconds = 0;
+    // The kinds that took longest past their local times, longest first (at
+    // most kSlowestKinds): which kernels the trips went to.
+    static constexpr size_t kSlowestKinds = 4;
+    struct KindTime {
+        uint32_t kernel = 0;
+        uint64_t launches = 0;
+        uint64_t named_bytes = 0;
+        double past_local_seconds = 0;
+    };
+    std::vector<KindTime> slowest;
 };
+
+// `past_local_seconds` over one trip of `named_bytes` at `read_gbps` (0 where nothing was named).
+double trips_of(double past_local_seconds, uint64_t named_bytes, double read_gbps);
 
 // Judges the launches [step_begin, step_end) of `recording` (positions in its
 // launches: a full step, every allocation of which was routed by the homes).
