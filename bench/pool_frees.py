@@ -596,6 +596,26 @@ def pressure_figures(runs, workload, pressure, link):
             "remote_floor_ms": floor_ms(swapped, link.get("remote_write_gbps"), link.get("remote_read_gbps"))}
 
 
+def halfway_ms(row):
+    """Halfway from the migrate floor to the remote floor (the issue's goal beyond the floor), at the
+    rates measured in the same call; None where a floor or the step is missing."""
+    if row.get("median_ms") is None or row.get("floor_ms") is None or row.get("remote_floor_ms") is None:
+        return None
+    return (row["floor_ms"] + row["remote_floor_ms"]) / 2
+
+
+def remote_floor_at_reads(named, swapped_bytes, link):
+    """The remote floor with S read back as often as kernels read the simulated homes' bytes a step
+    (read over written, one trip a launch): S/w + k S/r. The remote floor reads S once; a workload
+    whose readers name each host-homed byte k times pays k trips. Empty where nothing is known."""
+    write, read = link.get("remote_write_gbps"), link.get("remote_read_gbps")
+    if not named.get("written") or named.get("read") is None or swapped_bytes is None or not write or not read:
+        return {}
+    reads = named["read"] / named["written"]
+    seconds = max(swapped_bytes, 0) * (1 / (write * 1e9) + reads / (read * 1e9))
+    return {"sim_reads_per_byte": reads, "remote_floor_at_reads_ms": seconds * 1e3}
+
+
 def table_rows(report):
     """One row per workload and mode, in the order of the plan's modes."""
     runs, settings = report["runs"], report["settings"]
@@ -645,6 +665,7 @@ def table_rows(report):
                 if "step_remote_write_bytes" in sim_homes:
                     row["sim_remote"] = {"written": sim_homes["step_remote_write_bytes"],
                                          "read": sim_homes.get("step_remote_read_bytes")}
+                    row.update(remote_floor_at_reads(row["sim_remote"], pressure["swapped_bytes"], report["link"]))
                 predicted_over_measured = ratio(row["sim_ms"], median)
                 row["sim_error"] = None if predicted_over_measured is None else predicted_over_measured - 1
                 if mode in LIBRARY_PRESSURE_MODES:
@@ -822,6 +843,16 @@ def row_checks(row, rows, report):
         lines.append(check(f"{name} step vs S/w+S/r", f"{fmt(row['median_ms'], 1)} ms vs "
                            f"{fmt(row.get('remote_floor_ms'), 1)} ms (remote floor)", "-", None,
                            skip=not measured))
+        halfway = halfway_ms(row)
+        if default and halfway is not None:
+            lines.append(check(f"{name} step vs halfway", f"{fmt(row['median_ms'], 1)} ms vs {fmt(halfway, 1)} ms "
+                               f"(halfway from S/e+S/f to S/w+S/r, {'below' if row['median_ms'] < halfway else 'above'})",
+                               "-", None, skip=not measured))
+        if row.get("remote_floor_at_reads_ms") is not None:
+            lines.append(check(f"{name} step vs S/w+kS/r", f"{fmt(row['median_ms'], 1)} ms vs "
+                               f"{fmt(row['remote_floor_at_reads_ms'], 1)} ms (remote floor at the simulated homes' "
+                               f"k = {row['sim_reads_per_byte']:.1f} reads a written byte)", "-", None,
+                               skip=not measured))
         if row["mode"] in LIBRARY_PRESSURE_MODES:
             simulated = report["simulations"].get(simulation_key(row["mode"], row["pressure"])) or {}
             lines.append(simulation_check(name, row, simulated, not unmade))

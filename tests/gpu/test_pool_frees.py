@@ -228,6 +228,15 @@ class PureLogic(unittest.TestCase):
         self.assertEqual(pool_frees.floor_ms(-1, 15.0, 50.0), 0.0)
         self.assertIsNone(pool_frees.floor_ms(None, 15.0, 50.0))
 
+    def test_remote_floor_at_the_simulated_reads(self):
+        link = {"remote_write_gbps": 50.0, "remote_read_gbps": 40.0}
+        figures = pool_frees.remote_floor_at_reads({"written": 2e9, "read": 10e9}, 4e9, link)
+        self.assertAlmostEqual(figures["sim_reads_per_byte"], 5.0)
+        self.assertAlmostEqual(figures["remote_floor_at_reads_ms"], (4e9 / 50e9 + 5 * 4e9 / 40e9) * 1e3)
+        self.assertEqual(pool_frees.remote_floor_at_reads({"written": 0, "read": 0}, 4e9, link), {})
+        self.assertEqual(pool_frees.remote_floor_at_reads({"written": 2e9, "read": 1e9}, 4e9, {}), {})
+        self.assertEqual(pool_frees.remote_floor_at_reads({"written": 2e9, "read": 1e9}, None, link), {})
+
     def test_pooled_median_leaves_out_warm_up(self):
         runs = [{"warmup": 2, "step_ms": [900, 800, 10, 12]}, {"warmup": 2, "step_ms": [700, 600, 11, 13]}]
         self.assertEqual(pool_frees.pooled_median(runs), 11.5)
@@ -490,6 +499,16 @@ class WholeRun(unittest.TestCase):
         self.assertAlmostEqual(default["sim_run_homes_ms"], 680.0)
         run_homes = [c for c in report["checks"] if c["what"] == f"{name} simulated with the run's homes"][0]
         self.assertEqual((run_homes["value"], run_homes["verdict"]), ("680.0 ms, +4.6%", "info"))
+        # The simulated homes' kernels read each written byte twice (12 GiB over 6): S/w + 2 S/r.
+        self.assertAlmostEqual(default["sim_reads_per_byte"], 2.0)
+        self.assertAlmostEqual(default["remote_floor_at_reads_ms"], (8 * GIB / 52e9 + 2 * 8 * GIB / 51e9) * 1e3)
+        self.assertEqual(verdicts[f"{name} step vs S/w+kS/r"], "info")
+        # Halfway from 708.7 ms (the floor above) to 333.6 (the remote floor).
+        self.assertAlmostEqual(pool_frees.halfway_ms(default), (708.7 + 333.6) / 2, places=0)
+        halfway = [c for c in report["checks"] if c["what"] == f"{name} step vs halfway"][0]
+        self.assertEqual((halfway["value"], halfway["verdict"]), ("650.0 ms vs 521.1 ms (halfway from S/e+S/f to "
+                                                                  "S/w+S/r, above)", "info"))
+        self.assertNotIn("remote_floor_at_reads_ms", learned)
         # Again at the 2 trips a named byte cost in the run's trial: the probe's remote rates halved.
         at_trips = [c for c in report["checks"] if c["what"] == f"{name} simulated with the run's homes at its trial's trips"][0]
         self.assertEqual((at_trips["value"], at_trips["verdict"]), ("900.0 ms, +38.5% (2.00 trips)", "info"))
