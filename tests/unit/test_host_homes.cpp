@@ -74,6 +74,11 @@ TEST_CASE("timing prior: a kernel to try is judged tolerant whatever its rate", 
     CHECK(prior.kernels_judged() == 2);
     CHECK(prior.kernels_streaming() == 1);
     CHECK(prior.kernels_tried() == 1);
+    // Kernel 2 streams at 2.1 TB/s: tried, it counts as tried alone.
+    trying.kernels_to_try = {2, 3};
+    const TimingPrior both = TimingPrior::from_trace(t, trying);
+    CHECK(both.kernels_streaming() == 0);
+    CHECK(both.kernels_tried() == 2);
     const TimingPrior plain = TimingPrior::from_trace(t);
     CHECK(plain.verdict(3, 1) == Tolerance::Intolerant);
     CHECK(plain.kernels_tried() == 0);

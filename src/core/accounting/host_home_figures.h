@@ -22,7 +22,7 @@ struct HostHomeChoice {
     uint64_t swapped_bytes = 0;  // what migration must move a step with the choice
     uint64_t all_gpu_swapped_bytes = 0;
     uint64_t kernels_judged = 0; // by the timing prior
-    uint64_t kernels_streaming = 0; // of them, judged to tolerate remote operands
+    uint64_t kernels_streaming = 0; // of them, judged to tolerate remote operands by their rate (tried ones apart)
     uint64_t kernels_tried = 0;     // judged tolerant to be tried remote: every launch of them waited
     uint64_t waited_launches = 0;  // learned in the run: launches that waited for moves as they began
     uint64_t kinds_from_waits = 0; // launch kinds timed only on those, their durations less the wait

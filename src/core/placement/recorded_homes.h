@@ -30,7 +30,7 @@ struct RecordedHomes {
     uint64_t step_begin = 0;     // the learned step: launches [step_begin, step_end)
     uint64_t step_end = 0;
     uint64_t kernels_judged = 0; // by the timing prior
-    uint64_t kernels_streaming = 0; // of them, judged to tolerate remote operands
+    uint64_t kernels_streaming = 0; // of them, judged to tolerate remote operands by their rate (tried ones apart)
     uint64_t kernels_tried = 0;     // judged tolerant to be tried remote (TimingPriorConfig::kernels_to_try)
     uint64_t candidates = 0;     // allocations of the step the home order ranks
     // Allocations the step makes that a reader judged intolerant (or not

@@ -35,8 +35,9 @@ Tolerance TimingPrior::verdict(uint32_t kernel_id, uint32_t) const {
 }
 
 size_t TimingPrior::kernels_streaming() const {
-    return static_cast<size_t>(std::count_if(gbps_.begin(), gbps_.end(),
-                                             [&](const auto& k) { return k.second >= streaming_gbps_; }));
+    return static_cast<size_t>(std::count_if(gbps_.begin(), gbps_.end(), [&](const auto& k) {
+        return k.second >= streaming_gbps_ && !to_try_.contains(k.first);
+    }));
 }
 
 size_t TimingPrior::kernels_tried() const {

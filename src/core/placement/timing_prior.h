@@ -70,9 +70,9 @@ public:
     Tolerance verdict(uint32_t kernel_id, uint32_t slot) const override;
     std::optional<double> kernel_gbps(uint32_t kernel_id) const;
     size_t kernels_judged() const { return gbps_.size(); }
-    // Of them, those judged to stream their operands.
+    // Of them, those judged to stream their operands by their rate, and those
+    // to be tried (kernels_to_try) whatever their rate: no kernel counts in both.
     size_t kernels_streaming() const;
-    // Of them, those to be tried (kernels_to_try), whatever their rate.
     size_t kernels_tried() const;
 
 private:
