@@ -208,7 +208,7 @@ TEST_CASE("recorded homes: the streaming rate (UVMP_STREAMING_GBPS) decides whic
     CHECK(lenient->choice.host_bytes == kGiB);
 }
 
-TEST_CASE("recorded homes: refused without timing or without a full iteration; all fits: no host home",
+TEST_CASE("recorded homes: refused without timing or without a full iteration, all fits: no host home",
           "[placement]") {
     std::string why;
     CHECK_FALSE(recorded_homes(marked_steps(false), 3 * kGiB, 2 << 20, &why));

@@ -33,7 +33,7 @@ TEST_CASE("host traffic: the first launch naming a host block writes it, later o
     CHECK(traffic.launch(part, trips).read == kMiB);
 }
 
-TEST_CASE("host traffic: a new step, or an id made again, is written anew; a removed block is no longer counted",
+TEST_CASE("host traffic: a new step, or an id made again, is written anew, a removed block is no longer counted",
           "[placement]") {
     HostTraffic traffic;
     traffic.add(1, kMiB);

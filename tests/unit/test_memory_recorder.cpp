@@ -118,7 +118,7 @@ TEST_CASE("recording iteration bounds: steps of repeated layers, not a layer, an
     CHECK(recording_iteration_bounds(only_layers).empty());
 }
 
-TEST_CASE("fastest durations: each launch takes the least of its kind; other shapes and sizes are other kinds",
+TEST_CASE("fastest durations: each launch takes the least of its kind, other shapes and sizes are other kinds",
           "[trace]") {
     using fixtures::add_alloc;
     using fixtures::add_launch_naming;
@@ -142,7 +142,7 @@ TEST_CASE("fastest durations: each launch takes the least of its kind; other sha
     CHECK(t.launches[5].duration_ns == 30'000);
 }
 
-TEST_CASE("fastest durations: launches that waited for moves are set aside; a kind with no other is timed less its "
+TEST_CASE("fastest durations: launches that waited for moves are set aside, a kind with no other is timed less its "
           "waits, no faster than memory allows",
           "[trace]") {
     using fixtures::add_alloc;
@@ -223,7 +223,7 @@ TEST_CASE("memory recorder: batches and kernel starts come back by the snapshot'
     CHECK(mover.kernel_starts.empty());
 }
 
-TEST_CASE("memory recorder: an allocation given twice is kept once; a free of one never given is left out",
+TEST_CASE("memory recorder: an allocation given twice is kept once, a free of one never given is left out",
           "[trace]") {
     MemoryRecorder recorder(Header{}, 100);
     recorder.alloc(pooled(5, kMiB, 0));

@@ -8,7 +8,7 @@
 
 using uvmp::MpmcQueue;
 
-TEST_CASE("mpmc queue: first in, first out; full refuses, empty gives nothing", "[mpmc_queue]") {
+TEST_CASE("mpmc queue: first in, first out, full refuses, empty gives nothing", "[mpmc_queue]") {
     MpmcQueue<int> queue(3);
     CHECK(queue.capacity() == 4);
     int out = -1;

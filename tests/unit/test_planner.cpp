@@ -50,7 +50,7 @@ TEST_CASE("planner: a block placed where a populated one was freed is reused in 
     CHECK(rig.planner.bytes_reused_in_place() == 16 * kMiB);
 }
 
-TEST_CASE("planner: a block populated elsewhere gives up dead bytes; one placed over the rest reuses them", "[planner]") {
+TEST_CASE("planner: a block populated elsewhere gives up dead bytes, one placed over the rest reuses them", "[planner]") {
     PlannerRig rig;
     rig.add(1, kBase, 8 * kMiB, 10 * kMiB);
     rig.planner.allocation_removed(1);

@@ -41,7 +41,7 @@ trace::Trace local_then_remote(const uint64_t (&remote_ns)[4]) {
 bool on_host(uint32_t id) { return id >= 20; }
 } // namespace
 
-TEST_CASE("remote trial: a re-reading kernel gives its remote operand back the GPU; streaming ones keep theirs",
+TEST_CASE("remote trial: a re-reading kernel gives its remote operand back the GPU, streaming ones keep theirs",
           "[placement]") {
     // At 51.2 GB/s, a trip of 8 MiB takes 164 us, of 32 MiB 655 us, of 1 MiB 20 us.
     // The streaming kernel takes its local time plus a trip once, and 5 ms once

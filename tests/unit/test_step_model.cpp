@@ -82,7 +82,7 @@ TEST_CASE("step model: tolerance is every naming launch's verdict", "[placement]
     CHECK(step_model(t, 5, 10, &tolerance).kept_by == std::vector<uint32_t>{0, StepModel::kNoKernel});
 }
 
-TEST_CASE("step model: the first step's allocation made and freed inside it; a step outside is refused", "[placement]") {
+TEST_CASE("step model: the first step's allocation made and freed inside it, a step outside is refused", "[placement]") {
     const trace::Trace t = two_steps();
     const StepModel first = step_model(t, 0, 5);
     REQUIRE(first.alloc_ids == std::vector<uint32_t>{1, 2});

@@ -486,7 +486,7 @@ TEST_CASE("a block of the pool is a converted allocation to a reader of format 1
     CHECK(payload.back() == 3);
 }
 
-TEST_CASE("an allocation of another kind that names a slab is refused; slab 0 names none", "[trace_io]") {
+TEST_CASE("an allocation of another kind that names a slab is refused, slab 0 names none", "[trace_io]") {
     const std::string path = fixtures::scratch_path("pooled_kind.uvmt");
     REQUIRE(write_trace_file(one_pooled_block(), path) == 0);
     std::vector<std::byte> bytes = fixtures::read_file(path);

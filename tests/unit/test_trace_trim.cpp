@@ -99,7 +99,7 @@ TEST_CASE("trace trim: keeping every step keeps the trace", "[trim]") {
     CHECK(t.slabs.back().time_ns == original.slabs.back().time_ns);
 }
 
-TEST_CASE("trace trim: without marks, at the detected steps; no step, or too many, refused", "[trim]") {
+TEST_CASE("trace trim: without marks, at the detected steps, no step, or too many, refused", "[trim]") {
     trace::Trace t = job_with_slab_release(false);
     const std::vector<uint64_t> bounds = iteration_bounds(t);
     REQUIRE(bounds.size() >= 3);
