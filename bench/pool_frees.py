@@ -932,9 +932,9 @@ def host_homes_text(homes):
                      else ""))
     trial = homes.get("trial")
     if trial and trial.get("named_bytes"):
-        state += (f" (its {trial['launches']} launches of {trial['kinds']} kinds took {trial['trips']:.1f} trips of "
-                  f"the {gb(trial['named_bytes'])} GB of host-homed data they named, {trial['past_local_ms']:.1f} ms "
-                  f"past their local times)")
+        state += (f" (its {trial['launches']} launches of {trial['kinds']} kinds took {trial['past_local_ms']:.1f} ms "
+                  f"past their local times on the {gb(trial['named_bytes'])} GB of host-homed data they named: "
+                  f"{trial['trips']:.1f} read trips' time a byte)")
     choice = homes.get("choice")
     if choice:
         state += (f"; chose {choice['chosen']} of the step's {choice['step_allocations']} allocations "

@@ -18,7 +18,8 @@ import time
 
 from uvmp_library import LibraryCounters
 
-# The library's counters of bytes it moved, by the names the step lines give them.
+# The library's counters of bytes it moved (and of host-homed bytes kernels named), by the names
+# the step lines give them.
 MOVED_COUNTERS = {"evicted": "bytes_evicted", "evicted_dead": "bytes_evicted_dead", "prefetched": "bytes_prefetched",
                   "populated": "bytes_populated", "demand": "bytes_demand_estimated", "frees": "frees_converted",
                   "remote_written": "remote_write_bytes_named", "remote_read": "remote_read_bytes_named"}

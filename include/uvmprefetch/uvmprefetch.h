@@ -98,12 +98,15 @@ typedef struct uvmp_stats {
                                        resident and dead bytes together: within the budget unless a
                                        launch alone exceeds it */
     uint64_t remote_write_bytes_named; /* bytes of host-homed blocks named by the first launch to name
-                                          each since it was made: what a kernel writes over the link,
+                                          each since it was made, taken as writing them over the link:
                                           one trip of what it names (the rest of the block from the
-                                          address it was given), not bytes measured on the link */
-    uint64_t remote_read_bytes_named;  /* the same of every later launch naming them: what kernels read
-                                          over the link, one trip a launch (a kernel that re-reads an
-                                          operand moves more) */
+                                          address it was given), not bytes measured on the link.
+                                          Counted by the policy's planner: launches it skipped
+                                          (launches_unplanned), and every launch under policy none,
+                                          are not counted */
+    uint64_t remote_read_bytes_named;  /* the same of every later launch naming them, taken as reading
+                                          them: one trip a launch (a kernel that re-reads an operand
+                                          moves more) */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

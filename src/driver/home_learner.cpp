@@ -240,11 +240,11 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
     const double trips = placement::trips_of(verdict.past_local_seconds, verdict.named_bytes,
                                              trial.rates.remote_read_gbps);
     log::info("remote trial: those launches named {} of host-homed data, each launch once, and took {:.1f} ms past "
-              "their local times: {:.1f} trips a named byte at {:.1f} GB/s",
+              "their local times: {:.1f} read trips' time a named byte at {:.1f} GB/s",
               format_size(verdict.named_bytes), verdict.past_local_seconds * 1e3, trips,
               trial.rates.remote_read_gbps);
     for (const placement::TrialVerdict::KindTime& kind : verdict.slowest)
-        log::info("  kernel {} ({}): {} launches, {} named, {:.1f} ms past local, {:.1f} trips", kind.kernel,
+        log::info("  kernel {} ({}): {} launches, {} named, {:.1f} ms past local, {:.1f} read trips' time a byte", kind.kernel,
                   logged_name(recording, kind.kernel), kind.launches, format_size(kind.named_bytes),
                   kind.past_local_seconds * 1e3,
                   placement::trips_of(kind.past_local_seconds, kind.named_bytes, trial.rates.remote_read_gbps));

@@ -220,8 +220,8 @@ class PureLogic(unittest.TestCase):
         stats["host_homes_trial"] = {"launches": 120, "kinds": 14, "kinds_slowed": 3, "named_bytes": 9 * 10**9,
                                      "past_local_ms": 400.0, "trips": 2.27}
         text = pool_frees.host_homes_text(pool_frees.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
-        self.assertIn("back their GPU home (its 120 launches of 14 kinds took 2.3 trips of the 9.00 GB of "
-                      "host-homed data they named, 400.0 ms past their local times)", text)
+        self.assertIn("back their GPU home (its 120 launches of 14 kinds took 400.0 ms past their local times on the "
+                      "9.00 GB of host-homed data they named: 2.3 read trips' time a byte)", text)
 
     def test_floor_is_eviction_and_fetch_of_the_swapped_bytes(self):
         self.assertAlmostEqual(pool_frees.floor_ms(15e9, 15.0, 50.0), 1000.0 + 300.0)

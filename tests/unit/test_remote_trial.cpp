@@ -172,3 +172,16 @@ TEST_CASE("remote trial: the trips a named byte cost, and the kinds that took lo
     const TrialVerdict once = judge_remote_trial(t, 1, 2, on_host);
     CHECK(trips_of(once.past_local_seconds, once.named_bytes, 51.2) == Approx(1.0).epsilon(1e-6));
 }
+
+TEST_CASE("remote trial: launches no slower than their local times cost no trips", "[placement]") {
+    // Every remote launch at its local time, the small reader faster than its own: nothing past.
+    const uint64_t remote_ns[4] = {20 * kUs, 20 * kUs, kMs, 5 * kUs};
+    const TrialVerdict v = judge_remote_trial(local_then_remote(remote_ns), 4, 8, on_host);
+    CHECK(v.past_local_seconds < 0);
+    CHECK(trips_of(v.past_local_seconds, v.named_bytes, 51.2) == 0);
+    // Equal times fall in the order of their first launch.
+    REQUIRE(v.slowest.size() == 3);
+    CHECK(v.slowest[0].first_launch == 4);
+    CHECK(v.slowest[1].first_launch == 6);
+    CHECK(v.slowest[2].kernel == 4);
+}

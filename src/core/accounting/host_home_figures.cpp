@@ -84,8 +84,8 @@ std::optional<std::string> HostHomeFigures::summary_line() const {
     if (trial_) {
         char trips[32];
         std::snprintf(trips, sizeof trips, "%.1f", trial_->trips);
-        line += std::string("; in the trial, kernels took ") + trips + " trips of the " +
-                format_size(trial_->named_bytes) + " of host-homed data they named";
+        line += std::string("; in the trial, kernels took ") + trips + " read trips' time past their local times " +
+                "for each byte of the " + format_size(trial_->named_bytes) + " of host-homed data they named";
     }
     return line;
 }

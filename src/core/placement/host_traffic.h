@@ -1,13 +1,16 @@
 // What launches name of host-homed allocations: the trips over the link the
 // tier model charges them (host_homes.h), and what the library counts of a run
-// (the remote_*_bytes_named counters), so that the two are one figure. Each
-// launch names a host-homed allocation once, with the bytes its first access
-// names (the rest of the allocation from the offset where the extent is not
-// known). The first launch to name an allocation since it was made, or since
-// the step began where steps are marked, writes it: a fresh block holds nothing
-// to read. Later launches read it. A kernel that re-reads what it names (a
-// GEMM) moves more than this over the link, one that touches part of it less:
-// the figure is named bytes, one trip each, not bytes measured on the link.
+// (the remote_*_bytes_named counters), by one rule. Each launch names a
+// host-homed allocation once, with the bytes its first access names (the rest
+// of the allocation from the offset where the extent is not known). The first
+// launch to name an allocation since it was made, or since the step began
+// where the caller marks steps (the simulator does, the library does not), is
+// taken to write it: a block no copy or memset filled holds nothing to read.
+// Later launches read it. For the blocks a step makes, the only ones homes
+// learned in the run put on the host, the run's figures and the simulator's
+// are the same count. A kernel that re-reads what it names (a GEMM) moves more
+// than this over the link, one that touches part of it less: the figure is
+// named bytes, one trip each, not bytes measured on the link.
 #pragma once
 
 #include "core/trace/model.h"

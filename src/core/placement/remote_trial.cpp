@@ -45,7 +45,7 @@ uint64_t bytes_of(const std::vector<HostShare>& shares) {
 } // namespace
 
 double trips_of(double past_local_seconds, uint64_t named_bytes, double read_gbps) {
-    if (named_bytes == 0 || read_gbps <= 0) return 0;
+    if (named_bytes == 0 || read_gbps <= 0 || past_local_seconds <= 0) return 0;
     return past_local_seconds / (static_cast<double>(named_bytes) / (read_gbps * 1e9));
 }
 
@@ -116,16 +116,19 @@ TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_beg
         ++verdict.launches_judged;
     }
     verdict.kinds_judged = remote.size();
-    for (const auto& [kind, r] : remote) {
-        verdict.named_bytes += r.named_bytes;
-        verdict.past_local_seconds += r.past_local_seconds;
-        verdict.slowest.push_back({kind.kernel, r.launch_indices.size(), r.named_bytes, r.past_local_seconds});
-    }
-    // Longest first; among equals by kernel and bytes, so that the list does not hang on hashing.
+    for (const auto& [kind, r] : remote)
+        verdict.slowest.push_back(
+            {kind.kernel, r.launch_indices.front(), r.launch_indices.size(), r.named_bytes, r.past_local_seconds});
+    // Longest first, equals by their first launch (each launch is of one kind): an
+    // order, and sums, that do not hang on hashing.
     std::sort(verdict.slowest.begin(), verdict.slowest.end(), [](const auto& a, const auto& b) {
         if (a.past_local_seconds != b.past_local_seconds) return a.past_local_seconds > b.past_local_seconds;
-        return a.kernel != b.kernel ? a.kernel < b.kernel : a.named_bytes < b.named_bytes;
+        return a.first_launch < b.first_launch;
     });
+    for (const TrialVerdict::KindTime& kind : verdict.slowest) {
+        verdict.named_bytes += kind.named_bytes;
+        verdict.past_local_seconds += kind.past_local_seconds;
+    }
     if (verdict.slowest.size() > TrialVerdict::kSlowestKinds) verdict.slowest.resize(TrialVerdict::kSlowestKinds);
 
     // Each slowed launch's excess falls on the host-homed allocations it names,

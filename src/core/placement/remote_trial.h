@@ -60,10 +60,13 @@ struct TrialVerdict {
     double excess_seconds = 0;    // the slowed kinds' excess over the judged step
     double gpu_again_excess_seconds = 0; // the part of it the allocations given back their GPU home caused
     // What the judged launches took remote, each beside its kind's local time:
-    // the host-homed bytes they named (each launch once), and the seconds they
-    // took past their local times. Their ratio to one trip of those bytes at
-    // the remote read rate (trips_of) is the trips a named byte cost, which
-    // the home choice and the simulator take as one.
+    // the host-homed bytes they named (each launch once, with the most any of
+    // its accesses names), and the seconds they took past their local times.
+    // Their ratio to one trip of those bytes at the remote read rate
+    // (trips_of) is the time of the read trips a named byte cost, which the
+    // home choice and the simulator take as one. It holds whatever else slowed
+    // the launches (moves beside them), and for a kind held to the streaming
+    // line its local time is that line's estimate.
     uint64_t named_bytes = 0;
     double past_local_seconds = 0;
     // The kinds that took longest past their local times, longest first (at
@@ -71,6 +74,7 @@ struct TrialVerdict {
     static constexpr size_t kSlowestKinds = 4;
     struct KindTime {
         uint32_t kernel = 0;
+        uint64_t first_launch = 0; // of the judged ones, its position in the recording
         uint64_t launches = 0;
         uint64_t named_bytes = 0;
         double past_local_seconds = 0;
@@ -78,7 +82,9 @@ struct TrialVerdict {
     std::vector<KindTime> slowest;
 };
 
-// `past_local_seconds` over one trip of `named_bytes` at `read_gbps` (0 where nothing was named).
+// `past_local_seconds` over one trip of `named_bytes` at `read_gbps`: 0 where
+// nothing was named, or where the launches took no longer than their local
+// times together.
 double trips_of(double past_local_seconds, uint64_t named_bytes, double read_gbps);
 
 // Judges the launches [step_begin, step_end) of `recording` (positions in its
