@@ -22,7 +22,11 @@
 #              (homes learned in the run), learned and demand-lru (migration only) and PyTorch's
 #              save_on_cpu, against the link's floor and uvmtrace simulate's prediction: $OUT/pool.json,
 #              $OUT/pool.md, the runs' logs, stats files and trace in $OUT/pool-runs;
-#              POOL_ROUNDS rounds of the unpressured modes (default 3)
+#              POOL_ROUNDS rounds of the unpressured modes (default 3); POOL_ARGS, words added
+#              last to its command line, override its defaults (the issue's pressure runs:
+#              POOL_ARGS="--rounds 1 --workloads none --pressure-workload gpt2-small
+#              --pressure-budget peak/1.5 --pressure-policies default,demand-lru,save-on-cpu
+#              --record-steps 8 --pressure-warmup 10")
 #   ONLY=oversub  run only the oversubscription benchmark: no GPU tests, no overhead
 #              benchmark (the GPU and build checks still come first)
 #   ONLY=pool  run only the managed-pool benchmark (the GPU and build checks still come first)
@@ -63,6 +67,7 @@ OVERHEAD_CPUS=${OVERHEAD_CPUS:-}
 POOL=${POOL:-0}
 POOL_ROUNDS=${POOL_ROUNDS:-3}
 POOL_BUDGET=${POOL_BUDGET:-16G}
+POOL_ARGS=${POOL_ARGS:-}
 REPLAY_TRACES=${REPLAY_TRACES:-$REPO_ROOT/examples/traces/gpt2-small-b16-pooled.uvmt $REPO_ROOT/examples/traces/resnet50-b256-pooled.uvmt}
 REPLAY_REAL_JOB=${REPLAY_REAL_JOB:-}
 if [[ -n $ONLY && $ONLY != oversub && $ONLY != tests && $ONLY != pool && $ONLY != replay && $ONLY != compat ]]; then
@@ -376,7 +381,8 @@ pool_section() {
     run_step "bench: managed pool, frees visible (gpt2-small, resnet50)" "$left" \
         "$PYTHON" "$REPO_ROOT/bench/pool_frees.py" --uvmrun "$UVMRUN" --uvmtrace "$UVMTRACE" --lib "$LIBRARY" \
         --link-probe "$LINK_PROBE" --rounds "$POOL_ROUNDS" --pressure-budget "$POOL_BUDGET" \
-        --deadline-s "$own_deadline" --workdir "$OUT/pool-runs" --json-out "$report" --markdown-out "$markdown"
+        --deadline-s "$own_deadline" --workdir "$OUT/pool-runs" --json-out "$report" --markdown-out "$markdown" \
+        $POOL_ARGS
     add_row "pool runs succeeded, losses equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
     local what value goal verdict
     while IFS=$'\t' read -r what value goal verdict; do
