@@ -29,7 +29,7 @@ def moved_between(before, after):
     """Counter deltas between two reads of the library's counters (None without the library)."""
     if not before or not after:
         return None
-    return {name: after[key] - before[key] for name, key in MOVED_COUNTERS.items()}
+    return {name: after[key] - before[key] for name, key in MOVED_COUNTERS.items() if key in before and key in after}
 
 
 def memory_figure(query):

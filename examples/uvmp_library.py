@@ -45,7 +45,10 @@ class LibraryCounters:
         s.struct_size = ctypes.sizeof(s)
         if self._get(ctypes.byref(s)) != 0:
             return None
-        return {name: getattr(s, name) for name, _ in s._fields_}
+        # The library sets struct_size to what it filled: an older one knows fewer fields, and
+        # those past it are left out rather than read as zeros.
+        return {name: getattr(s, name) for name, _ in s._fields_
+                if getattr(self.Stats, name).offset + getattr(self.Stats, name).size <= s.struct_size}
 
     def mark_iteration(self):
         if self._mark:

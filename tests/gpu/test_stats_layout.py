@@ -31,6 +31,24 @@ class StatsLayout(unittest.TestCase):
             self.assertEqual(name, c_name)
             self.assertEqual(ctypes.sizeof(ctype), widths[c_type], name)
 
+    def test_fields_an_older_library_did_not_fill_are_left_out(self):
+        stats = uvmp_library.LibraryCounters.Stats
+        filled = stats.bytes_held_peak.offset + stats.bytes_held_peak.size
+
+        @ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(stats))
+        def older_get(out):
+            out.contents.struct_size = filled
+            out.contents.active = 1
+            out.contents.bytes_held_peak = 7
+            return 0
+
+        counters = uvmp_library.LibraryCounters.__new__(uvmp_library.LibraryCounters)
+        counters._get, counters._mark = older_get, None
+        read = counters.read()
+        self.assertEqual(read["bytes_held_peak"], 7)
+        self.assertNotIn("remote_write_bytes_named", read)
+        self.assertNotIn("remote_read_bytes_named", read)
+
 
 if __name__ == "__main__":
     unittest.main()
