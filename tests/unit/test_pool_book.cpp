@@ -13,7 +13,7 @@ TEST_CASE_METHOD(PoolTest, "pool: a bad config throws", "[pool]") {
     auto bad = [&](auto edit) {
         PoolConfig c = small_config();
         edit(c);
-        return [c, &slabs, &fences] { PoolBook book(c, slabs, fences); };
+        return [c, this] { PoolBook book(c, slabs, fences); };
     };
     CHECK_THROWS_AS(bad([](PoolConfig& c) { c.chunk_bytes = 3 * MiB; })(), std::invalid_argument);
     CHECK_THROWS_AS(bad([](PoolConfig& c) { c.chunk_bytes = 0; })(), std::invalid_argument);
