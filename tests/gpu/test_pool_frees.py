@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The managed-pool benchmark's logic without a GPU (bench/pool_frees.py): its plan, its
+"""The managed-pool benchmark's logic without a GPU (bench/drivers/pool_frees.py): its plan, its
 figures and verdicts, and whole runs against stand-ins for uvmrun, the training script, the
 link probe and uvmtrace that print what the real ones print; and one run of
-bench/oversubscription.py, which shares the run machinery, against the same stand-ins."""
+bench/drivers/oversubscription.py, which shares the run machinery, against the same stand-ins."""
 
 import io
 import json
@@ -16,7 +16,8 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
+DRIVERS = os.path.join(REPO_ROOT, "bench", "drivers")
+sys.path.insert(0, DRIVERS)
 
 import oversubscription  # noqa: E402
 import pool_frees  # noqa: E402
@@ -541,7 +542,7 @@ class WholeRun(unittest.TestCase):
     def test_rows_for_the_device_script(self):
         _, _, _, workdir = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
                                           "--workloads", "gpt2-small")
-        printed = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "bench", "pool_frees.py"), "--rows",
+        printed = subprocess.run([sys.executable, os.path.join(DRIVERS, "pool_frees.py"), "--rows",
                                   os.path.join(workdir, "pool.json")], capture_output=True, text=True, check=True)
         lines = [line.split("\t") for line in printed.stdout.splitlines()]
         self.assertTrue(lines and all(len(fields) == 4 for fields in lines))
@@ -689,7 +690,7 @@ class WholeRun(unittest.TestCase):
 
 
 class OversubscriptionRun(unittest.TestCase):
-    """bench/oversubscription.py shares the run machinery (bench/bench_common.py): one short
+    """bench/drivers/oversubscription.py shares the run machinery (bench/drivers/bench_common.py): one short
     run of it against the same stand-ins."""
 
     def test_runs_and_reports(self):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the library costs a job that fits in its budget.
 
-1. resnet50 training step time (bench/overhead_resnet50.py), natively, under uvmrun with
+1. resnet50 training step time (bench/drivers/overhead_resnet50.py), natively, under uvmrun with
    a budget above the footprint, and under uvmrun recording an access trace (--trace-out),
    in rounds that each run every mode once, each round starting with the next mode
    (native, lib, trace; lib, trace, native; ...), so that drift of a shared machine and

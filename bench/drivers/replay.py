@@ -11,7 +11,7 @@ replay the older 1.0 ones):
      demand-lru and learned), with --steps copies of the last step (default 1) so that the
      learned policy has a step to learn from: the steady step, the bytes moved in and out a
      step, and the ratio to the replayed step without a budget. With --real-job REPORT (a
-     bench/pool_frees.py --json-out report from the same device), beside each budget row the
+     bench/drivers/pool_frees.py --json-out report from the same device), beside each budget row the
      real job's step time under the same policy (its pressure runs: GPT-2 small at 16G) and the
      ratio replay / real (the real step times the replay's scale).
 Every run asks for at most --memory-share (default 0.5) of the GPU's free memory at the start:
@@ -98,7 +98,7 @@ def plan_text(plan):
 
 
 def load_real_job(path):
-    """A bench/pool_frees.py report: {(workload, mode): (median step ms, budget label)} of its
+    """A bench/drivers/pool_frees.py report: {(workload, mode): (median step ms, budget label)} of its
     rows that ran."""
     report = json.load(open(path))
     return {(r["workload"], r["mode"]): (r["median_ms"], r.get("budget"))
@@ -211,7 +211,7 @@ def main():
     parser.add_argument("--deadline-s", type=float, default=110)
     parser.add_argument("--json-out")
     parser.add_argument("--real-job", metavar="REPORT", action="append",
-                        help="a bench/pool_frees.py --json-out report: each budget row shows the real job's step "
+                        help="a bench/drivers/pool_frees.py --json-out report: each budget row shows the real job's step "
                              "under the same policy and the ratio replay / real (repeatable: one report a workload)")
     parser.add_argument("--dry-run", action="store_true",
                         help="plan every run (uvmtrace replay --dry-run, no GPU needed), replay nothing")
@@ -226,7 +226,7 @@ def main():
         try:
             real_job = {**(real_job or {}), **load_real_job(path)}
         except (OSError, ValueError, KeyError, TypeError) as error:
-            print(f"--real-job {path}: not a bench/pool_frees.py report ({error})", file=sys.stderr)
+            print(f"--real-job {path}: not a bench/drivers/pool_frees.py report ({error})", file=sys.stderr)
             return 2
     clock = Clock(args.deadline_s)
     free = free_gpu_bytes()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Step time of torchvision resnet50 training (bf16 autocast, AdamW, random data).
 
-One run of the workload that bench/overhead.py times natively and under uvmrun.
+One run of the workload that bench/drivers/overhead.py times natively and under uvmrun.
 Each timed step is bracketed by CUDA events and followed by a synchronize, so a step's
 time is the GPU time of that step alone.
 
@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 import torchvision
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 from uvmp_library import iteration_marker  # noqa: E402
 
 NUM_CLASSES = 1000

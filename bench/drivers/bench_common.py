@@ -12,7 +12,8 @@ import time
 
 MIB = 1 << 20
 GIB = 1 << 30
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# This file lies in bench/drivers/.
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN_SCRIPT = os.path.join(REPO_ROOT, "examples", "train_workload.py")
 # The PyTorch reference workloads of examples/train_workload.py.
 TRAIN_WORKLOADS = {

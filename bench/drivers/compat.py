@@ -2,7 +2,7 @@
 """Programs of several kinds under uvmrun against the same programs without it: one row per
 scenario, with what ran, its result, and whether the result matched the native run.
 
-Scenarios (programs in bench/compat/ and examples/):
+Scenarios (programs in bench/drivers/compat/ and examples/):
   graphs      torch.compile(mode="reduce-overhead"): CUDA graphs captured once and replayed
               every step; the row says how many graph launches the library saw
   dataloader  a DataLoader with 4 forked workers and pinned batches
@@ -14,7 +14,7 @@ Scenarios (programs in bench/compat/ and examples/):
   cupy        examples/cupy_demo.py: its checks against NumPy, and its printed lines against
               the native run's
   launch      bench/empty_launch: the library's own host time per launch (uvmrun less native)
-  ddp         bench/compat/ddp_gpt2.py: GPT-2 DDP under torchrun, --ddp-ranks ranks (default 2,
+  ddp         bench/drivers/compat/ddp_gpt2.py: GPT-2 DDP under torchrun, --ddp-ranks ranks (default 2,
               gloo, so that both ranks can share one GPU), natively, then as `uvmrun --budget B --
               torchrun ...` with B per rank above the footprint (--budget) and at peak/1.5 (peak: the
               native run's torch.cuda.max_memory_allocated of its largest rank), and one rank alone
@@ -44,7 +44,7 @@ import time
 
 from bench_common import GIB, MIB, REPO_ROOT, Clock, fmt, markdown_table, ratio, text_table, write_atomically
 
-HERE = os.path.join(REPO_ROOT, "bench", "compat")
+HERE = os.path.join(REPO_ROOT, "bench", "drivers", "compat")
 SCENARIOS = ("graphs", "dataloader", "async", "two-jobs", "jax", "cupy", "launch", "ddp")
 ASYNC = "backend:cudaMallocAsync"
 # Kept in every run's environment, whatever the caller's says: NVLink multicast off for NCCL
@@ -361,7 +361,7 @@ def scenario_launch(runner):
 
 
 def ddp_program(args, ranks):
-    """torchrun of bench/compat/ddp_gpt2.py with `ranks` processes on this host."""
+    """torchrun of bench/drivers/compat/ddp_gpt2.py with `ranks` processes on this host."""
     launcher = args.torchrun.split() if args.torchrun else [sys.executable, "-m", "torch.distributed.run"]
     # --nproc_per_node: the spelling every torchrun reads (newer ones also read --nproc-per-node).
     return launcher + ["--standalone", "--nproc_per_node", str(ranks), DDP_SCRIPT,

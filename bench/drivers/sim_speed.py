@@ -12,7 +12,7 @@ one `uvmtrace simulate` call. CPU times come from the tool's own --timing lines.
 
 With --repeat-last the copies are made in memory and counted in "prepare".
 
-Usage: bench/sim_speed.py --uvmtrace PATH [--repeats 3] [--cpu N] [--json OUT]
+Usage: bench/drivers/sim_speed.py --uvmtrace PATH [--repeats 3] [--cpu N] [--json OUT]
 """
 import argparse
 import json
@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 POLICIES = ["demand-lru", "learned", "belady"]
 PREPARED = re.compile(r"^prepared\s+(\d+) launches in ([\d.]+) s CPU", re.M)
 SIMULATED = re.compile(r"^simulated (\S+)\s+(\d+) launches in ([\d.]+) s CPU", re.M)
