@@ -207,6 +207,43 @@ class Clock:
         return float("inf") if self.deadline_s <= 0 else self.deadline_s - self.elapsed()
 
 
+class Bench:
+    """A benchmark's runs: its options, working folder and clock, the runs made so far, and how
+    one run's command is run and judged."""
+
+    def __init__(self, args, workdir):
+        self.args = args
+        self.workdir = workdir
+        self.clock = Clock(args.deadline_s)
+        self.runs = []
+
+    def seconds_left(self):
+        return self.clock.left()
+
+    @staticmethod
+    def execute_run(record, command, timeout, env):
+        """Runs a run's command, printing its tail; its exit status and wall time go into the
+        record. Returns the output."""
+        record["exit"], output, record["wall_s"] = timed_execute(command, timeout, env)
+        return output
+
+    @staticmethod
+    def judge_run(record, output, parsed, stats_pattern=None):
+        """A finished run's counters (read from stats_pattern, None for a run without the
+        library) and its verdict, with the output's last lines when it failed."""
+        under_library = stats_pattern is not None
+        if under_library:
+            record["stats"] = read_stats(stats_pattern)
+        record["status"], tail = run_verdict(record["exit"], output, parsed, record["stats"], under_library)
+        if tail:
+            record["output_tail"] = tail
+
+    @staticmethod
+    def print_run_end(record):
+        print(f"--- {record['status']} (exit {record['exit']}, {record['wall_s']} s, median "
+              f"{fmt(record['median_ms'], 3)} ms)", flush=True)
+
+
 def add_output_arguments(parser):
     """The options every run-making benchmark takes for its deadline and its outputs."""
     parser.add_argument("--deadline-s", type=float, default=0,

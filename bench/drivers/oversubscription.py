@@ -35,9 +35,9 @@ import re
 import sys
 import tempfile
 
-from bench_common import (GIB, MIB, Clock, TRAIN_SCRIPT, TRAIN_WORKLOADS, add_output_arguments, fmt, largest_file,
-                          markdown_table, parse_size, print_outcome, probe_link, ratio, read_stats, run_verdict,
-                          simulate, text_table, timed_execute, training_summary, write_atomically)
+from bench_common import (GIB, MIB, TRAIN_SCRIPT, TRAIN_WORKLOADS, Bench, add_output_arguments, fmt, largest_file,
+                          markdown_table, parse_size, print_outcome, probe_link, ratio, simulate, text_table,
+                          training_summary, write_atomically)
 
 WORKLOAD_ALIASES = {"a": "layers", "b": "resnet50", "c": "gpt2-small"}
 PYTHON_WORKLOADS = TRAIN_WORKLOADS
@@ -112,12 +112,9 @@ def parse_layers_output(output):
 
 # ---------------------------------------------------------------- running
 
-class Bench:
+class OversubscriptionBench(Bench):
     def __init__(self, args, workdir):
-        self.args = args
-        self.workdir = workdir
-        self.clock = Clock(args.deadline_s)
-        self.runs = []
+        super().__init__(args, workdir)
         self.env = dict(os.environ)
         # Native runs must use the same allocator settings uvmrun sets for its own runs.
         self.env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:False")
@@ -126,9 +123,6 @@ class Bench:
             self.env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
         if args.lib:
             self.env["UVMP_LIBRARY"] = os.path.abspath(args.lib)
-
-    def seconds_left(self):
-        return self.clock.left()
 
     def run(self, workload, mode, budget_label=None, budget_bytes=None, record_trace=False):
         """One run of `workload`; mode is native, none, learned or demand-lru. Returns the
@@ -154,18 +148,12 @@ class Bench:
         timeout = min(self.args.timeout_s, left)
         print(f"--- {workload.name}, {mode}, budget {budget_label or '-'} (timeout {timeout:.0f} s)\n"
               f"$ {' '.join(command)}", flush=True)
-        status, output, record["wall_s"] = timed_execute(command, timeout, self.env)
-        record["exit"] = status
+        output = self.execute_run(record, command, timeout, self.env)
         parsed = parse_python_output(output) if workload.is_python else parse_layers_output(output)
         if parsed:
             record.update(parsed)
-        if mode != "native":
-            record["stats"] = read_stats(stats_pattern.replace("%p", "*"))
-        record["status"], tail = run_verdict(status, output, parsed, record["stats"], mode != "native")
-        if tail:
-            record["output_tail"] = tail
-        print(f"--- {record['status']} (exit {status}, {record['wall_s']} s, median "
-              f"{fmt(record['median_ms'], 3)} ms)", flush=True)
+        self.judge_run(record, output, parsed, None if mode == "native" else stats_pattern.replace("%p", "*"))
+        self.print_run_end(record)
         return record
 
 
@@ -517,7 +505,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="uvmp-oversub-") as scratch:
         workdir = args.workdir or scratch
         os.makedirs(workdir, exist_ok=True)
-        bench = Bench(args, workdir)
+        bench = OversubscriptionBench(args, workdir)
         workloads = make_workloads(args)
         measure(bench, workloads)
         full_report = save(bench, workloads)
