@@ -81,15 +81,22 @@ def stop_running():
             pass
 
 
-def training_summary(output):
-    """The final SUMMARY line of examples/train_workload.py as a dict, or None."""
+def tagged_json_line(output, tag):
+    """The JSON after `tag` on the last line that starts with it, or None (also when that JSON
+    is malformed: a run cut short mid-line)."""
+    prefix = f"{tag} "
     for line in reversed(output.splitlines()):
-        if line.startswith("SUMMARY "):
+        if line.startswith(prefix):
             try:
-                return json.loads(line[len("SUMMARY "):])
+                return json.loads(line[len(prefix):])
             except json.JSONDecodeError:
                 return None
     return None
+
+
+def training_summary(output):
+    """The final SUMMARY line of examples/train_workload.py as a dict, or None."""
+    return tagged_json_line(output, "SUMMARY")
 
 
 def last_json_line(output):

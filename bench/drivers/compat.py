@@ -42,7 +42,8 @@ import sys
 import tempfile
 import time
 
-from bench_common import GIB, MIB, REPO_ROOT, Clock, fmt, markdown_table, ratio, text_table, write_atomically
+from bench_common import (GIB, MIB, REPO_ROOT, Clock, fmt, markdown_table, ratio, tagged_json_line, text_table,
+                          write_atomically)
 
 HERE = os.path.join(REPO_ROOT, "bench", "drivers", "compat")
 SCENARIOS = ("graphs", "dataloader", "async", "two-jobs", "jax", "cupy", "launch", "ddp")
@@ -66,13 +67,7 @@ DDP_STATS_KEYS = ("active", "budget_bytes", "guard_limit_bytes", "bytes_converte
 
 def result_of(output):
     """The last RESULT line's JSON, or None."""
-    for line in reversed(output.splitlines()):
-        if line.startswith("RESULT "):
-            try:
-                return json.loads(line[len("RESULT "):])
-            except json.JSONDecodeError:
-                return None
-    return None
+    return tagged_json_line(output, "RESULT")
 
 
 def cupy_checks(output):
