@@ -10,13 +10,13 @@
 #              wait, or both) and populate (fresh managed memory placed three ways)
 #   TRACES=1   also record the bundled example traces (resnet50 b256, GPT-2 small b16) with
 #              kernel timing into $OUT, and run uvmtrace info on each
-#   OVERSUB=1  also run the oversubscription benchmark (bench/oversubscription.py) last:
+#   OVERSUB=1  also run the oversubscription benchmark (bench/drivers/oversubscription.py) last:
 #              $OUT/oversub.json and $OUT/oversub.md; OVERSUB_WORKLOADS picks its workloads,
 #              OVERSUB_DIVISORS its budgets (footprint / divisor, default 1.5,2)
 #              (default layers,resnet50,gpt2-small)
 #   OVERSUB_NO_CACHE=1  the oversubscription benchmark's Python workloads run without
 #              PyTorch's caching allocator: every step allocates its tensors anew
-#   POOL=1     also run the managed-pool benchmark (bench/pool_frees.py) last: PyTorch with
+#   POOL=1     also run the managed-pool benchmark (bench/drivers/pool_frees.py) last: PyTorch with
 #              backend:cudaMallocAsync natively, under uvmrun's defaults and a budget above the
 #              footprint, and GPT-2 small at POOL_BUDGET (default 16G) under uvmrun's defaults
 #              (homes learned in the run), learned and demand-lru (migration only) and PyTorch's
@@ -31,12 +31,12 @@
 #              benchmark (the GPU and build checks still come first)
 #   ONLY=pool  run only the managed-pool benchmark (the GPU and build checks still come first)
 #   ONLY=replay  run only `uvmtrace replay` of REPLAY_TRACES (default: the bundled pooled GPT-2
-#              small and resnet50 traces; bench/replay.py): with no budget against the recorded
+#              small and resnet50 traces; bench/drivers/replay.py): with no budget against the recorded
 #              step time (within 10%), and at footprint / 1.5 under demand-lru and learned with a
 #              copy of the last step: $OUT/replay.json; under 2 minutes, each replay within half
 #              the GPU's free memory (--scale otherwise). REPLAY_REAL_JOB=FILE, a pool.json of
 #              POOL=1 or ONLY=pool on the same GPU: each budget row beside the real job's step
-#   ONLY=compat  run only bench/compat.py: torch.compile with CUDA graphs, DataLoader workers,
+#   ONLY=compat  run only bench/drivers/compat.py: torch.compile with CUDA graphs, DataLoader workers,
 #              backend:cudaMallocAsync, two jobs with budgets at once, JAX (10 runs), CuPy and
 #              the launch hook's cost, each against the program without the library:
 #              $OUT/compat.json, $OUT/compat.md, the runs' logs in $OUT/compat-runs
@@ -304,7 +304,7 @@ benchmarks() {
     local report=$OUT/overhead.json
     rm -f "$report"
     run_step "bench: overhead (resnet50 native, uvmrun, uvmrun recording; empty launches)" $((60 + 60 * OVERHEAD_ROUNDS)) \
-        "$PYTHON" "$REPO_ROOT/bench/overhead.py" --uvmrun "$UVMRUN" --lib "$LIBRARY" --empty-launch "$EMPTY_LAUNCH" \
+        "$PYTHON" "$REPO_ROOT/bench/drivers/overhead.py" --uvmrun "$UVMRUN" --lib "$LIBRARY" --empty-launch "$EMPTY_LAUNCH" \
         --budget 32G --rounds "$OVERHEAD_ROUNDS" --timeout 120 --json-out "$report" \
         ${OVERHEAD_CPUS:+--cpus "$OVERHEAD_CPUS"}
     local status=$STEP_STATUS
@@ -349,7 +349,7 @@ oversub_section() {
     read -r left own_deadline < <(deadline_left)
     rm -f "$report" "$markdown"
     run_step "bench: oversubscription ($OVERSUB_WORKLOADS)" "$left" \
-        "$PYTHON" "$REPO_ROOT/bench/oversubscription.py" --uvmrun "$UVMRUN" --uvmtrace "$UVMTRACE" \
+        "$PYTHON" "$REPO_ROOT/bench/drivers/oversubscription.py" --uvmrun "$UVMRUN" --uvmtrace "$UVMTRACE" \
         --lib "$LIBRARY" --layers-binary "$LAYERS_STATIC" --workloads "$OVERSUB_WORKLOADS" \
         --divisors "$OVERSUB_DIVISORS" --link-probe "$LINK_PROBE" \
         --timeout-s 150 --deadline-s "$own_deadline" --json-out "$report" --markdown-out "$markdown" \
@@ -379,7 +379,7 @@ pool_section() {
     read -r left own_deadline < <(deadline_left)
     rm -f "$report" "$markdown"
     run_step "bench: managed pool, frees visible (gpt2-small, resnet50)" "$left" \
-        "$PYTHON" "$REPO_ROOT/bench/pool_frees.py" --uvmrun "$UVMRUN" --uvmtrace "$UVMTRACE" --lib "$LIBRARY" \
+        "$PYTHON" "$REPO_ROOT/bench/drivers/pool_frees.py" --uvmrun "$UVMRUN" --uvmtrace "$UVMTRACE" --lib "$LIBRARY" \
         --link-probe "$LINK_PROBE" --rounds "$POOL_ROUNDS" --pressure-budget "$POOL_BUDGET" \
         --deadline-s "$own_deadline" --workdir "$OUT/pool-runs" --json-out "$report" --markdown-out "$markdown" \
         $POOL_ARGS
@@ -387,7 +387,7 @@ pool_section() {
     local what value goal verdict
     while IFS=$'\t' read -r what value goal verdict; do
         add_row "$what" "$value" "$goal" "$verdict"
-    done < <("$PYTHON" "$REPO_ROOT/bench/pool_frees.py" --rows "$report")
+    done < <("$PYTHON" "$REPO_ROOT/bench/drivers/pool_frees.py" --rows "$report")
 }
 
 # `uvmtrace replay` of REPLAY_TRACES: the replayed step against the recorded one with no budget,
@@ -399,7 +399,7 @@ replay_section() {
     rm -f "$report"
     # shellcheck disable=SC2086
     run_step "bench: uvmtrace replay (no budget, footprint / 1.5)" $((own_deadline + 15)) \
-        "$PYTHON" "$REPO_ROOT/bench/replay.py" --uvmtrace "$UVMTRACE" --lib "$LIBRARY" \
+        "$PYTHON" "$REPO_ROOT/bench/drivers/replay.py" --uvmtrace "$UVMTRACE" --lib "$LIBRARY" \
         --deadline-s "$own_deadline" --json-out "$report" ${REPLAY_REAL_JOB:+--real-job "$REPLAY_REAL_JOB"} \
         $REPLAY_TRACES
     add_row "replay runs succeeded, no-budget steps within 10%" "exit $STEP_STATUS" "exit 0" \
@@ -407,7 +407,7 @@ replay_section() {
     local what value goal verdict
     while IFS=$'\t' read -r what value goal verdict; do
         add_row "$what" "$value" "$goal" "$verdict"
-    done < <("$PYTHON" "$REPO_ROOT/bench/replay.py" --rows "$report")
+    done < <("$PYTHON" "$REPO_ROOT/bench/drivers/replay.py" --rows "$report")
 }
 
 # Programs of several kinds under uvmrun against the same programs without it.
@@ -416,13 +416,13 @@ compat_section() {
     read -r left own_deadline < <(deadline_left)
     rm -f "$report" "$markdown"
     run_step "bench: compatibility scenarios" "$left" \
-        "$PYTHON" "$REPO_ROOT/bench/compat.py" --uvmrun "$UVMRUN" --lib "$LIBRARY" --empty-launch "$EMPTY_LAUNCH" \
+        "$PYTHON" "$REPO_ROOT/bench/drivers/compat.py" --uvmrun "$UVMRUN" --lib "$LIBRARY" --empty-launch "$EMPTY_LAUNCH" \
         --deadline-s "$own_deadline" --workdir "$OUT/compat-runs" --json-out "$report" --markdown-out "$markdown"
     add_row "compat scenarios ran, results equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
     local what value goal verdict
     while IFS=$'\t' read -r what value goal verdict; do
         add_row "$what" "$value" "$goal" "$verdict"
-    done < <("$PYTHON" "$REPO_ROOT/bench/compat.py" --rows "$report")
+    done < <("$PYTHON" "$REPO_ROOT/bench/drivers/compat.py" --rows "$report")
 }
 
 # oversub_rows REPORT: the oversubscription report as rows of the final table, one per

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The compatibility benchmark's logic without a GPU (bench/compat.py): how it reads results,
+"""The compatibility benchmark's logic without a GPU (bench/drivers/compat.py): how it reads results,
 compares them with the native run and turns scenarios into rows, and two whole scenarios
 against stand-ins: the launch hook's cost (uvmrun and bench/empty_launch) and DDP under
-torchrun (uvmrun, torchrun and the ranks of bench/compat/ddp_gpt2.py)."""
+torchrun (uvmrun, torchrun and the ranks of bench/drivers/compat/ddp_gpt2.py)."""
 
 import argparse
 import io
@@ -16,7 +16,8 @@ import unittest
 from contextlib import redirect_stdout
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
+DRIVERS = os.path.join(REPO_ROOT, "bench", "drivers")
+sys.path.insert(0, DRIVERS)
 
 import compat  # noqa: E402
 
@@ -50,7 +51,7 @@ children = [subprocess.Popen([sys.executable, os.environ["FAKE_DDP_RANK"]] + scr
 sys.exit(max(child.wait() for child in children))
 '''
 
-# One rank of bench/compat/ddp_gpt2.py: its RESULT line, and under the library (UVMP_LIBRARY) a
+# One rank of bench/drivers/compat/ddp_gpt2.py: its RESULT line, and under the library (UVMP_LIBRARY) a
 # rank-marked summary line and its stats file. Steps take 100 ms natively, 102 ms with a budget
 # above the footprint, 180 ms (two ranks) and 150 ms (one) with one below it. FAKE_DDP_FAULT:
 # differ (rank 1's losses under a tight budget part from native at step 3), missing (rank 1
@@ -196,7 +197,7 @@ class DdpTests(unittest.TestCase):
         program = compat.ddp_program(ddp_args(), 2)
         self.assertEqual(program[:3], [sys.executable, "-m", "torch.distributed.run"])
         self.assertEqual(program[3:6], ["--standalone", "--nproc_per_node", "2"])
-        self.assertEqual(program[6], os.path.join(REPO_ROOT, "bench", "compat", "ddp_gpt2.py"))
+        self.assertEqual(program[6], os.path.join(DRIVERS, "compat", "ddp_gpt2.py"))
         self.assertEqual(program[7:], ["--backend", "gloo", "--model", "small", "--batch", "4", "--seq", "512",
                                        "--steps", "10", "--warmup", "2"])
         single = compat.ddp_program(ddp_args(torchrun="/opt/bin/torchrun", ddp_backend="nccl"), 1)
@@ -329,7 +330,7 @@ class WholeRunTests(unittest.TestCase):
             uvmrun = write_script(directory, "uvmrun", FAKE_UVMRUN)
             empty = write_script(directory, "empty_launch", FAKE_EMPTY_LAUNCH)
             report_path = os.path.join(directory, "compat.json")
-            command = [sys.executable, os.path.join(REPO_ROOT, "bench", "compat.py"), "--uvmrun", uvmrun,
+            command = [sys.executable, os.path.join(DRIVERS, "compat.py"), "--uvmrun", uvmrun,
                        "--lib", "/fake/lib.so", "--empty-launch", empty, "--scenarios", "launch",
                        "--launches", "1000", "--launch-rounds", "3", "--workdir", os.path.join(directory, "runs"),
                        "--json-out", report_path, "--markdown-out", os.path.join(directory, "compat.md")]
@@ -340,7 +341,7 @@ class WholeRunTests(unittest.TestCase):
             launch = report["scenarios"]["launch"]
             self.assertAlmostEqual(launch["hook_ns"], 400.0)
             self.assertEqual(len(launch["runs"]), 6)
-            rows = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "bench", "compat.py"), "--rows",
+            rows = subprocess.run([sys.executable, os.path.join(DRIVERS, "compat.py"), "--rows",
                                    report_path], capture_output=True, text=True, timeout=60).stdout
             self.assertIn("compat launch: the library's own ns a launch\t400\t<= 500\tPASS", rows)
 
@@ -360,13 +361,13 @@ class WholeRunTests(unittest.TestCase):
         env = dict(os.environ, FAKE_DDP_RANK=rank, FAKE_DDP_FAULT=fault, FAKE_DDP_PIDS=pids,
                    PYTHONPATH=os.pathsep.join(filter(None, [modules, os.environ.get("PYTHONPATH")])))
         report_path = os.path.join(directory, "compat.json")
-        command = [sys.executable, os.path.join(REPO_ROOT, "bench", "compat.py"), "--uvmrun", uvmrun,
+        command = [sys.executable, os.path.join(DRIVERS, "compat.py"), "--uvmrun", uvmrun,
                    "--lib", "/fake/lib.so", "--torchrun", torchrun, "--scenarios", "ddp",
                    "--workdir", os.path.join(directory, "runs"), "--json-out", report_path, *options]
         completed = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
         with open(report_path, encoding="utf-8") as handle:
             report = json.load(handle)
-        rows = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "bench", "compat.py"), "--rows", report_path],
+        rows = subprocess.run([sys.executable, os.path.join(DRIVERS, "compat.py"), "--rows", report_path],
                               capture_output=True, text=True, timeout=60).stdout
         rows = {line.split("\t")[0]: line.split("\t")[1:] for line in rows.splitlines()}
         return completed.returncode, report["scenarios"]["ddp"], rows, completed.stdout + completed.stderr
@@ -441,7 +442,7 @@ class WholeRunTests(unittest.TestCase):
                 self.assertFalse(still_runs(pid), f"rank process {pid} still runs")
 
     def test_the_ddp_dry_run_prints_the_plan(self):
-        completed = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "bench", "compat.py"), "--dry-run",
+        completed = subprocess.run([sys.executable, os.path.join(DRIVERS, "compat.py"), "--dry-run",
                                     "--scenarios", "ddp", "--torchrun", "torchrun", "--uvmrun", "BUILD/uvmrun"],
                                    capture_output=True, text=True, timeout=60)
         self.assertEqual(completed.returncode, 0, completed.stderr)
@@ -453,7 +454,7 @@ class WholeRunTests(unittest.TestCase):
         self.assertIn("-- torchrun --standalone --nproc_per_node 1 ", commands[3])
 
     def test_an_unknown_scenario_is_refused(self):
-        completed = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "bench", "compat.py"), "--dry-run",
+        completed = subprocess.run([sys.executable, os.path.join(DRIVERS, "compat.py"), "--dry-run",
                                     "--scenarios", "graphs,nonsense"], capture_output=True, text=True, timeout=60)
         self.assertEqual(completed.returncode, 2)
         self.assertIn("unknown scenario(s) nonsense", completed.stderr)

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The managed-pool benchmark's logic without a GPU (bench/pool_frees.py): its plan, its
+"""The managed-pool benchmark's logic without a GPU (bench/drivers/pool_frees.py): its plan, its
 figures and verdicts, and whole runs against stand-ins for uvmrun, the training script, the
 link probe and uvmtrace that print what the real ones print; and one run of
-bench/oversubscription.py, which shares the run machinery, against the same stand-ins."""
+bench/drivers/oversubscription.py, which shares the run machinery, against the same stand-ins."""
 
 import io
 import json
@@ -16,10 +16,14 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
+DRIVERS = os.path.join(REPO_ROOT, "bench", "drivers")
+sys.path.insert(0, DRIVERS)
 
 import oversubscription  # noqa: E402
+import pool_figures  # noqa: E402
 import pool_frees  # noqa: E402
+import pool_modes  # noqa: E402
+import pool_report  # noqa: E402
 
 GIB = 1 << 30
 
@@ -183,17 +187,17 @@ class Fakes:
 class PureLogic(unittest.TestCase):
     def test_losses_compared_over_the_common_steps(self):
         native = {"losses": [3.0, 2.5, 2.25, 2.0]}
-        self.assertTrue(pool_frees.losses_equal({"losses": [3.0, 2.5]}, native))
-        self.assertFalse(pool_frees.losses_equal({"losses": [3.0, 2.5000001]}, native))
-        self.assertIsNone(pool_frees.losses_equal({"losses": None}, native))
-        self.assertIsNone(pool_frees.losses_equal({"losses": [1.0]}, None))
+        self.assertTrue(pool_figures.losses_equal({"losses": [3.0, 2.5]}, native))
+        self.assertFalse(pool_figures.losses_equal({"losses": [3.0, 2.5000001]}, native))
+        self.assertIsNone(pool_figures.losses_equal({"losses": None}, native))
+        self.assertIsNone(pool_figures.losses_equal({"losses": [1.0]}, None))
 
     def test_a_run_the_deadline_ended_counts_as_not_made(self):
-        self.assertEqual(pool_frees.deadline_cut("timeout", 90.0, 200.0), "cut (deadline)")
+        self.assertEqual(pool_modes.deadline_cut("timeout", 90.0, 200.0), "cut (deadline)")
         # Its own limit ended it: a hang, which fails.
-        self.assertEqual(pool_frees.deadline_cut("timeout", 200.0, 200.0), "timeout")
-        self.assertEqual(pool_frees.deadline_cut("ok", 90.0, 200.0), "ok")
-        self.assertEqual(pool_frees.deadline_cut("failed", 90.0, 200.0), "failed")
+        self.assertEqual(pool_modes.deadline_cut("timeout", 200.0, 200.0), "timeout")
+        self.assertEqual(pool_modes.deadline_cut("ok", 90.0, 200.0), "ok")
+        self.assertEqual(pool_modes.deadline_cut("failed", 90.0, 200.0), "failed")
 
     def test_library_env_takes_name_value_pairs(self):
         self.assertEqual(pool_frees.library_env(["UVMP_LOG_LEVEL=info", "UVMP_X=a=b", "UVMP_EMPTY="]),
@@ -208,52 +212,52 @@ class PureLogic(unittest.TestCase):
                  "host_homes": {"chosen": 10, "step_allocations": 40, "chosen_bytes": 2 * GIB, "candidates": 12,
                                 "kernels_streaming": 30, "kernels_judged": 50, "simulated_ms": 500.0,
                                 "all_gpu_ms": 900.0, "used": True, "routed_host": 20, "routed_unmatched": 3}}
-        text = pool_frees.host_homes_text(pool_frees.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
+        text = pool_report.host_homes_text(pool_figures.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
         self.assertIn("chose 10 of the step's 40 allocations", text)
         self.assertIn("12 candidates, 30 of 50 kernels judged streaming", text)
         self.assertIn("3 allocations matched no entry", text)
         self.assertNotIn("tried remote", text)
         stats["host_homes"]["kernels_tried"] = 2
-        text = pool_frees.host_homes_text(pool_frees.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
+        text = pool_report.host_homes_text(pool_figures.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
         self.assertIn("30 of 50 kernels judged streaming, 2 tried remote for want of a local time", text)
         self.assertNotIn("trips", text)
         stats["host_homes_trial"] = {"launches": 120, "kinds": 14, "kinds_slowed": 3, "named_bytes": 9 * 10**9,
                                      "past_local_ms": 400.0, "trips": 2.27}
-        text = pool_frees.host_homes_text(pool_frees.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
+        text = pool_report.host_homes_text(pool_figures.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
         self.assertIn("back their GPU home (its 120 launches of 14 kinds took 400.0 ms past their local times on the "
                       "9.00 GB of host-homed data they named: 2.3 read trips' time a byte)", text)
 
     def test_floor_is_eviction_and_fetch_of_the_swapped_bytes(self):
-        self.assertAlmostEqual(pool_frees.floor_ms(15e9, 15.0, 50.0), 1000.0 + 300.0)
-        self.assertEqual(pool_frees.floor_ms(-1, 15.0, 50.0), 0.0)
-        self.assertIsNone(pool_frees.floor_ms(None, 15.0, 50.0))
+        self.assertAlmostEqual(pool_figures.floor_ms(15e9, 15.0, 50.0), 1000.0 + 300.0)
+        self.assertEqual(pool_figures.floor_ms(-1, 15.0, 50.0), 0.0)
+        self.assertIsNone(pool_figures.floor_ms(None, 15.0, 50.0))
 
     def test_remote_floor_at_the_simulated_reads(self):
         link = {"remote_write_gbps": 50.0, "remote_read_gbps": 40.0}
-        figures = pool_frees.remote_floor_at_reads({"written": 2e9, "read": 10e9}, 4e9, link)
+        figures = pool_figures.remote_floor_at_reads({"written": 2e9, "read": 10e9}, 4e9, link)
         self.assertAlmostEqual(figures["sim_reads_per_byte"], 5.0)
         self.assertAlmostEqual(figures["remote_floor_at_reads_ms"], (4e9 / 50e9 + 5 * 4e9 / 40e9) * 1e3)
-        self.assertEqual(pool_frees.remote_floor_at_reads({"written": 0, "read": 0}, 4e9, link), {})
-        self.assertEqual(pool_frees.remote_floor_at_reads({"written": 2e9, "read": 1e9}, 4e9, {}), {})
-        self.assertEqual(pool_frees.remote_floor_at_reads({"written": 2e9, "read": 1e9}, None, link), {})
+        self.assertEqual(pool_figures.remote_floor_at_reads({"written": 0, "read": 0}, 4e9, link), {})
+        self.assertEqual(pool_figures.remote_floor_at_reads({"written": 2e9, "read": 1e9}, 4e9, {}), {})
+        self.assertEqual(pool_figures.remote_floor_at_reads({"written": 2e9, "read": 1e9}, None, link), {})
 
     def test_pooled_median_leaves_out_warm_up(self):
         runs = [{"warmup": 2, "step_ms": [900, 800, 10, 12]}, {"warmup": 2, "step_ms": [700, 600, 11, 13]}]
-        self.assertEqual(pool_frees.pooled_median(runs), 11.5)
+        self.assertEqual(pool_figures.pooled_median(runs), 11.5)
 
     def test_worst_memory_ratio_is_farthest_from_one(self):
         runs = [{"m": 103}, {"m": 94}, {"m": None}]
-        self.assertEqual(pool_frees.worst_memory_ratio(runs, "m", 100), (94, 0.94))
-        self.assertEqual(pool_frees.worst_memory_ratio([], "m", 100), (None, None))
+        self.assertEqual(pool_figures.worst_memory_ratio(runs, "m", 100), (94, 0.94))
+        self.assertEqual(pool_figures.worst_memory_ratio([], "m", 100), (None, None))
 
     def test_round_ratios_pair_runs_of_one_round(self):
         native = [{"round": 1, "median_ms": 100.0}, {"round": 2, "median_ms": 110.0}]
         runs = [{"round": 1, "median_ms": 102.0}, {"round": 2, "median_ms": 110.0}, {"round": 3, "median_ms": 1.0}]
-        self.assertEqual(pool_frees.round_ratios(runs, native), [1.02, 1.0])
+        self.assertEqual(pool_figures.round_ratios(runs, native), [1.02, 1.0])
 
     def test_plan_order(self):
         args = pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__, "--rounds", "2"])
-        plan = pool_frees.make_plan(args)
+        plan = pool_modes.make_plan(args)
         kinds = [(e["kind"], e.get("workload"), e.get("mode"), e.get("round"), e.get("pressure")) for e in plan]
         self.assertEqual(kinds[0][0], "probe")
         self.assertEqual(kinds[1:4], [("train", "gpt2-small", m, 1, None) for m in ("native", "default", "fit")])
@@ -278,8 +282,8 @@ class PureLogic(unittest.TestCase):
     def test_commands_of_the_pressure_modes(self):
         args = pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__,
                                            "--pressure-policies", "default,learned,demand-lru,host-homes,save-on-cpu"])
-        bench = pool_frees.Bench(args, tempfile.mkdtemp(prefix="pool-frees-test-"))
-        plan = pool_frees.make_plan(args)
+        bench = pool_frees.PoolBench(args, tempfile.mkdtemp(prefix="pool-frees-test-"))
+        plan = pool_modes.make_plan(args)
 
         def options(mode, pressure):
             entry = next(e for e in plan if e.get("mode") == mode and e.get("pressure") == pressure)
@@ -307,21 +311,21 @@ class PureLogic(unittest.TestCase):
 
     def test_pressure_workload_gets_a_native_run(self):
         args = pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__, "--workloads", "resnet50"])
-        plan = pool_frees.make_plan(args)
+        plan = pool_modes.make_plan(args)
         self.assertIn(("gpt2-small", "native"), [(e.get("workload"), e.get("mode")) for e in plan])
 
     def test_expected_seconds_follow_measured_runs(self):
         entry = {"kind": "train", "workload": "gpt2-small", "mode": "learned", "steps": 8, "pressure": "16G"}
-        self.assertAlmostEqual(pool_frees.expected_seconds(entry, {}), 18.0 + 8 * 1.3)
-        self.assertAlmostEqual(pool_frees.expected_seconds(entry, {("gpt2-small", "learned", True): 20.0}), 22.0)
+        self.assertAlmostEqual(pool_modes.expected_seconds(entry, {}), 18.0 + 8 * 1.3)
+        self.assertAlmostEqual(pool_modes.expected_seconds(entry, {("gpt2-small", "learned", True): 20.0}), 22.0)
         # uvmrun's defaults: the unpressured run's time says nothing of the run under pressure, which
         # also searches its homes once.
         default = dict(entry, mode="default")
         measured = {("gpt2-small", "default", False): 20.0}
-        self.assertAlmostEqual(pool_frees.expected_seconds(default, measured), 18.0 + 8 * 1.3 + 3.0)
-        self.assertAlmostEqual(pool_frees.expected_seconds(dict(default, pressure=None), measured), 22.0)
+        self.assertAlmostEqual(pool_modes.expected_seconds(default, measured), 18.0 + 8 * 1.3 + 3.0)
+        self.assertAlmostEqual(pool_modes.expected_seconds(dict(default, pressure=None), measured), 22.0)
         saving = dict(entry, mode="save-on-cpu")
-        self.assertAlmostEqual(pool_frees.expected_seconds(saving, {}), 18.0 + 18.0 + 7 * 1.4)
+        self.assertAlmostEqual(pool_modes.expected_seconds(saving, {}), 18.0 + 18.0 + 7 * 1.4)
 
     def test_host_homes_of_a_run(self):
         # 50 launches before the first step, 100 a step: launch 351 is the first of step 3 (from 0).
@@ -329,35 +333,35 @@ class PureLogic(unittest.TestCase):
                "step_ms": [900.0, 600.0, 600.0, 550.0, 400.0, 410.0, 390.0, 420.0],
                "stats": {"launches_seen": 850, "host_homes_learned": True, "host_homes_learned_at_launch": 351,
                          "host_allocs": 200, "host_bytes_allocated": 10 * GIB}}
-        self.assertEqual(pool_frees.launch_step(run, 350), 2)
-        self.assertEqual(pool_frees.launch_step(run, 351), 3)
-        self.assertIsNone(pool_frees.launch_step(run, 851))
-        homes = pool_frees.host_homes_of_run(run)
+        self.assertEqual(pool_figures.launch_step(run, 350), 2)
+        self.assertEqual(pool_figures.launch_step(run, 351), 3)
+        self.assertIsNone(pool_figures.launch_step(run, 851))
+        homes = pool_figures.host_homes_of_run(run)
         self.assertEqual((homes["at_step"], homes["over_steps"]), (3, 5))
         self.assertEqual(homes["bytes_per_step"], 2 * GIB)
-        text = pool_frees.host_homes_text(homes)
+        text = pool_report.host_homes_text(homes)
         self.assertIn("homes learned at launch 351 (step 3; timed steps from 2)", text)
         self.assertIn("10.74 GB in 200 allocations on the host, 2.15 GB a step over the 5 steps from step 3; "
                       "median step after step 3: 405.0 ms (4 steps)", text)
         # Nothing learned: no launch, the totals over every step.
         run["stats"].update(host_homes_learned=False, host_homes_learned_at_launch=0, host_allocs=0,
                             host_bytes_allocated=0)
-        homes = pool_frees.host_homes_of_run(run)
+        homes = pool_figures.host_homes_of_run(run)
         self.assertEqual((homes["at_step"], homes["over_steps"], homes["bytes_per_step"]), (None, 8, 0))
-        self.assertEqual(pool_frees.host_homes_text(homes), "run: no homes learned, nothing homed on the host")
+        self.assertEqual(pool_report.host_homes_text(homes), "run: no homes learned, nothing homed on the host")
         # A library that reports the totals but not the learning (the trace-fed homes' counters only),
         # or no step launches: the totals over every step.
         run["stats"] = {"launches_seen": 850, "host_allocs": 80, "host_bytes_allocated": 8 * GIB}
         run["launches_per_step"] = None
-        homes = pool_frees.host_homes_of_run(run)
+        homes = pool_figures.host_homes_of_run(run)
         self.assertEqual((homes["learned"], homes["bytes_per_step"]), (None, GIB))
-        self.assertEqual(pool_frees.host_homes_text(homes), "run: learning not reported, 8.59 GB in 80 allocations "
+        self.assertEqual(pool_report.host_homes_text(homes), "run: learning not reported, 8.59 GB in 80 allocations "
                          "on the host, 1.07 GB a step over all 8 steps")
         # A library without any of these counters, and a run without a stats file.
         run["stats"] = {"launches_seen": 850}
-        self.assertIsNone(pool_frees.host_homes_of_run(run))
-        self.assertIsNone(pool_frees.host_homes_of_run({"steps": 8, "warmup": 2, "stats": None}))
-        self.assertIn("no host-home counters", pool_frees.host_homes_text(None))
+        self.assertIsNone(pool_figures.host_homes_of_run(run))
+        self.assertIsNone(pool_figures.host_homes_of_run({"steps": 8, "warmup": 2, "stats": None}))
+        self.assertIn("no host-home counters", pool_report.host_homes_text(None))
 
     def test_default_mode_targets(self):
         def row(mode, ms, pressure="peak/1.25", started=1):
@@ -371,7 +375,7 @@ class PureLogic(unittest.TestCase):
             report = {"settings": {}, "simulations": simulations or {}}
             found = {}
             for r in rows:
-                for c in pool_frees.row_checks(r, rows, report):
+                for c in pool_report.row_checks(r, rows, report):
                     found[c["what"]] = (c["verdict"], c["goal"])
             return found
         name = "pool gpt2-small default at peak/1.25 (18.9G)"
@@ -409,28 +413,28 @@ class PureLogic(unittest.TestCase):
         self.assertNotIn(f"{name} step vs save-on-cpu", found)
 
     def test_homes_choice_text(self):
-        self.assertEqual(pool_frees.homes_choice_text({"used": True, "simulated_gain": 0.31, "host_bytes": 6e9}),
+        self.assertEqual(pool_report.homes_choice_text({"used": True, "simulated_gain": 0.31, "host_bytes": 6e9}),
                          "homes used, simulated gain 31.0%, 6.00 GB on the host")
-        self.assertEqual(pool_frees.homes_choice_text({"used": False, "simulated_gain": 0.03, "host_bytes": 1e8}),
+        self.assertEqual(pool_report.homes_choice_text({"used": False, "simulated_gain": 0.03, "host_bytes": 1e8}),
                          "homes not used (simulated gain 3.0%): every home on the GPU")
-        self.assertEqual(pool_frees.homes_choice_text({"host_bytes": 6e9}), "6.00 GB on the host")
-        self.assertEqual(pool_frees.homes_choice_text(None, {"problem": "exit 2: bad"}), "n/a (exit 2: bad)")
+        self.assertEqual(pool_report.homes_choice_text({"host_bytes": 6e9}), "6.00 GB on the host")
+        self.assertEqual(pool_report.homes_choice_text(None, {"problem": "exit 2: bad"}), "n/a (exit 2: bad)")
 
     def test_simulation_check_verdicts(self):
         row = {"sim_error": 0.3, "sim_ms": 1300.0}
-        self.assertEqual(pool_frees.simulation_check("x", row, {}, True)["verdict"], "FAIL")
+        self.assertEqual(pool_report.simulation_check("x", row, {}, True)["verdict"], "FAIL")
         row = {"sim_error": -0.2, "sim_ms": 800.0}
-        self.assertEqual(pool_frees.simulation_check("x", row, {}, True)["verdict"], "PASS")
+        self.assertEqual(pool_report.simulation_check("x", row, {}, True)["verdict"], "PASS")
         row = {"sim_error": None}
-        self.assertEqual(pool_frees.simulation_check("x", row, {"problem": "exit 2: bad"}, True)["verdict"], "FAIL")
-        self.assertEqual(pool_frees.simulation_check("x", row, {"problem": "skipped (deadline)"}, True)["verdict"],
+        self.assertEqual(pool_report.simulation_check("x", row, {"problem": "exit 2: bad"}, True)["verdict"], "FAIL")
+        self.assertEqual(pool_report.simulation_check("x", row, {"problem": "skipped (deadline)"}, True)["verdict"],
                          "SKIP")
-        self.assertEqual(pool_frees.simulation_check("x", row, {"problem": "exit 2"}, False)["verdict"], "SKIP")
+        self.assertEqual(pool_report.simulation_check("x", row, {"problem": "exit 2"}, False)["verdict"], "SKIP")
 
 
 def report_text(report):
     """A report's table, notes and checks as Markdown."""
-    return pool_frees.markdown(report)
+    return pool_report.markdown(report)
 
 
 class WholeRun(unittest.TestCase):
@@ -504,7 +508,7 @@ class WholeRun(unittest.TestCase):
         self.assertAlmostEqual(default["remote_floor_at_reads_ms"], (8 * GIB / 52e9 + 2 * 8 * GIB / 51e9) * 1e3)
         self.assertEqual(verdicts[f"{name} step vs S/w+kS/r"], "info")
         # Halfway from 708.7 ms (the floor above) to 333.6 (the remote floor).
-        self.assertAlmostEqual(pool_frees.halfway_ms(default), (708.7 + 333.6) / 2, places=0)
+        self.assertAlmostEqual(pool_figures.halfway_ms(default), (708.7 + 333.6) / 2, places=0)
         halfway = [c for c in report["checks"] if c["what"] == f"{name} step vs halfway"][0]
         self.assertEqual((halfway["value"], halfway["verdict"]), ("650.0 ms vs 521.1 ms (halfway from S/e+S/f to "
                                                                   "S/w+S/r, above)", "info"))
@@ -541,7 +545,7 @@ class WholeRun(unittest.TestCase):
     def test_rows_for_the_device_script(self):
         _, _, _, workdir = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
                                           "--workloads", "gpt2-small")
-        printed = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "bench", "pool_frees.py"), "--rows",
+        printed = subprocess.run([sys.executable, os.path.join(DRIVERS, "pool_frees.py"), "--rows",
                                   os.path.join(workdir, "pool.json")], capture_output=True, text=True, check=True)
         lines = [line.split("\t") for line in printed.stdout.splitlines()]
         self.assertTrue(lines and all(len(fields) == 4 for fields in lines))
@@ -618,7 +622,7 @@ class WholeRun(unittest.TestCase):
         self.assertEqual(verdicts[f"{name} step vs save-on-cpu"], "FAIL")
         self.assertIn("homes not used (simulated gain 3.0%)", report_text(report))
         # The row of uvmrun's defaults without a budget keeps its own verdict.
-        rows = {(r["mode"], r["pressure"]): pool_frees.row_verdict(r, report["checks"]) for r in report["rows"]}
+        rows = {(r["mode"], r["pressure"]): pool_report.row_verdict(r, report["checks"]) for r in report["rows"]}
         self.assertEqual(rows[("default", None)], "PASS")
         self.assertEqual(rows[("default", "16G")],
                          "FAIL: step vs S/e+S/f, step vs save-on-cpu, step vs demand-lru")
@@ -629,8 +633,8 @@ class WholeRun(unittest.TestCase):
         self.assertEqual(status, 0, printed)
         default = [r for r in report["rows"] if r["mode"] == "default" and r["pressure"] == "16G"][0]
         self.assertIsNone(default["host_homes"])
-        self.assertEqual(pool_frees.host_cell(default), "n/a")
-        self.assertEqual(pool_frees.remote_cell(default), "- (6.44/12.88)")
+        self.assertEqual(pool_report.host_cell(default), "n/a")
+        self.assertEqual(pool_report.remote_cell(default), "- (6.44/12.88)")
         self.assertIn("run: no host-home counters in its stats file", report_text(report))
 
     def test_host_homes_wait_for_the_recorded_trace(self):
@@ -647,7 +651,7 @@ class WholeRun(unittest.TestCase):
         self.assertEqual(status, 0, printed)
         self.assertEqual(report["pressure"], {})
         self.assertEqual({r["pressure"] for r in report["runs"]}, {None})
-        markdown = pool_frees.markdown(report)
+        markdown = pool_report.markdown(report)
         self.assertNotIn("Pressure:", markdown)
         self.assertNotIn("Simulated with", markdown)
         self.assertEqual(self.verdicts(report)["pool gpt2-small fit step x native"], "PASS")
@@ -673,9 +677,9 @@ class WholeRun(unittest.TestCase):
         self.assertIn("pool gpt2-small demand-lru at peak/1.5 (16.0G) losses = native", verdicts)
 
     def test_pressure_budget_specs(self):
-        self.assertEqual(pool_frees.resolve_pressure("peak/2", 10 * GIB + 5), 5 * GIB)
-        self.assertIsNone(pool_frees.resolve_pressure("peak/2", None))
-        self.assertEqual(pool_frees.resolve_pressure("12G", None), 12 * GIB)
+        self.assertEqual(pool_figures.resolve_pressure("peak/2", 10 * GIB + 5), 5 * GIB)
+        self.assertIsNone(pool_figures.resolve_pressure("peak/2", None))
+        self.assertEqual(pool_figures.resolve_pressure("12G", None), 12 * GIB)
         for bad in ("peak/0", "peak/x", "lots"):
             with self.assertRaises(SystemExit), redirect_stderr(io.StringIO()):
                 pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__, "--pressure-budget", bad])
@@ -689,7 +693,7 @@ class WholeRun(unittest.TestCase):
 
 
 class OversubscriptionRun(unittest.TestCase):
-    """bench/oversubscription.py shares the run machinery (bench/bench_common.py): one short
+    """bench/drivers/oversubscription.py shares the run machinery (bench/drivers/bench_common.py): one short
     run of it against the same stand-ins."""
 
     def test_runs_and_reports(self):

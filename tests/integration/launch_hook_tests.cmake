@@ -1,5 +1,5 @@
 # The launch hook's own work a launch on the fake driver (launch_hook_timing.cpp, the loop of
-# bench/empty_launch.cu): printed, not checked, with a budget the one allocation fits under and
+# bench/probes/empty_launch.cu): printed, not checked, with a budget the one allocation fits under and
 # the default policy, as uvmrun runs. Each run also checks that the planner was handed, or
 # counted as unplanned, every launch, the threaded one with four threads launching at once.
 # Included from CMakeLists.txt, after robustness_tests.cmake.

@@ -1,4 +1,4 @@
-// The launch hook's own cost without a GPU: bench/empty_launch.cu's loop on the
+// The launch hook's own cost without a GPU: bench/probes/empty_launch.cu's loop on the
 // fake driver. A kernel of one pointer parameter is launched over one converted
 // allocation, so that each launch has one access to find and to plan, from one
 // thread or several at once. Prints the library's own figure (uvmp_stats hook_ns

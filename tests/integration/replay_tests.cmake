@@ -59,7 +59,7 @@ uvmp_replay_access_test(pooled_job_copies ${CMAKE_CURRENT_BINARY_DIR}/replay-poo
   CHECKS "OUTPUT_MATCHES_2=5 steps of 49 launches, the last 1 copies of the last recorded one"
          "OUTPUT_MATCHES_3=\\* a copy of the last recorded step")
 # The bundled resnet50 trace recorded under the pool, at footprint / 1.5 under learned with
-# a copy of its last step, as bench/replay.py's budget rows run it. (The GPT-2 one's peak
+# a copy of its last step, as bench/drivers/replay.py's budget rows run it. (The GPT-2 one's peak
 # is more than the fake device has.)
 uvmp_replay_access_test(recorded_pooled_copy resnet50-b256-pooled.uvmt
   OPTIONS --steps 1 --budget 66.7% --policy learned COPIES 1
@@ -96,16 +96,16 @@ uvmp_integration_checked_test(integration.replay.bad_policy
 
 # Its default traces, the bundled pooled ones, plan every run without a GPU (--dry-run): the
 # budget rows with a copy of the last step, and beside them the real job's step under the
-# same policy from a bench/pool_frees.py report.
+# same policy from a bench/drivers/pool_frees.py report.
 uvmp_integration_checked_test(integration.replay.bench_script_plans
   CHECKS "OUTPUT_MATCHES_1=gpt2-small-b16-pooled.uvmt F/1.5 learned: planned 6964 launches in 2 steps, budget 15.74 GiB. real job: 825.0 ms a step at 16G"
          "OUTPUT_MATCHES_2=resnet50-b256-pooled.uvmt F/1.5 demand-lru: planned 5873 launches in 2 steps, budget 7.34 GiB. real job: n/a"
-  COMMAND python3 ${PROJECT_SOURCE_DIR}/bench/replay.py --uvmtrace ${UVMP_UVMTRACE} --dry-run
+  COMMAND python3 ${PROJECT_SOURCE_DIR}/bench/drivers/replay.py --uvmtrace ${UVMP_UVMTRACE} --dry-run
           --real-job ${PROJECT_SOURCE_DIR}/bench/results/pool-run-3.json)
 # Reports given one after another: a later one's runs stand for the same workload and policy.
 uvmp_integration_checked_test(integration.replay.bench_script_plans_two_reports
   CHECKS "OUTPUT_MATCHES_1=gpt2-small-b16-pooled.uvmt F/1.5 learned: planned 6964 launches in 2 steps, budget 15.74 GiB. real job: 1057.2 ms a step at 16G"
-  COMMAND python3 ${PROJECT_SOURCE_DIR}/bench/replay.py --uvmtrace ${UVMP_UVMTRACE} --dry-run
+  COMMAND python3 ${PROJECT_SOURCE_DIR}/bench/drivers/replay.py --uvmtrace ${UVMP_UVMTRACE} --dry-run
           --real-job ${PROJECT_SOURCE_DIR}/bench/results/pool-run-3.json
           --real-job ${PROJECT_SOURCE_DIR}/bench/results/pool-run-4.json)
 # A replay's budget rows against the real job's step, in the table and in the rows for
@@ -116,10 +116,10 @@ file(WRITE ${UVMP_REAL_JOB} [=[{"rows": [{"workload": "synthetic", "mode": "lear
 uvmp_integration_checked_test(integration.replay.bench_script_real_job
   CHECKS "OUTPUT_MATCHES_1=synthetic-pooled.uvmt +F/1.5 learned .* 4.0 at 16G +[0-9.]+ +ok"
          "OUTPUT_MATCHES_2=replay synthetic-pooled.uvmt F/1.5 learned	[0-9.]+ms, [0-9.]+x no budget, [0-9.]+x real 4.0ms	-	info"
-  COMMAND sh -c "python3 ${PROJECT_SOURCE_DIR}/bench/replay.py --uvmtrace ${UVMP_UVMTRACE} \
+  COMMAND sh -c "python3 ${PROJECT_SOURCE_DIR}/bench/drivers/replay.py --uvmtrace ${UVMP_UVMTRACE} \
           --lib $<TARGET_FILE:uvmprefetch> --tolerance 10 --real-job ${UVMP_REAL_JOB} \
           --json-out ${CMAKE_CURRENT_BINARY_DIR}/replay-bench-real.json ${UVMP_REPLAY_TRACES}/synthetic-pooled.uvmt && \
-          python3 ${PROJECT_SOURCE_DIR}/bench/replay.py --rows ${CMAKE_CURRENT_BINARY_DIR}/replay-bench-real.json")
+          python3 ${PROJECT_SOURCE_DIR}/bench/drivers/replay.py --rows ${CMAKE_CURRENT_BINARY_DIR}/replay-bench-real.json")
 
 # The kernel's PTX is written by hand: where the toolkit's assembler is at hand, it
 # must accept the module for the GPUs the library serves (no GPU needed).
@@ -131,12 +131,12 @@ if(UVMP_PTXAS)
   set_tests_properties(replay.kernel_ptx_assembles PROPERTIES LABELS unit)
 endif()
 
-# bench/replay.py's logic on the fake driver: the runs, the table and the rows for
+# bench/drivers/replay.py's logic on the fake driver: the runs, the table and the rows for
 # bench/device_run.sh (how close the step comes is the GPU run's check, not this one's).
 uvmp_integration_checked_test(integration.replay.bench_script
   CHECKS "OUTPUT_MATCHES_1=synthetic-pooled.uvmt +F/1.5 learned +1.00 +[0-9.]+ +[0-9.]+ .* ok"
          "OUTPUT_MATCHES_2=replay synthetic-pooled.uvmt no budget\t[0-9.]+/[0-9.]+ms [0-9.]+x\t1 \\+- 10\tPASS"
-  COMMAND sh -c "python3 ${PROJECT_SOURCE_DIR}/bench/replay.py --uvmtrace ${UVMP_UVMTRACE} \
+  COMMAND sh -c "python3 ${PROJECT_SOURCE_DIR}/bench/drivers/replay.py --uvmtrace ${UVMP_UVMTRACE} \
           --lib $<TARGET_FILE:uvmprefetch> --tolerance 10 --json-out ${CMAKE_CURRENT_BINARY_DIR}/replay-bench.json \
-          ${UVMP_REPLAY_TRACES}/synthetic-pooled.uvmt && python3 ${PROJECT_SOURCE_DIR}/bench/replay.py \
+          ${UVMP_REPLAY_TRACES}/synthetic-pooled.uvmt && python3 ${PROJECT_SOURCE_DIR}/bench/drivers/replay.py \
           --rows ${CMAKE_CURRENT_BINARY_DIR}/replay-bench.json")

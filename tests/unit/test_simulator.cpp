@@ -133,7 +133,7 @@ TEST_CASE("simulator: frees release budget and accesses to freed memory are igno
 }
 
 TEST_CASE("simulator: a long trace stays within its budget with every policy", "[simulator]") {
-    // (How fast this runs is measured by bench/sim_speed.py, not here.)
+    // (How fast this runs is measured by bench/drivers/sim_speed.py, not here.)
     // 40 buffers of 8 MiB, 200 launches per step each reading two of them.
     trace::Trace t;
     for (uint32_t a = 0; a < 40; ++a) t.allocs.push_back({a, 0, 8 * kMiB});
