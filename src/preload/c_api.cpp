@@ -1,5 +1,5 @@
 // The public C API of include/uvmprefetch/uvmprefetch.h.
-#include "driver/interceptor.h"
+#include "driver/intercept/interceptor.h"
 #include "uvmprefetch/uvmprefetch.h"
 
 #include <cstddef>

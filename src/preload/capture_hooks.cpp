@@ -2,7 +2,7 @@
 // capture begins (a launch on another thread may follow at once), then forwards
 // the call unchanged. Until one is called, the launch path asks the driver
 // nothing about capture.
-#include "driver/stream_capture.h"
+#include "driver/table/stream_capture.h"
 #include "preload/hooks.h"
 
 using uvmp::driver::driver_table;

@@ -1,6 +1,6 @@
 // dlsym override: libraries that resolve driver entry points by name from a
 // libcuda handle bypass symbol interposition, so the lookup itself is wrapped.
-#include "driver/real_dlsym.h"
+#include "driver/table/real_dlsym.h"
 #include "preload/hooks.h"
 
 #include <dlfcn.h>

@@ -1,7 +1,7 @@
 // Graph hooks: each forwards the call unchanged and returns the driver's
 // answer; what the library learns from it (an executable graph made, changed or
 // destroyed, a graph launched) is told to the interceptor around the real call.
-#include "driver/interceptor.h"
+#include "driver/intercept/interceptor.h"
 #include "preload/hooks.h"
 
 using uvmp::driver::driver_table;

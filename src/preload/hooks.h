@@ -2,7 +2,7 @@
 // under the driver's own exported name.
 #pragma once
 
-#include "driver/driver_table.h"
+#include "driver/table/driver_table.h"
 
 extern "C" {
 #define UVMP_DECLARE_HOOK(name, ret, params) ret name params;

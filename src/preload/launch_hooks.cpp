@@ -1,7 +1,7 @@
 // Launch hooks: each records what the launch touches, then forwards the launch
 // unchanged through the same variant it came in by.
-#include "driver/interceptor.h"
-#include "driver/kernel_timing.h"
+#include "driver/intercept/interceptor.h"
+#include "driver/timing/kernel_timing.h"
 #include "preload/hooks.h"
 
 #include <chrono>

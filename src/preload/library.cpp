@@ -2,7 +2,7 @@
 // interceptor, fork handling and the exit summary.
 #include "core/util/log.h"
 #include "core/config/options.h"
-#include "driver/interceptor.h"
+#include "driver/intercept/interceptor.h"
 #include "preload/framework_notice.h"
 
 #include <pthread.h>

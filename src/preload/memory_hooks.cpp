@@ -1,6 +1,6 @@
 // Allocation, free and memory-query hooks: each forwards to the interceptor,
 // or straight to the driver while the library is not set up.
-#include "driver/interceptor.h"
+#include "driver/intercept/interceptor.h"
 #include "preload/framework_notice.h"
 #include "preload/hooks.h"
 

@@ -1,7 +1,7 @@
 // CUDA memory-pool hooks: attribute queries and trims of pools whose
 // allocations the library converted answer from its own figures; the device's
 // default and current pool handles are noted on the way through.
-#include "driver/interceptor.h"
+#include "driver/intercept/interceptor.h"
 #include "preload/hooks.h"
 
 using uvmp::driver::driver_table;

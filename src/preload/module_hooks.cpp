@@ -1,8 +1,8 @@
 // Unloading code: the driver may hand an unloaded module's function handles out
 // again, for other kernels, so the library forgets what it learnt of every handle
-// (driver/interceptor.h, code_unloaded) before and after the real call: another
+// (driver/intercept/interceptor.h, code_unloaded) before and after the real call: another
 // thread's launch may come in between.
-#include "driver/interceptor.h"
+#include "driver/intercept/interceptor.h"
 #include "preload/hooks.h"
 
 using uvmp::driver::driver_table;

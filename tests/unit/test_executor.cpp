@@ -1,5 +1,5 @@
 #include "core/util/mpsc_ring.h"
-#include "driver/executor.h"
+#include "driver/worker/executor.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "driver/fence_pool.h"
+#include "driver/pool/fence_pool.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "driver/host_home_router.h"
+#include "driver/homes/host_home_router.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "driver/planner.h"
+#include "driver/worker/planner.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,0 +1,292 @@
+#include "driver/homes/home_learner.h"
+
+#include "core/placement/remote_trial.h"
+#include "core/placement/timing_prior.h"
+#include "core/sim/simulator.h"
+#include "core/trace/fastest_durations.h"
+#include "core/util/log.h"
+#include "core/util/size_parse.h"
+#include "driver/timing/kernel_timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace uvmp::driver {
+namespace {
+
+// How often the thread looks, and how many launches must have come since its
+// last look: a training step under pressure takes a fraction of a second or
+// more, and each look copies the recording and searches it for steps.
+constexpr std::chrono::milliseconds kLookEvery{250};
+constexpr uint64_t kLaunchesBetweenLooks = 256;
+
+// A kernel's name as a log line shows it: mangled names run to hundreds of characters.
+std::string_view logged_name(const trace::Trace& recording, uint32_t kernel) {
+    constexpr size_t kNameLength = 80;
+    if (kernel >= recording.kernel_names.size()) return {};
+    return std::string_view(recording.kernel_names[kernel]).substr(0, kNameLength);
+}
+
+} // namespace
+
+trace::MemoryRecorder* HomeLearner::begin(int device, uint64_t budget_bytes, trace::Header header,
+                                          std::span<const trace::Alloc> live, Callbacks callbacks) {
+    if (begun_.exchange(true, std::memory_order_acq_rel)) return nullptr;
+    device_ = device;
+    budget_bytes_ = budget_bytes;
+    callbacks_ = std::move(callbacks);
+    recorder_ = std::make_unique<trace::MemoryRecorder>(std::move(header), kMaxLaunches);
+    for (const trace::Alloc& a : live) recorder_->alloc(a);
+    recording_.store(true, std::memory_order_release);
+    log::info("device {} went over its budget of {}: learning host homes from the next steps", device,
+              format_size(budget_bytes));
+    try {
+        std::thread([this] { run(); }).detach();
+    } catch (const std::exception& e) {
+        give_up(std::string("no thread to learn on (") + e.what() + ")");
+    }
+    return recorder_.get();
+}
+
+void HomeLearner::kernel_timed(uint64_t launch_seq, uint64_t start_ns, uint64_t duration_ns) {
+    if (!recording_.load(std::memory_order_acquire)) return;
+    recorder_->kernel_duration(launch_seq, duration_ns);
+    if (wants_waits()) recorder_->kernel_start(launch_seq, start_ns);
+}
+
+void HomeLearner::launch_planned(uint64_t launch_seq, const trace::LaunchBatch& batch) {
+    if (wants_waits()) recorder_->launch_batch(launch_seq, batch);
+}
+
+void HomeLearner::host_homed(uint32_t id, std::optional<size_t> step_entry) {
+    if (phase_.load(std::memory_order_acquire) != Phase::Trialling) return;
+    std::lock_guard lock(host_mutex_);
+    host_homed_.emplace(id, step_entry);
+}
+
+void HomeLearner::give_up(const std::string& why) {
+    if (!recording_.load(std::memory_order_acquire)) return;
+    if (phase_.load(std::memory_order_acquire) != Phase::Learning) return trial_failed(why);
+    log::info("host homes not learned in the run: {}; every allocation is homed on the GPU", why);
+    end();
+}
+
+void HomeLearner::trial_failed(const std::string& why) {
+    log::info("remote trial of the host homes ended: {}; the homes stay as they are", why);
+    end();
+}
+
+void HomeLearner::end() {
+    std::call_once(end_once_, [this] {
+        recording_.store(false, std::memory_order_release);
+        if (callbacks_.done) callbacks_.done();
+        recorder_->close();
+    });
+}
+
+void HomeLearner::forget_after_fork() {
+    begun_.store(true, std::memory_order_relaxed);
+    recording_.store(false, std::memory_order_relaxed);
+}
+
+void HomeLearner::run() {
+    while (!stopping_.load(std::memory_order_acquire) && recording_.load(std::memory_order_acquire)) {
+        std::this_thread::sleep_for(kLookEvery);
+        try {
+            if (look()) return;
+        } catch (const std::exception& e) {
+            // The application must never pay for what went wrong here.
+            const bool learning = phase_.load(std::memory_order_acquire) == Phase::Learning;
+            give_up(std::string(learning ? "learning failed (" : "the trial failed (") + e.what() + ")");
+            return;
+        }
+    }
+}
+
+bool HomeLearner::look() {
+    const uint64_t launches = recorder_->launches();
+    if (launches < looked_at_ + kLaunchesBetweenLooks) return false;
+    looked_at_ = launches;
+    // The kernels of the steps looked at have ended; their records may still
+    // be in CUPTI's buffers.
+    KernelTiming::flush();
+    trace::MoverRecord mover;
+    trace::Trace recording = recorder_->snapshot(&mover);
+    const std::vector<uint64_t> bounds = recording_iteration_bounds(recording);
+    bool ended = false;
+    switch (phase_.load(std::memory_order_acquire)) {
+    case Phase::Learning: ended = learn(recording, bounds, mover); break;
+    case Phase::Trialling: ended = judge_trial(recording, bounds); break;
+    case Phase::Checking: ended = check_verdict(recording, bounds); break;
+    }
+    if (!ended && launches >= kMaxLaunches)
+        give_up(fmt::format("no step repeated within the first {} launches after the budget was reached",
+                            kMaxLaunches));
+    return !recording_.load(std::memory_order_acquire);
+}
+
+bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bounds,
+                        const trace::MoverRecord& mover) {
+    // Two full steps after the partial one it began in; the learned one is the
+    // second of the trace's full steps, as for a recorded trace.
+    if (bounds.size() < 3) return false;
+    // Each byte moved at the link's best rate for its direction: the least the
+    // wait can have lasted (a kernel faulting in what it lacks is no faster
+    // than the fetch beside it). A kind whose every launch waited and that
+    // comes out too fast is judged streaming, which remote trials correct.
+    const placement::Rates link;
+    const trace::LaunchWaits waits =
+        trace::mover_waits(mover, {.evict_gbps = link.evict_gbps, .fetch_gbps = link.fetch_gbps});
+    const trace::CleanedDurations cleaned = trace::use_fastest_durations(recording, waits, placement::kMemoryGbps);
+    log::info("kernel durations of the recording: {} launches waited for moves as they began (of {} that queued "
+              "moves, {} kernels with a start); {} kinds timed only on such launches, taken less the wait; {} "
+              "launches took their kind's least duration",
+              cleaned.waited_launches, mover.batches.size(), mover.kernel_starts.size(), cleaned.kinds_from_waits,
+              cleaned.shortened);
+    constexpr size_t kNamesLogged = 4;
+    for (size_t i = 0; i < std::min(kNamesLogged, cleaned.kernels_from_waits.size()); ++i) {
+        const uint32_t kernel = cleaned.kernels_from_waits[i];
+        log::info("  timed less its waits: kernel {} {}", kernel, logged_name(recording, kernel));
+    }
+    // A kernel never timed with its data in place is tried remote only where a
+    // trial can give its operands their GPU home back.
+    placement::TimingPriorConfig prior;
+    prior.streaming_gbps = config_.streaming_gbps;
+    if (config_.remote_trial) {
+        prior.kernels_to_try = cleaned.kernels_untimed;
+        kinds_untimed_ = cleaned.kinds_untimed;
+    }
+    for (size_t i = 0; i < std::min(kNamesLogged, prior.kernels_to_try.size()); ++i) {
+        const uint32_t kernel = prior.kernels_to_try[i];
+        log::info("  tried remote, never timed with its data in place: kernel {} {}", kernel,
+                  logged_name(recording, kernel));
+    }
+    std::string why_not;
+    std::optional<placement::RecordedHomes> homes =
+        placement::recorded_homes(recording, bounds, budget_bytes_, config_.chunk_size, &why_not, {},
+                                  placement::HomeScope::MadeInStep, prior, config_.step_layout);
+    if (!homes) {
+        give_up(why_not);
+        return true;
+    }
+    constexpr size_t kKeptLogged = 6;
+    for (size_t i = 0; i < std::min(kKeptLogged, homes->kept_on_gpu.size()); ++i) {
+        const placement::RecordedHomes::KeptOnGpu& kept = homes->kept_on_gpu[i];
+        log::info("  kept on the GPU by kernel {} ({}): {} allocations of the step, {}; {}", kept.kernel,
+                  kept.kernel_gbps ? fmt::format("{:.0f} GB/s named", *kept.kernel_gbps) : std::string("not judged"),
+                  kept.allocations, format_size(kept.bytes), logged_name(recording, kept.kernel));
+    }
+    homes->waited_launches = cleaned.waited_launches;
+    homes->kinds_from_waits = cleaned.kinds_from_waits;
+    // Before routing begins, so that every allocation it homes on the host is noted.
+    if (config_.remote_trial) phase_.store(Phase::Trialling, std::memory_order_release);
+    router_.adopt_learned(device_, budget_bytes_, std::move(*homes), [this] { return recorder_->managed_allocs(); });
+    trial_from_ = recorder_->launches();
+    if (router_.routing() && callbacks_.routing) callbacks_.routing();
+    if (!router_.routing() || !config_.remote_trial) {
+        end();
+        return true;
+    }
+    return false;
+}
+
+namespace {
+
+// The time from the launch call of a step's first launch to that of the next
+// step's: a step's length as the application sees it. `step_end` must be a
+// launch of the recording (a bound before its last).
+uint64_t step_ns(const trace::Trace& recording, uint64_t step_begin, uint64_t step_end) {
+    const uint64_t end_ns = recording.launches[step_end].time_ns, begin_ns = recording.launches[step_begin].time_ns;
+    return end_ns > begin_ns ? end_ns - begin_ns : 0;
+}
+
+} // namespace
+
+bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<uint64_t>& bounds) {
+    // The second full step that began after routing did: all of its
+    // allocations were routed by the homes, and their host slabs had their
+    // pages. Judged once the step after it has begun and ended, by when its
+    // own kernels have run and been timed (a job's launches run up to a step
+    // ahead of its kernels).
+    const auto first = std::lower_bound(bounds.begin(), bounds.end(), trial_from_);
+    if (bounds.end() - first < 4) return false;
+    const uint64_t step_begin = *std::next(first), step_end = *std::next(first, 2);
+    std::unordered_map<uint32_t, std::optional<size_t>> host_homed;
+    {
+        std::lock_guard lock(host_mutex_);
+        host_homed = host_homed_;
+    }
+    placement::TrialConfig trial;
+    trial.kinds_untimed = kinds_untimed_;
+    trial.streaming_gbps = config_.streaming_gbps;
+    const placement::TrialVerdict verdict = placement::judge_remote_trial(
+        recording, step_begin, step_end, [&](uint32_t id) { return host_homed.contains(id); }, trial);
+    std::vector<size_t> entries;
+    for (const uint32_t id : verdict.gpu_again)
+        if (const auto it = host_homed.find(id); it != host_homed.end() && it->second) entries.push_back(*it->second);
+    std::sort(entries.begin(), entries.end());
+    entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+    log::info("remote trial of launches [{}, {}) of the recording: {} launches of {} kinds read host-homed data, "
+              "{} kinds slower than their local time plus two trips ({:.1f} ms a step past it); {} allocations of "
+              "the step ({}) homed on the GPU from now on, whose readers' {:.1f} ms outweighed their GPU home",
+              step_begin, step_end, verdict.launches_judged, verdict.kinds_judged, verdict.kinds_slowed,
+              verdict.excess_seconds * 1e3, entries.size(), format_size(verdict.gpu_again_bytes),
+              verdict.gpu_again_excess_seconds * 1e3);
+    const double trips = placement::trips_of(verdict.past_local_seconds, verdict.named_bytes,
+                                             trial.rates.remote_read_gbps);
+    log::info("remote trial: those launches named {} of host-homed data, each launch once, and took {:.1f} ms past "
+              "their local times: {:.1f} read trips' time a named byte at {:.1f} GB/s",
+              format_size(verdict.named_bytes), verdict.past_local_seconds * 1e3, trips,
+              trial.rates.remote_read_gbps);
+    for (const placement::TrialVerdict::KindTime& kind : verdict.slowest)
+        log::info("  kernel {} ({}): {} launches, {} named, {:.1f} ms past local, {:.1f} read trips' time a byte", kind.kernel,
+                  logged_name(recording, kind.kernel), kind.launches, format_size(kind.named_bytes),
+                  kind.past_local_seconds * 1e3,
+                  placement::trips_of(kind.past_local_seconds, kind.named_bytes, trial.rates.remote_read_gbps));
+    if (callbacks_.trial_judged)
+        callbacks_.trial_judged({.launches = verdict.launches_judged,
+                                 .kinds = verdict.kinds_judged,
+                                 .kinds_slowed = verdict.kinds_slowed,
+                                 .named_bytes = verdict.named_bytes,
+                                 .past_local_ms = verdict.past_local_seconds * 1e3,
+                                 .trips = trips});
+    if (entries.empty()) {
+        end();
+        return true;
+    }
+    router_.set_homes(entries, placement::Home::Gpu);
+    if (callbacks_.given_back) callbacks_.given_back(entries.size(), verdict.gpu_again_bytes, false);
+    judged_step_ns_ = step_ns(recording, step_begin, step_end);
+    given_back_ = std::move(entries);
+    given_back_bytes_ = verdict.gpu_again_bytes;
+    verdict_from_ = recorder_->launches();
+    phase_.store(Phase::Checking, std::memory_order_release);
+    return false;
+}
+
+bool HomeLearner::check_verdict(const trace::Trace& recording, const std::vector<uint64_t>& bounds) {
+    // The second full step after the verdict: the first makes GPU blocks
+    // where host ones were, with pages to populate and evictions to make room.
+    // Its length runs to the launch call that begins the step after it.
+    const auto first = std::lower_bound(bounds.begin(), bounds.end(), verdict_from_);
+    if (bounds.end() - first < 4) return false;
+    const uint64_t after_ns = step_ns(recording, *std::next(first), *std::next(first, 2));
+    const bool reverted = after_ns > judged_step_ns_;
+    if (reverted) {
+        router_.set_homes(given_back_, placement::Home::Host);
+        if (callbacks_.given_back) callbacks_.given_back(given_back_.size(), given_back_bytes_, true);
+    }
+    log::info("remote trial: the step with {} allocations ({}) homed on the GPU again took {:.1f} ms, against "
+              "{:.1f} ms for the judged one; {}",
+              given_back_.size(), format_size(given_back_bytes_), after_ns * 1e-6, judged_step_ns_ * 1e-6,
+              reverted ? "they live on the host again" : "the verdict stays");
+    end();
+    return true;
+}
+
+} // namespace uvmp::driver
