@@ -3,7 +3,7 @@
 #include "core/util/log.h"
 #include "core/util/size_parse.h"
 #include "driver/current_context.h"
-#include "core/trace/trace_tee.h"
+#include "core/trace/recording/trace_tee.h"
 #include "driver/kernel_timing.h"
 
 #include <unistd.h>

@@ -5,15 +5,15 @@
 #include "trace_file.h"
 #include "usage_errors.h"
 
-#include "core/trace/access_extents.h"
+#include "core/trace/analysis/access_extents.h"
 #include "core/placement/host_homes.h"
-#include "core/placement/recorded_homes.h"
-#include "core/sim/home_search.h"
+#include "core/homesearch/recorded_homes.h"
+#include "core/homesearch/home_search.h"
 #include "core/placement/timing_prior.h"
 #include "core/policy/policy.h"
 #include "core/sim/simulator.h"
 #include "core/util/size_parse.h"
-#include "core/trace/repeat.h"
+#include "core/trace/edit/repeat.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -364,7 +364,7 @@ struct HomedRun {
     bool chosen_by_bytes = false; // --host-bytes: used whatever its gain
     // With --placement auto: the step with the homes best for a layout planned
     // for the learned step, against the step as the library would run it with
-    // blocks placed as they come; whether the layout won (core/placement/recorded_homes.h).
+    // blocks placed as they come; whether the layout won (core/homesearch/recorded_homes.h).
     std::optional<double> planned_seconds;
     uint64_t planned_out_bytes = 0;
     uint64_t budget_bytes = 0;
