@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace uvmp::trace::format {
@@ -99,7 +100,24 @@ public:
         out_.insert(out_.end(), text.begin(), text.end());
     }
 
+    // Appends each value as the format stores its type: an enum or a byte as
+    // one byte, a signed integer zigzagged, text with its length, any other
+    // integer as a varint. A record is then the list of its fields, in order.
+    template <class... Values>
+    void fields(const Values&... values) {
+        (field(values), ...);
+    }
+
 private:
+    template <class Value>
+    void field(const Value& value) {
+        if constexpr (std::is_enum_v<Value>) u8(static_cast<uint8_t>(value));
+        else if constexpr (std::is_same_v<Value, uint8_t>) u8(value);
+        else if constexpr (std::is_convertible_v<Value, std::string_view>) string(value);
+        else if constexpr (std::is_signed_v<Value>) svarint(value);
+        else varint(value);
+    }
+
     std::vector<uint8_t>& out_;
 };
 

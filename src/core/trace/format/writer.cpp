@@ -40,20 +40,10 @@ bool write_fully(int fd, const uint8_t* data, size_t size, int& error) {
 }
 
 void encode_header_payload(Encoder& out, const Header& header) {
-    out.string(header.library_version);
-    out.string(header.device_name);
-    out.varint(header.device_total_bytes);
-    out.svarint(header.driver_version);
-    out.varint(header.chunk_bytes);
-    out.varint(header.budget_bytes);
-    out.varint(header.start_time_ns);
-    out.svarint(header.pid);
-    out.svarint(header.rank);
-    out.varint(header.options.size());
-    for (const auto& [key, value] : header.options) {
-        out.string(key);
-        out.string(value);
-    }
+    out.fields(header.library_version, header.device_name, header.device_total_bytes, header.driver_version,
+               header.chunk_bytes, header.budget_bytes, header.start_time_ns, header.pid, header.rank,
+               header.options.size());
+    for (const auto& [key, value] : header.options) out.fields(key, value);
 }
 
 // The fields a launch record shares with a captured launch's, in the file's
@@ -128,11 +118,8 @@ public:
     void kernel(uint32_t id, std::string_view name) override {
         std::lock_guard lock(append_lock_);
         if (named_kernels_.contains(id)) return;
-        const bool kept = append_record_locked(RecordType::KernelName, [&](Encoder& out) {
-            out.varint(id);
-            out.string(name);
-        });
-        if (kept) named_kernels_.insert(id);
+        if (append_record_locked(RecordType::KernelName, [&](Encoder& out) { out.fields(id, name); }))
+            named_kernels_.insert(id);
     }
 
     void alloc(const Alloc& record) override {
@@ -140,23 +127,14 @@ public:
             // A 1.0 reader refuses kinds it does not know but skips fields appended
             // to a record: a block of the pool is a converted allocation with its slab.
             const bool pooled = record.kind == AllocKind::Pooled;
-            out.varint(record.id);
-            out.varint(record.address);
-            out.varint(record.size);
-            out.u8(static_cast<uint8_t>(pooled ? AllocKind::Converted : record.kind));
-            out.svarint(record.device);
-            out.varint(record.time_ns);
-            out.varint(record.launches_before);
+            out.fields(record.id, record.address, record.size, pooled ? AllocKind::Converted : record.kind,
+                       record.device, record.time_ns, record.launches_before);
             if (pooled) out.varint(record.slab);
         });
     }
 
     void free(const Free& record) override {
-        append_record(RecordType::Free, [&](Encoder& out) {
-            out.varint(record.id);
-            out.varint(record.time_ns);
-            out.varint(record.launches_before);
-        });
+        append_fields(RecordType::Free, record.id, record.time_ns, record.launches_before);
     }
 
     void launch(const Launch& record, std::span<const Access> accesses) override {
@@ -196,66 +174,34 @@ public:
         append_record(RecordType::CapturedLaunch, [&](Encoder& out) {
             const bool flat = format::is_flat(record.grid, record.block);
             const auto put = [&](uint64_t value) { out.varint(value); };
-            out.u8(flat ? format::kLaunchFlat : 0);
-            out.varint(record.capture_id);
-            out.varint(record.kernel_id);
+            out.fields(flat ? format::kLaunchFlat : uint8_t{0}, record.capture_id, record.kernel_id);
             put_shape(record.grid, record.block, flat, put);
-            out.varint(record.stream);
-            out.varint(record.time_ns);
-            out.varint(record.launches_before);
+            out.fields(record.stream, record.time_ns, record.launches_before);
             put_accesses(accesses, put);
         });
     }
 
     void graph_launch(const GraphLaunch& record) override {
-        append_record(RecordType::GraphLaunch, [&](Encoder& out) {
-            out.varint(record.graph_id);
-            out.u8(record.flags);
-            out.varint(record.stream);
-            out.varint(record.time_ns);
-            out.varint(record.launches_before);
-            out.varint(record.replayed);
-            out.varint(record.nodes_skipped);
-        });
+        append_fields(RecordType::GraphLaunch, record.graph_id, record.flags, record.stream, record.time_ns,
+                      record.launches_before, record.replayed, record.nodes_skipped);
     }
 
     void kernel_duration(uint64_t launch_seq, uint64_t duration_ns) override {
-        append_record(RecordType::KernelDuration, [&](Encoder& out) {
-            out.varint(launch_seq);
-            out.varint(duration_ns);
-        });
+        append_fields(RecordType::KernelDuration, launch_seq, duration_ns);
     }
 
     void move(const Move& record) override {
-        append_record(RecordType::Move, [&](Encoder& out) {
-            out.u8(static_cast<uint8_t>(record.kind));
-            out.varint(record.alloc_id);
-            out.varint(record.offset);
-            out.varint(record.length);
-            out.varint(record.time_ns);
-            out.varint(record.duration_ns);
-            out.varint(record.launches_before);
-        });
+        append_fields(RecordType::Move, record.kind, record.alloc_id, record.offset, record.length, record.time_ns,
+                      record.duration_ns, record.launches_before);
     }
 
     void iteration(const Iteration& record) override {
-        append_record(RecordType::Iteration, [&](Encoder& out) {
-            out.varint(record.index);
-            out.varint(record.launches_before);
-            out.varint(record.time_ns);
-        });
+        append_fields(RecordType::Iteration, record.index, record.launches_before, record.time_ns);
     }
 
     void slab(const Slab& record) override {
-        append_record(RecordType::PoolSlab, [&](Encoder& out) {
-            out.u8(static_cast<uint8_t>(record.action));
-            out.varint(record.id);
-            out.varint(record.base);
-            out.varint(record.size);
-            out.svarint(record.device);
-            out.varint(record.time_ns);
-            out.varint(record.launches_before);
-        });
+        append_fields(RecordType::PoolSlab, record.action, record.id, record.base, record.size, record.device,
+                      record.time_ns, record.launches_before);
     }
 
     void close() override {
@@ -264,7 +210,7 @@ public:
             if (closing_) return;
             // The end record is always kept, whatever the buffer holds: it carries
             // the dropped count and tells the reader the file is complete.
-            encode_scratch_locked([&](Encoder& out) { out.varint(dropped_.load(std::memory_order_relaxed)); });
+            encode_scratch_locked([&](Encoder& out) { out.fields(dropped_.load(std::memory_order_relaxed)); });
             copy_scratch(frame_locked(RecordType::End, scratch_.size(), framed_bytes(scratch_.size())));
             closing_ = true;
             hand_over_current_locked();
@@ -329,6 +275,12 @@ private:
         current_.used += record_bytes;
         *out = static_cast<uint8_t>(type);
         return out + 1;
+    }
+
+    // Appends the record made of these fields (Encoder::fields), under the append lock.
+    template <class... Values>
+    void append_fields(RecordType type, const Values&... values) {
+        append_record(type, [&](Encoder& out) { out.fields(values...); });
     }
 
     // Appends the record that `fields` encodes, under the append lock.
