@@ -4,7 +4,7 @@
 // of other memory, which is not timed; 0 times records back to back.
 //
 // Usage: trace_writer_cold SWEEP_MB [OUT_FILE]   (prints ns per record)
-#include "core/trace/writer.h"
+#include "core/trace/format/writer.h"
 
 #include <chrono>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // libFuzzer target: any bytes given to the trace reader must produce a trace or
 // a TraceFormatError, never a crash, a hang, another exception or a huge allocation.
-#include "core/trace/reader.h"
+#include "core/trace/format/reader.h"
 
 #include <cstddef>
 #include <cstdint>

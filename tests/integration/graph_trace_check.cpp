@@ -3,8 +3,8 @@
 // the capture marked as captured, each graph launch recorded with its replay,
 // and each replayed launch with the access set of its node. Prints "graph trace
 // as expected: ..." and exits 0, or names the first difference and exits 1.
-#include "core/trace/reader.h"
-#include "core/trace/summary.h"
+#include "core/trace/format/reader.h"
+#include "core/trace/analysis/summary.h"
 
 #include <cstdio>
 #include <span>

@@ -19,8 +19,8 @@
 #include "fakecuda.h"
 #include "library_api.h"
 
-#include "core/trace/reader.h"
-#include "core/trace/writer.h"
+#include "core/trace/format/reader.h"
+#include "core/trace/format/writer.h"
 
 #include <chrono>
 #include <cstdint>

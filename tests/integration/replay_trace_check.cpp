@@ -9,7 +9,7 @@
 // those launches must repeat the step's kernels and offsets.
 // Prints "access sets equal: ..." and exits 0, or names the first difference and exits 1.
 #include "core/sim/simulator.h"
-#include "core/trace/reader.h"
+#include "core/trace/format/reader.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "core/trace/access_extents.h"
+#include "core/trace/analysis/access_extents.h"
 #include "trace_fixtures.h"
 
 #include <catch2/catch.hpp>

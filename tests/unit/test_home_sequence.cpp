@@ -1,5 +1,5 @@
 #include "core/placement/home_sequence.h"
-#include "core/placement/recorded_homes.h"
+#include "core/homesearch/recorded_homes.h"
 #include "trace_fixtures.h"
 
 #include <catch2/catch.hpp>

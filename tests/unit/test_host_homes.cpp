@@ -1,6 +1,6 @@
 #include "core/placement/host_homes.h"
 #include "core/placement/timing_prior.h"
-#include "core/sim/home_search.h"
+#include "core/homesearch/home_search.h"
 #include "core/model/chunk_schedule.h"
 
 #include "trace_fixtures.h"

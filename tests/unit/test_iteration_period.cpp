@@ -1,6 +1,6 @@
 #include "trace_fixtures.h"
 
-#include "core/trace/iteration_period.h"
+#include "core/trace/analysis/iteration_period.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 #include "core/sim/simulator.h"
-#include "core/trace/fastest_durations.h"
-#include "core/trace/memory_recorder.h"
+#include "core/trace/analysis/fastest_durations.h"
+#include "core/trace/recording/memory_recorder.h"
 
 #include "trace_fixtures.h"
 

@@ -1,4 +1,4 @@
-#include "core/trace/mover_waits.h"
+#include "core/trace/analysis/mover_waits.h"
 
 #include <catch2/catch.hpp>
 

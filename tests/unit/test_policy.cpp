@@ -2,7 +2,7 @@
 #include "core/policy/policy.h"
 #include "core/model/chunk_next_uses.h"
 #include "core/model/chunk_schedule.h"
-#include "core/trace/synthetic.h"
+#include "core/trace/synthesis/synthetic.h"
 
 #include "trace_fixtures.h"
 

@@ -1,6 +1,6 @@
 #include "core/replay/replay_plan.h"
 #include "core/sim/simulator.h"
-#include "core/trace/reader.h"
+#include "core/trace/format/reader.h"
 #include "trace_fixtures.h"
 
 #include <catch2/catch.hpp>

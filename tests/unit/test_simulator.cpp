@@ -2,8 +2,8 @@
 #include "core/sim/simulator.h"
 
 #include "core/model/chunk_schedule.h"
-#include "core/trace/summary.h"
-#include "core/trace/synthetic.h"
+#include "core/trace/analysis/summary.h"
+#include "core/trace/synthesis/synthetic.h"
 
 #include "trace_fixtures.h"
 

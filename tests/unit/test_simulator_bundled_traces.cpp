@@ -2,7 +2,7 @@
 // for any recording of a training run, not the exact numbers (those are in the
 // golden tests).
 #include "core/sim/simulator.h"
-#include "core/trace/reader.h"
+#include "core/trace/format/reader.h"
 
 #include <catch2/catch.hpp>
 

@@ -2,7 +2,7 @@
 // recorded_homes.h, LayoutChoice), on the 6-step recordings of examples/traces:
 // where the simulation says it pays and where it says it does not, and on a
 // recording cut short as a run learning from itself holds it.
-#include "core/placement/recorded_homes.h"
+#include "core/homesearch/recorded_homes.h"
 #include "core/sim/simulator.h"
 #include "trace_file.h"
 

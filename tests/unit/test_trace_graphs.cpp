@@ -3,10 +3,10 @@
 #include "trace_fixtures.h"
 
 #include "core/sim/simulator.h"
-#include "core/trace/format.h"
-#include "core/trace/reader.h"
-#include "core/trace/summary.h"
-#include "core/trace/writer.h"
+#include "core/trace/format/format.h"
+#include "core/trace/format/reader.h"
+#include "core/trace/analysis/summary.h"
+#include "core/trace/format/writer.h"
 
 #include <catch2/catch.hpp>
 

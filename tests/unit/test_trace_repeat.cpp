@@ -1,6 +1,6 @@
-#include "core/trace/access_extents.h"
+#include "core/trace/analysis/access_extents.h"
 #include "core/sim/simulator.h"
-#include "core/trace/repeat.h"
+#include "core/trace/edit/repeat.h"
 #include "trace_fixtures.h"
 
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
 #include "core/replay/replay_plan.h"
 #include "core/sim/simulator.h"
-#include "core/trace/reader.h"
-#include "core/trace/trim.h"
+#include "core/trace/format/reader.h"
+#include "core/trace/edit/trim.h"
 #include "trace_fixtures.h"
 
 #include <catch2/catch.hpp>

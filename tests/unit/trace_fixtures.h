@@ -1,9 +1,9 @@
 // Helpers for the unit tests that work with trace files. The synthetic trace
-// generator itself lives in core/trace/synthetic.h, shared with `uvmtrace synth`.
+// generator itself lives in core/trace/synthesis/synthetic.h, shared with `uvmtrace synth`.
 #pragma once
 
-#include "core/trace/synthetic.h"
-#include "core/trace/writer.h"
+#include "core/trace/synthesis/synthetic.h"
+#include "core/trace/format/writer.h"
 
 #include <cstddef>
 #include <cstdint>

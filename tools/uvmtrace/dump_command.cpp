@@ -3,7 +3,7 @@
 #include "commands.h"
 #include "trace_file.h"
 
-#include "core/trace/summary.h"
+#include "core/trace/analysis/summary.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 #include "trace_file.h"
 
 #include "core/util/size_parse.h"
-#include "core/trace/summary.h"
+#include "core/trace/analysis/summary.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -14,7 +14,7 @@
 #include "core/model/chunk_schedule.h"
 #include "core/replay/replay_plan.h"
 #include "core/sim/simulator.h"
-#include "core/trace/access_extents.h"
+#include "core/trace/analysis/access_extents.h"
 #include "tools/common/job_environment.h"
 #include "uvmprefetch/uvmprefetch.h"
 

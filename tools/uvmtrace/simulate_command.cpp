@@ -5,15 +5,15 @@
 #include "trace_file.h"
 #include "usage_errors.h"
 
-#include "core/trace/access_extents.h"
+#include "core/trace/analysis/access_extents.h"
 #include "core/placement/host_homes.h"
-#include "core/placement/recorded_homes.h"
-#include "core/sim/home_search.h"
+#include "core/homesearch/recorded_homes.h"
+#include "core/homesearch/home_search.h"
 #include "core/placement/timing_prior.h"
 #include "core/policy/policy.h"
 #include "core/sim/simulator.h"
 #include "core/util/size_parse.h"
-#include "core/trace/repeat.h"
+#include "core/trace/edit/repeat.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

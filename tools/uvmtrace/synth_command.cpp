@@ -2,8 +2,8 @@
 // and demonstrations where no GPU recording is at hand.
 #include "commands.h"
 
-#include "core/trace/synthetic.h"
-#include "core/trace/writer.h"
+#include "core/trace/synthesis/synthetic.h"
+#include "core/trace/format/writer.h"
 
 #include <fmt/format.h>
 

@@ -2,8 +2,8 @@
 
 #include "core/util/file_bytes.h"
 #include "core/util/large_pages.h"
-#include "core/trace/format.h"
-#include "core/trace/reader.h"
+#include "core/trace/format/format.h"
+#include "core/trace/format/reader.h"
 
 #include <zstd.h>
 

@@ -2,7 +2,7 @@
 // zstd (`zstd trace.uvmt` gives trace.uvmt.zst, about a third of the size).
 #pragma once
 
-#include "core/trace/model.h"
+#include "core/trace/format/model.h"
 
 #include <string>
 

@@ -6,8 +6,8 @@
 #include "usage_errors.h"
 
 #include "core/sim/simulator.h"
-#include "core/trace/trim.h"
-#include "core/trace/writer.h"
+#include "core/trace/edit/trim.h"
+#include "core/trace/format/writer.h"
 
 #include <fmt/format.h>
 

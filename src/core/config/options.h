@@ -3,6 +3,7 @@
 // come from it.
 #pragma once
 
+#include "core/util/log_level.h"
 #include "core/util/size_parse.h"
 
 #include <cstdint>
@@ -27,10 +28,9 @@ enum class PoolPlacement : uint8_t {
 
 // Whether a layout planned for the learned step places the pool's blocks once
 // homes are learned (core/pool/step_layout.h): Auto, where simulating the
-// learned steps says it pays (core/placement/recorded_homes.h).
+// learned steps says it pays (core/homesearch/recorded_homes.h).
 enum class LayoutChoice : uint8_t { Off, Auto, On };
 
-enum class LogLevel { Trace, Debug, Info, Warn, Error, Off };
 // Where converted allocations may live (core/placement): Off, every one on the
 // GPU; On, host homes learned from UVMP_TRACE_IN; Auto, from UVMP_TRACE_IN when
 // given, else learned within the run once it goes over its budget.
@@ -65,7 +65,7 @@ struct Config {
     bool trace_timing = false;
     uint64_t trace_buffer = 64ull << 20;
     std::string trace_in;
-    HostHomes host_homes = HostHomes::Auto; // core/placement/recorded_homes.h, driver/home_learner.h
+    HostHomes host_homes = HostHomes::Auto; // core/homesearch/recorded_homes.h, driver/home_learner.h
     double streaming_gbps = 600;            // placement::kDefaultStreamingGbps (core/placement/timing_prior.h)
     bool remote_trial = true;               // core/placement/remote_trial.h
     uint64_t chunk_size = 2ull << 20;

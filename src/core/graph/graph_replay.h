@@ -7,7 +7,7 @@
 #pragma once
 
 #include "core/registry/registry.h"
-#include "core/trace/model.h"
+#include "core/trace/format/model.h"
 
 #include <cstdint>
 #include <memory>

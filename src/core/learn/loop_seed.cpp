@@ -1,6 +1,6 @@
 #include "core/learn/loop_seed.h"
 
-#include "core/sim/simulator.h"
+#include "core/trace/analysis/iteration_bounds.h"
 
 namespace uvmp {
 

@@ -5,7 +5,7 @@
 // the same ids, and a size that differs shows that it does not.
 #pragma once
 
-#include "core/trace/model.h"
+#include "core/trace/format/model.h"
 
 #include <cstdint>
 #include <optional>

@@ -35,7 +35,7 @@
 // the most recent period is frozen into a loop and the history dropped.
 #pragma once
 
-#include "core/trace/model.h"
+#include "core/trace/format/model.h"
 
 #include <cstdint>
 #include <functional>

@@ -12,7 +12,7 @@
 
 #include "core/util/large_pages.h"
 #include "core/model/residency.h"
-#include "core/trace/model.h"
+#include "core/trace/format/model.h"
 
 #include <cstdint>
 #include <memory>

@@ -16,7 +16,7 @@
 
 #include "core/util/bit_words.h"
 #include "core/util/large_pages.h"
-#include "core/trace/model.h"
+#include "core/trace/format/model.h"
 
 #include <algorithm>
 #include <bit>

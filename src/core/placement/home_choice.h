@@ -17,7 +17,7 @@
 //   max(compute + the remote trips of the host-homed allocations,
 //       S / evict + S / fetch), S = what the peak still exceeds the budget by,
 // since migration runs beside the kernels while remote trips lengthen them;
-// the simulator can instead try prefixes on the trace (core/sim/home_search.h).
+// the simulator can instead try prefixes on the trace (core/homesearch/home_search.h).
 // A wrong choice costs speed, never a result: remote access is coherent.
 #pragma once
 

@@ -15,7 +15,7 @@
 
 #include "core/placement/home_choice.h"
 #include "core/placement/tolerance.h"
-#include "core/trace/model.h"
+#include "core/trace/format/model.h"
 
 #include <cstddef>
 #include <cstdint>

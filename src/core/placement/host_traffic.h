@@ -13,7 +13,7 @@
 // named bytes, one trip each, not bytes measured on the link.
 #pragma once
 
-#include "core/trace/model.h"
+#include "core/trace/format/model.h"
 
 #include <cstdint>
 #include <span>

@@ -1,6 +1,6 @@
 #include "core/placement/remote_trial.h"
 
-#include "core/trace/launch_kind.h"
+#include "core/trace/analysis/launch_kind.h"
 
 #include <algorithm>
 #include <cmath>

@@ -10,14 +10,14 @@
 // can cost (evicted and fetched back once a step), the GPU home is the cheaper
 // one, and it is given back for the steps to come.
 //
-// Launches are matched by kind (trace/launch_kind.h). A kind's local time is the
+// Launches are matched by kind (trace/analysis/launch_kind.h). A kind's local time is the
 // least the recording holds for it on launches naming no host-homed allocation
 // (pressure only lengthens a run); its excess with remote operands is the least
 // over the judged step's launches of it that name some, so that a launch that
 // also waited for a GPU-homed operand does not condemn the host-homed ones.
 //
 // A kind the recording never timed with its data in place (every launch of it
-// waited for moves: trace/fastest_durations.h) has a stall for its least
+// waited for moves: trace/analysis/fastest_durations.h) has a stall for its least
 // recorded duration, which would excuse a GEMM's remote reads; a kernel with no
 // other kind had its operands homed on the host on trust (timing_prior.h). Such
 // a kind is held to the streaming line instead: its named bytes at the rate of
@@ -28,8 +28,8 @@
 
 #include "core/placement/home_choice.h"
 #include "core/placement/timing_prior.h"
-#include "core/trace/launch_kind.h"
-#include "core/trace/model.h"
+#include "core/trace/analysis/launch_kind.h"
+#include "core/trace/format/model.h"
 
 #include <cstdint>
 #include <functional>

@@ -7,7 +7,7 @@
 
 #include "core/placement/home_choice.h"
 #include "core/placement/tolerance.h"
-#include "core/trace/model.h"
+#include "core/trace/format/model.h"
 
 #include <cstdint>
 #include <vector>

@@ -1,6 +1,6 @@
 #include "core/placement/timing_prior.h"
 
-#include "core/trace/managed_bytes.h"
+#include "core/trace/analysis/managed_bytes.h"
 
 #include <algorithm>
 #include <vector>

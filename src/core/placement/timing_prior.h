@@ -12,7 +12,7 @@
 #pragma once
 
 #include "core/placement/tolerance.h"
-#include "core/trace/model.h"
+#include "core/trace/format/model.h"
 
 #include <cstdint>
 #include <optional>
@@ -38,7 +38,7 @@ inline constexpr double kDefaultStreamingGbps = 600;
 
 // The H200's memory bandwidth: no kernel moves its named bytes faster, so a
 // duration cleaned of its waits is never taken as shorter than that allows
-// (trace/fastest_durations.h). A GPU with less only makes the bound looser.
+// (trace/analysis/fastest_durations.h). A GPU with less only makes the bound looser.
 inline constexpr double kMemoryGbps = 4800;
 
 struct TimingPriorConfig {
@@ -47,7 +47,7 @@ struct TimingPriorConfig {
     // overhead more than work, and their operands are small.
     uint64_t min_duration_ns = 2000;
     // Kernels whose every timed launch waited for moves
-    // (trace/fastest_durations.h): their rate is only a bound from below, and
+    // (trace/analysis/fastest_durations.h): their rate is only a bound from below, and
     // it varies with the waits from run to run. They are judged tolerant, so
     // that the run homes what they name on the host where that pays and times
     // them there; remote trials (remote_trial.h) give the GPU home back to what

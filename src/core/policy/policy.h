@@ -11,7 +11,7 @@
 
 #include "core/learn/predictor.h"
 #include "core/model/residency.h"
-#include "core/trace/model.h"
+#include "core/trace/format/model.h"
 
 #include <cstdint>
 #include <memory>

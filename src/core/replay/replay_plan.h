@@ -5,7 +5,7 @@
 // different streams. Pure: the tool runs the plan through the driver.
 #pragma once
 
-#include "core/trace/model.h"
+#include "core/trace/format/model.h"
 
 #include <cstdint>
 #include <optional>

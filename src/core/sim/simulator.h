@@ -9,7 +9,8 @@
 #include "core/model/chunk_schedule.h"
 #include "core/learn/predictor.h"
 #include "core/model/residency.h"
-#include "core/trace/model.h"
+#include "core/trace/analysis/iteration_bounds.h"
+#include "core/trace/format/model.h"
 
 #include <cstdint>
 #include <optional>
@@ -127,28 +128,6 @@ struct SimResult {
     // simulator itself, unaffected by other work on a loaded machine.
     double simulation_cpu_seconds = 0;
 };
-
-// Iteration k spans launches [bounds[k], bounds[k + 1]). From the iteration
-// marks, else from the detected period; a trailing partial iteration is left
-// out. Empty when fewer than one full iteration is found.
-std::vector<uint64_t> iteration_bounds(const trace::Trace& trace);
-// The same for a trace recorded from the middle of a run (trace::MemoryRecorder),
-// where only steps will do: empty unless the marks give two full iterations,
-// or the detected period gives two and explains the whole recording but for
-// less than a period at either end, in a recording of kMinRecordingLaunches
-// launches or more. The layers of a step run the same kernels one after the
-// other: in a recording of a step or two, or of a part of one, their period is
-// what repeats best, and it leaves the rest of the recording unexplained.
-inline constexpr uint64_t kMinRecordingLaunches = 4096;
-std::vector<uint64_t> recording_iteration_bounds(const trace::Trace& trace);
-
-// Launches [begin, end).
-struct LaunchRange {
-    uint64_t begin = 0;
-    uint64_t end = 0;
-};
-// The last full iteration of iteration_bounds' result; nullopt when there is none.
-std::optional<LaunchRange> last_full_iteration(std::span<const uint64_t> bounds);
 
 // `schedule` must have been built from `trace` with config.chunk_bytes and
 // `bounds` by iteration_bounds(trace); computing them once serves several

@@ -2,7 +2,7 @@
 // call is a no-op that allocates nothing, so hooks may log on any path.
 #pragma once
 
-#include "core/config/options.h"
+#include "core/util/log_level.h"
 
 #include <spdlog/spdlog.h>
 

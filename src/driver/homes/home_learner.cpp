@@ -3,7 +3,7 @@
 #include "core/placement/remote_trial.h"
 #include "core/placement/timing_prior.h"
 #include "core/sim/simulator.h"
-#include "core/trace/fastest_durations.h"
+#include "core/trace/analysis/fastest_durations.h"
 #include "core/util/log.h"
 #include "core/util/size_parse.h"
 #include "driver/timing/kernel_timing.h"

@@ -23,7 +23,7 @@
 // timing stop.
 #pragma once
 
-#include "core/trace/memory_recorder.h"
+#include "core/trace/recording/memory_recorder.h"
 #include "driver/homes/host_home_router.h"
 
 #include <atomic>

@@ -1,6 +1,6 @@
 #include "driver/homes/host_home_router.h"
 
-#include "core/trace/reader.h"
+#include "core/trace/format/reader.h"
 #include "core/util/log.h"
 #include "core/util/size_parse.h"
 

@@ -11,7 +11,7 @@
 #include "core/accounting/host_home_figures.h"
 #include "core/config/options.h"
 #include "core/placement/home_sequence.h"
-#include "core/placement/recorded_homes.h"
+#include "core/homesearch/recorded_homes.h"
 
 #include <atomic>
 #include <cstdint>

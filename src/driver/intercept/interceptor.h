@@ -10,7 +10,7 @@
 #include "core/graph/graph_replay.h"
 #include "core/registry/registry.h"
 #include "core/accounting/stats.h"
-#include "core/trace/writer.h"
+#include "core/trace/format/writer.h"
 #include "driver/table/driver_table.h"
 #include "driver/worker/executor.h"
 #include "driver/intercept/graph_walk.h"

@@ -3,7 +3,7 @@
 // the recording host homes are learned from, and the kernel timing that feeds both.
 #include "driver/intercept/interceptor.h"
 
-#include "core/trace/trace_tee.h"
+#include "core/trace/recording/trace_tee.h"
 #include "core/util/log.h"
 #include "driver/timing/kernel_timing.h"
 

@@ -2,7 +2,7 @@
 
 #include "core/util/log.h"
 #include "core/util/size_parse.h"
-#include "core/trace/reader.h"
+#include "core/trace/format/reader.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,0 +1,37 @@
+// A trace's iterations as launch indices: from its iteration marks, else from
+// the detected period (iteration_period.h). The simulator, the trace's edits and
+// the loop seed all cut a trace at these bounds.
+#pragma once
+
+#include "core/trace/format/model.h"
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+namespace uvmp {
+
+// Iteration k spans launches [bounds[k], bounds[k + 1]). From the iteration
+// marks, else from the detected period; a trailing partial iteration is left
+// out. Empty when fewer than one full iteration is found.
+std::vector<uint64_t> iteration_bounds(const trace::Trace& trace);
+// The same for a trace recorded from the middle of a run (trace::MemoryRecorder),
+// where only steps will do: empty unless the marks give two full iterations,
+// or the detected period gives two and explains the whole recording but for
+// less than a period at either end, in a recording of kMinRecordingLaunches
+// launches or more. The layers of a step run the same kernels one after the
+// other: in a recording of a step or two, or of a part of one, their period is
+// what repeats best, and it leaves the rest of the recording unexplained.
+inline constexpr uint64_t kMinRecordingLaunches = 4096;
+std::vector<uint64_t> recording_iteration_bounds(const trace::Trace& trace);
+
+// Launches [begin, end).
+struct LaunchRange {
+    uint64_t begin = 0;
+    uint64_t end = 0;
+};
+// The last full iteration of iteration_bounds' result; nullopt when there is none.
+std::optional<LaunchRange> last_full_iteration(std::span<const uint64_t> bounds);
+
+} // namespace uvmp
