@@ -11,109 +11,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
+#include <type_traits>
 
 namespace uvmp {
 namespace {
-
-constexpr std::array kOptions = {
-    OptionSpec{"enable", "UVMP_ENABLE", OptionType::Bool, "1", "",
-               "Master switch. 0 makes the library a pure pass-through."},
-    OptionSpec{"budget", "UVMP_BUDGET", OptionType::SizeOrPercent, "", "",
-               "GPU memory the job may keep resident (an emulated capacity): bytes with K/M/G/T "
-               "suffixes, or a percentage of the device's memory. Unset: the physical guard's limit; "
-               "0 is refused (leave it unset for no budget)."},
-    OptionSpec{"reserve", "UVMP_RESERVE", OptionType::Size, "1G", "",
-               "Physical guard: converted (managed) memory never exceeds the device's free memory "
-               "at start less this reserve."},
-    OptionSpec{"allow_physical_oversubscription", "UVMP_ALLOW_PHYSICAL_OVERSUBSCRIPTION",
-               OptionType::Bool, "0", "",
-               "Lift the physical guard: let managed memory exceed the device's free memory. A "
-               "shared GPU can stall for everyone; use the budget instead."},
-    OptionSpec{"policy", "UVMP_POLICY", OptionType::Choice, "learned", "none|demand-lru|learned",
-               "Residency policy under the budget: none (convert only; past the budget the driver "
-               "alone decides what stays on the GPU), demand-lru (evict least recently used, no "
-               "prefetch), learned (prefetch and evict from the learned trace)."},
-    OptionSpec{"populate", "UVMP_POPULATE", OptionType::Choice, "prefetch", "off|prefetch",
-               "Place fresh allocations on the GPU from the library's worker thread while the job "
-               "is within its budget, so kernels do not fault on first touch; off leaves that to the "
-               "first touch, under every policy."},
-    OptionSpec{"chunk_size", "UVMP_CHUNK_SIZE", OptionType::Size, "2M", "",
-               "Granularity of the residency model: a power of two of at least 2M (the driver's large "
-               "pages), such as 2M, 4M or 64M; the pool's slab size must be a multiple of it."},
-    OptionSpec{"pool_slab_size", "UVMP_POOL_SLAB_SIZE", OptionType::Size, "1G", "",
-               "Size of the managed slabs the pool carves device allocations from (a multiple of 2M and of "
-               "the chunk size); "
-               "a larger request gets a slab of its own."},
-    OptionSpec{"pool_retain", "UVMP_POOL_RETAIN", OptionType::Size, "0", "",
-               "Wholly free slabs the pool keeps however long they go unused (the most recently used "
-               "are kept); beyond it, idle slabs are given back."},
-    OptionSpec{"pool_placement", "UVMP_POOL_PLACEMENT", OptionType::Choice, "over-dead", "over-dead|best-fit",
-               "Where the pool puts a block of a chunk or more: over-dead places it over memory that freed "
-               "blocks left on the GPU where it can, once the budget has bound (under a policy, whose model "
-               "knows where that is), so that it finds its pages there and they need not be evicted; "
-               "best-fit takes the smallest free piece that holds it, wherever its pages are."},
-    OptionSpec{"step_layout", "UVMP_STEP_LAYOUT", OptionType::Choice, "auto", "auto|on|off",
-               "Whether the blocks of the steps after the learned one go where a layout planned for that step "
-               "puts them (each block where it lay a step before, the step's blocks packed into its peak of live "
-               "bytes, in an arena apart from the pool's slabs), once homes are learned (UVMP_HOST_HOMES): auto "
-               "where simulating the learned steps says it moves out at most 1/16 of the budget a step and is at "
-               "most 5% slower than blocks placed as they come; on whenever homes are learned; off never."},
-    OptionSpec{"pool_release_after", "UVMP_POOL_RELEASE_AFTER", OptionType::Duration, "10s", "",
-               "A wholly free slab unused this long is given back to the driver: a duration such as "
-               "10s, 500ms or 2m (a plain number is seconds)."},
-    OptionSpec{"hide_managed", "UVMP_HIDE_MANAGED", OptionType::Bool, "1", "",
-               "Pointer-attribute queries report converted allocations as device memory, so "
-               "frameworks keep their device-memory paths."},
-    OptionSpec{"log_level", "UVMP_LOG_LEVEL", OptionType::Choice, "warn",
-               "trace|debug|info|warn|error|off", "Least severe message that is logged."},
-    OptionSpec{"log_file", "UVMP_LOG_FILE", OptionType::Path, "", "",
-               "Log to this file instead of stderr (%p: process id)."},
-    OptionSpec{"summary", "UVMP_SUMMARY", OptionType::Bool, "0", "",
-               "Print a summary of the counters at exit (uvmrun turns it on)."},
-    OptionSpec{"stats_file", "UVMP_STATS_FILE", OptionType::Path, "", "",
-               "Write the counters as JSON at exit (%p: process id, %r: rank)."},
-    OptionSpec{"trace_out", "UVMP_TRACE_OUT", OptionType::Path, "", "",
-               "Record an access trace to this file (%p: process id, %r: rank)."},
-    OptionSpec{"trace_timing", "UVMP_TRACE_TIMING", OptionType::Bool, "0", "",
-               "Record kernel durations in the trace (CUPTI)."},
-    OptionSpec{"trace_buffer", "UVMP_TRACE_BUFFER", OptionType::Size, "64M", "",
-               "Memory for trace records not yet written; past it records are dropped and "
-               "counted."},
-    OptionSpec{"trace_in", "UVMP_TRACE_IN", OptionType::Path, "", "",
-               "With policy learned: start from the last iteration of this earlier trace of the "
-               "same program (allocations matched by order and size) instead of learning it first. "
-               "With UVMP_HOST_HOMES=auto or on: the trace the host homes are learned from."},
-    OptionSpec{"host_homes", "UVMP_HOST_HOMES", OptionType::Choice, "auto", "auto|on|off",
-               "With policy learned and UVMP_BUDGET: allocations whose every reader streams them (judged "
-               "from kernel timings) live on the host, read and written remotely by the GPU and never "
-               "migrated, where simulating the step says that shortens it by 10% or more. auto: learned "
-               "from UVMP_TRACE_IN when given, else within the run: once the job goes over its budget, "
-               "its next steps are recorded in memory with kernel timing, and the allocations of the "
-               "steps after them are homed by order and size. on: only from UVMP_TRACE_IN, an earlier "
-               "trace of the same program recorded with UVMP_TRACE_TIMING=1. off: every allocation is "
-               "homed on the GPU (migration only)."},
-    OptionSpec{"streaming_gbps", "UVMP_STREAMING_GBPS", OptionType::Rate, "600", "",
-               "With host homes: the rate, in GB of named operands per second of a kernel's local run time, "
-               "from which a kernel counts as streaming its operands, so that data only such kernels touch "
-               "may live on the host (each named byte counted once), where remote trials then time them. On "
-               "the H200 GPT-2 small's elementwise kernels run at 2600-4400, most of its GEMMs at 1200-1700 "
-               "and resnet50's batch-norm kernels at 440-1280. Lower judges more kernels tolerant of remote "
-               "operands, and lets remote trials allow more time to a launch kind the run never timed with "
-               "its data in place (held to this rate); higher keeps more data on the GPU. "
-               "`uvmtrace simulate --homes auto --streaming-gbps R` shows what a value does on a recorded trace."},
-    OptionSpec{"remote_trial", "UVMP_REMOTE_TRIAL", OptionType::Bool, "1", "",
-               "With host homes learned in the run: time the kernels of the second step run with them, and "
-               "give back its GPU home to any allocation whose readers ran slower with it on the host (past "
-               "their local time plus two trips of its bytes over the link) by more than migrating it would "
-               "cost; if the steps after run slower, those allocations go back to the host. 0 keeps the "
-               "homes the timing prior chose."},
-    OptionSpec{"verbose", "UVMP_VERBOSE", OptionType::Bool, "0", "",
-               "Print every option's effective value at start."},
-    OptionSpec{"framework_settings", "UVMP_FRAMEWORK_SETTINGS", OptionType::Text, "", "",
-               "Set by uvmrun: the framework setting it chose so that the library sees every free, as "
-               "NAME=VALUE (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync). The library says so in one "
-               "line, once, and only in a process of that framework (docs/frameworks.md)."},
-};
 
 std::string lower(std::string_view s) {
     std::string out(s);
@@ -128,17 +30,196 @@ std::optional<bool> parse_bool(std::string_view text) {
     return std::nullopt;
 }
 
-bool choice_allowed(std::string_view choices, std::string_view value) {
+// Where value stands among choices ("a|b|c"), or nullopt.
+std::optional<size_t> choice_index(std::string_view choices, std::string_view value) {
     size_t start = 0;
-    while (start <= choices.size()) {
+    for (size_t index = 0; start <= choices.size(); ++index) {
         const size_t bar = choices.find('|', start);
         const size_t end = bar == std::string_view::npos ? choices.size() : bar;
-        if (choices.substr(start, end - start) == value) return true;
+        if (choices.substr(start, end - start) == value) return index;
         if (bar == std::string_view::npos) break;
         start = bar + 1;
     }
-    return false;
+    return std::nullopt;
 }
+
+// An option's value as its field holds it, from text that validation accepted.
+template <OptionType Type>
+auto parsed(std::string_view value) {
+    if constexpr (Type == OptionType::Bool) return *parse_bool(value);
+    else if constexpr (Type == OptionType::Size) return *parse_size(value);
+    else if constexpr (Type == OptionType::SizeOrPercent)
+        return value.empty() ? std::optional<SizeOrPercent>() : parse_size_or_percent(value);
+    else if constexpr (Type == OptionType::Duration) return *parse_duration_ns(value);
+    else if constexpr (Type == OptionType::Rate) return *parse_rate(value);
+    else return std::string(value);
+}
+
+template <class Field>
+bool same_value(const Field& a, const Field& b) {
+    return a == b;
+}
+
+bool same_value(const std::optional<SizeOrPercent>& a, const std::optional<SizeOrPercent>& b) {
+    if (!a || !b) return a.has_value() == b.has_value();
+    return a->is_percent == b->is_percent && a->bytes == b->bytes && a->percent == b->percent;
+}
+
+template <class Member>
+struct MemberField;
+template <class Field>
+struct MemberField<Field Config::*> {
+    using type = Field;
+};
+template <auto Member>
+using FieldOf = typename MemberField<decltype(Member)>::type;
+
+template <auto Member>
+const void* field_of(const Config& config) {
+    return &(config.*Member);
+}
+
+template <auto Member>
+bool same_field(const Config& a, const Config& b) {
+    return same_value(a.*Member, b.*Member);
+}
+
+// A row of any type but Choice, setting the field Member.
+template <OptionType Type, auto Member>
+constexpr OptionSpec option(std::string_view key, std::string_view env, std::string_view default_text,
+                            std::string_view help) {
+    static_assert(Type != OptionType::Choice, "a choice is declared with choice()");
+    static_assert(std::is_same_v<FieldOf<Member>, decltype(parsed<Type>(std::string_view()))>,
+                  "the field must hold what the option's type reads");
+    return {key, env, Type, default_text, "", help,
+            [](Config& config, const OptionSpec&, std::string_view value) { config.*Member = parsed<Type>(value); },
+            &field_of<Member>, &same_field<Member>};
+}
+
+// A Choice row setting the field Member to the value of Values that stands where
+// the text chosen stands in choices ("a|b|c"), whatever the enum's own order.
+template <auto Member, auto... Values>
+constexpr OptionSpec choice(std::string_view key, std::string_view env, std::string_view default_text,
+                            std::string_view choices, std::string_view help) {
+    static_assert((std::is_same_v<FieldOf<Member>, decltype(Values)> && ...),
+                  "the values must be of the field's type");
+    // Reached while the table is built, this stops the build: every choice needs a value.
+    if (static_cast<size_t>(std::count(choices.begin(), choices.end(), '|')) + 1 != sizeof...(Values))
+        throw std::invalid_argument("a choice row needs one value for each of its choices");
+    return {key, env, OptionType::Choice, default_text, choices, help,
+            [](Config& config, const OptionSpec& spec, std::string_view value) {
+                constexpr std::array kValues{Values...};
+                if (const auto index = choice_index(spec.choices, value)) config.*Member = kValues[*index];
+            },
+            &field_of<Member>, &same_field<Member>};
+}
+
+constexpr std::array kOptions = {
+    option<OptionType::Bool, &Config::enable>("enable", "UVMP_ENABLE", "1",
+        "Master switch. 0 makes the library a pure pass-through."),
+    option<OptionType::SizeOrPercent, &Config::budget>("budget", "UVMP_BUDGET", "",
+        "GPU memory the job may keep resident (an emulated capacity): bytes with K/M/G/T "
+        "suffixes, or a percentage of the device's memory. Unset: the physical guard's limit; "
+        "0 is refused (leave it unset for no budget)."),
+    option<OptionType::Size, &Config::reserve>("reserve", "UVMP_RESERVE", "1G",
+        "Physical guard: converted (managed) memory never exceeds the device's free memory "
+        "at start less this reserve."),
+    option<OptionType::Bool, &Config::allow_physical_oversubscription>(
+        "allow_physical_oversubscription", "UVMP_ALLOW_PHYSICAL_OVERSUBSCRIPTION", "0",
+        "Lift the physical guard: let managed memory exceed the device's free memory. A "
+        "shared GPU can stall for everyone; use the budget instead."),
+    choice<&Config::policy, ResidencyPolicy::None, ResidencyPolicy::DemandLru, ResidencyPolicy::Learned>(
+        "policy", "UVMP_POLICY", "learned", "none|demand-lru|learned",
+        "Residency policy under the budget: none (convert only; past the budget the driver "
+        "alone decides what stays on the GPU), demand-lru (evict least recently used, no "
+        "prefetch), learned (prefetch and evict from the learned trace)."),
+    choice<&Config::populate, Populate::Off, Populate::Prefetch>(
+        "populate", "UVMP_POPULATE", "prefetch", "off|prefetch",
+        "Place fresh allocations on the GPU from the library's worker thread while the job "
+        "is within its budget, so kernels do not fault on first touch; off leaves that to the "
+        "first touch, under every policy."),
+    option<OptionType::Size, &Config::chunk_size>("chunk_size", "UVMP_CHUNK_SIZE", "2M",
+        "Granularity of the residency model: a power of two of at least 2M (the driver's large "
+        "pages), such as 2M, 4M or 64M; the pool's slab size must be a multiple of it."),
+    option<OptionType::Size, &Config::pool_slab_size>("pool_slab_size", "UVMP_POOL_SLAB_SIZE", "1G",
+        "Size of the managed slabs the pool carves device allocations from (a multiple of 2M and of "
+        "the chunk size); "
+        "a larger request gets a slab of its own."),
+    option<OptionType::Size, &Config::pool_retain>("pool_retain", "UVMP_POOL_RETAIN", "0",
+        "Wholly free slabs the pool keeps however long they go unused (the most recently used "
+        "are kept); beyond it, idle slabs are given back."),
+    choice<&Config::pool_placement, PoolPlacement::OverDead, PoolPlacement::BestFit>(
+        "pool_placement", "UVMP_POOL_PLACEMENT", "over-dead", "over-dead|best-fit",
+        "Where the pool puts a block of a chunk or more: over-dead places it over memory that freed "
+        "blocks left on the GPU where it can, once the budget has bound (under a policy, whose model "
+        "knows where that is), so that it finds its pages there and they need not be evicted; "
+        "best-fit takes the smallest free piece that holds it, wherever its pages are."),
+    choice<&Config::step_layout, LayoutChoice::Auto, LayoutChoice::On, LayoutChoice::Off>(
+        "step_layout", "UVMP_STEP_LAYOUT", "auto", "auto|on|off",
+        "Whether the blocks of the steps after the learned one go where a layout planned for that step "
+        "puts them (each block where it lay a step before, the step's blocks packed into its peak of live "
+        "bytes, in an arena apart from the pool's slabs), once homes are learned (UVMP_HOST_HOMES): auto "
+        "where simulating the learned steps says it moves out at most 1/16 of the budget a step and is at "
+        "most 5% slower than blocks placed as they come; on whenever homes are learned; off never."),
+    option<OptionType::Duration, &Config::pool_release_after>("pool_release_after", "UVMP_POOL_RELEASE_AFTER", "10s",
+        "A wholly free slab unused this long is given back to the driver: a duration such as "
+        "10s, 500ms or 2m (a plain number is seconds)."),
+    option<OptionType::Bool, &Config::hide_managed>("hide_managed", "UVMP_HIDE_MANAGED", "1",
+        "Pointer-attribute queries report converted allocations as device memory, so "
+        "frameworks keep their device-memory paths."),
+    choice<&Config::log_level, LogLevel::Trace, LogLevel::Debug, LogLevel::Info, LogLevel::Warn,
+           LogLevel::Error, LogLevel::Off>(
+        "log_level", "UVMP_LOG_LEVEL", "warn", "trace|debug|info|warn|error|off",
+        "Least severe message that is logged."),
+    option<OptionType::Path, &Config::log_file>("log_file", "UVMP_LOG_FILE", "",
+        "Log to this file instead of stderr (%p: process id)."),
+    option<OptionType::Bool, &Config::summary>("summary", "UVMP_SUMMARY", "0",
+        "Print a summary of the counters at exit (uvmrun turns it on)."),
+    option<OptionType::Path, &Config::stats_file>("stats_file", "UVMP_STATS_FILE", "",
+        "Write the counters as JSON at exit (%p: process id, %r: rank)."),
+    option<OptionType::Path, &Config::trace_out>("trace_out", "UVMP_TRACE_OUT", "",
+        "Record an access trace to this file (%p: process id, %r: rank)."),
+    option<OptionType::Bool, &Config::trace_timing>("trace_timing", "UVMP_TRACE_TIMING", "0",
+        "Record kernel durations in the trace (CUPTI)."),
+    option<OptionType::Size, &Config::trace_buffer>("trace_buffer", "UVMP_TRACE_BUFFER", "64M",
+        "Memory for trace records not yet written; past it records are dropped and "
+        "counted."),
+    option<OptionType::Path, &Config::trace_in>("trace_in", "UVMP_TRACE_IN", "",
+        "With policy learned: start from the last iteration of this earlier trace of the "
+        "same program (allocations matched by order and size) instead of learning it first. "
+        "With UVMP_HOST_HOMES=auto or on: the trace the host homes are learned from."),
+    choice<&Config::host_homes, HostHomes::Auto, HostHomes::On, HostHomes::Off>(
+        "host_homes", "UVMP_HOST_HOMES", "auto", "auto|on|off",
+        "With policy learned and UVMP_BUDGET: allocations whose every reader streams them (judged "
+        "from kernel timings) live on the host, read and written remotely by the GPU and never "
+        "migrated, where simulating the step says that shortens it by 10% or more. auto: learned "
+        "from UVMP_TRACE_IN when given, else within the run: once the job goes over its budget, "
+        "its next steps are recorded in memory with kernel timing, and the allocations of the "
+        "steps after them are homed by order and size. on: only from UVMP_TRACE_IN, an earlier "
+        "trace of the same program recorded with UVMP_TRACE_TIMING=1. off: every allocation is "
+        "homed on the GPU (migration only)."),
+    option<OptionType::Rate, &Config::streaming_gbps>("streaming_gbps", "UVMP_STREAMING_GBPS", "600",
+        "With host homes: the rate, in GB of named operands per second of a kernel's local run time, "
+        "from which a kernel counts as streaming its operands, so that data only such kernels touch "
+        "may live on the host (each named byte counted once), where remote trials then time them. On "
+        "the H200 GPT-2 small's elementwise kernels run at 2600-4400, most of its GEMMs at 1200-1700 "
+        "and resnet50's batch-norm kernels at 440-1280. Lower judges more kernels tolerant of remote "
+        "operands, and lets remote trials allow more time to a launch kind the run never timed with "
+        "its data in place (held to this rate); higher keeps more data on the GPU. "
+        "`uvmtrace simulate --homes auto --streaming-gbps R` shows what a value does on a recorded trace."),
+    option<OptionType::Bool, &Config::remote_trial>("remote_trial", "UVMP_REMOTE_TRIAL", "1",
+        "With host homes learned in the run: time the kernels of the second step run with them, and "
+        "give back its GPU home to any allocation whose readers ran slower with it on the host (past "
+        "their local time plus two trips of its bytes over the link) by more than migrating it would "
+        "cost; if the steps after run slower, those allocations go back to the host. 0 keeps the "
+        "homes the timing prior chose."),
+    option<OptionType::Bool, &Config::verbose>("verbose", "UVMP_VERBOSE", "0",
+        "Print every option's effective value at start."),
+    option<OptionType::Text, &Config::framework_settings>("framework_settings", "UVMP_FRAMEWORK_SETTINGS", "",
+        "Set by uvmrun: the framework setting it chose so that the library sees every free, as "
+        "NAME=VALUE (PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync). The library says so in one "
+        "line, once, and only in a process of that framework (docs/frameworks.md)."),
+};
 
 std::string accepted_text(const OptionSpec& spec) {
     switch (spec.type) {
@@ -214,45 +295,6 @@ std::optional<std::string> broken_combination(const std::vector<std::string>& va
     return std::nullopt;
 }
 
-void store(Config& config, const OptionSpec& spec, std::string_view value) {
-    const std::string_view key = spec.key;
-    if (key == "enable") config.enable = *parse_bool(value);
-    else if (key == "budget") config.budget = value.empty() ? std::nullopt : parse_size_or_percent(value);
-    else if (key == "reserve") config.reserve = *parse_size(value);
-    else if (key == "allow_physical_oversubscription")
-        config.allow_physical_oversubscription = *parse_bool(value);
-    else if (key == "policy")
-        config.policy = value == "learned" ? ResidencyPolicy::Learned
-                        : value == "demand-lru" ? ResidencyPolicy::DemandLru : ResidencyPolicy::None;
-    else if (key == "populate") config.populate = value == "off" ? Populate::Off : Populate::Prefetch;
-    else if (key == "chunk_size") config.chunk_size = *parse_size(value);
-    else if (key == "pool_slab_size") config.pool_slab_size = *parse_size(value);
-    else if (key == "pool_retain") config.pool_retain = *parse_size(value);
-    else if (key == "step_layout")
-        config.step_layout = value == "on" ? LayoutChoice::On : value == "off" ? LayoutChoice::Off : LayoutChoice::Auto;
-    else if (key == "pool_placement")
-        config.pool_placement = value == "best-fit" ? PoolPlacement::BestFit : PoolPlacement::OverDead;
-    else if (key == "pool_release_after") config.pool_release_after = *parse_duration_ns(value);
-    else if (key == "hide_managed") config.hide_managed = *parse_bool(value);
-    else if (key == "log_level") {
-        static constexpr std::array kLevels = {"trace", "debug", "info", "warn", "error", "off"};
-        for (size_t i = 0; i < kLevels.size(); ++i)
-            if (value == kLevels[i]) config.log_level = static_cast<LogLevel>(i);
-    } else if (key == "log_file") config.log_file = value;
-    else if (key == "summary") config.summary = *parse_bool(value);
-    else if (key == "stats_file") config.stats_file = value;
-    else if (key == "trace_out") config.trace_out = value;
-    else if (key == "trace_timing") config.trace_timing = *parse_bool(value);
-    else if (key == "trace_buffer") config.trace_buffer = *parse_size(value);
-    else if (key == "trace_in") config.trace_in = value;
-    else if (key == "host_homes")
-        config.host_homes = value == "on" ? HostHomes::On : value == "off" ? HostHomes::Off : HostHomes::Auto;
-    else if (key == "streaming_gbps") config.streaming_gbps = *parse_rate(value);
-    else if (key == "remote_trial") config.remote_trial = *parse_bool(value);
-    else if (key == "verbose") config.verbose = *parse_bool(value);
-    else if (key == "framework_settings") config.framework_settings = value;
-}
-
 // A TOML value as the text an environment variable would hold.
 std::optional<std::string> toml_value_text(const toml::node& node) {
     if (auto s = node.value<std::string>()) return *s;
@@ -326,6 +368,10 @@ std::optional<ConfigError> load_file(const std::string& path,
 
 } // namespace
 
+Config::Config() {
+    for (const OptionSpec& spec : kOptions) spec.store(*this, spec, spec.default_text);
+}
+
 std::span<const OptionSpec> option_table() { return kOptions; }
 
 const char* process_getenv(const char* name) { return std::getenv(name); }
@@ -343,7 +389,7 @@ std::optional<std::string> validate_option_value(const OptionSpec& spec, std::st
     case OptionType::Bool: ok = parse_bool(value).has_value(); break;
     case OptionType::Size: ok = parse_size(value).has_value(); break;
     case OptionType::SizeOrPercent: ok = value.empty() || parse_size_or_percent(value).has_value(); break;
-    case OptionType::Choice: ok = choice_allowed(spec.choices, value); break;
+    case OptionType::Choice: ok = choice_index(spec.choices, value).has_value(); break;
     case OptionType::Path:
     case OptionType::Text: ok = true; break;
     case OptionType::Duration: ok = parse_duration_ns(value).has_value(); break;
@@ -372,12 +418,12 @@ std::optional<ConfigError> load_config(Config& out, GetEnv getenv_fn) {
 
     if (auto broken = broken_combination(values)) return ConfigError{one_line(*broken)};
 
-    out = Config{};
-    out.values.clear();
+    Config config;
     for (size_t i = 0; i < kOptions.size(); ++i) {
-        store(out, kOptions[i], values[i]);
-        out.values.emplace_back(std::string(kOptions[i].key), values[i]);
+        kOptions[i].store(config, kOptions[i], values[i]);
+        config.values.emplace_back(std::string(kOptions[i].key), values[i]);
     }
+    out = std::move(config);
     return std::nullopt;
 }
 

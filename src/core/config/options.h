@@ -1,6 +1,6 @@
 // The one table of every configuration knob: environment name, file key, type,
-// default and help. The library, uvmrun --help and docs/configuration.md all
-// come from it.
+// default, help and the Config field it sets. Config's defaults, the library,
+// uvmrun --help and docs/configuration.md all come from it.
 #pragma once
 
 #include "core/util/log_level.h"
@@ -36,6 +36,11 @@ enum class LayoutChoice : uint8_t { Off, Auto, On };
 // given, else learned within the run once it goes over its budget.
 enum class HostHomes { Off, On, Auto };
 
+struct Config;
+
+// One row of the table: everything about an option is declared here, once,
+// including the Config field it sets and how (built by option() and choice() in
+// options.cpp, which check that the field's type fits the option's type).
 struct OptionSpec {
     std::string_view key;      // file key, e.g. "budget"
     std::string_view env;      // environment variable, e.g. "UVMP_BUDGET"
@@ -43,42 +48,52 @@ struct OptionSpec {
     std::string_view default_text;
     std::string_view choices;  // Choice: "a|b|c"
     std::string_view help;
+    // Sets the option's field from a value that validate_option_value accepted.
+    void (*store)(Config& config, const OptionSpec& spec, std::string_view value);
+    // The field it sets, and whether two configurations agree on it: for the
+    // tests that hold each field to one row and each default to its row's.
+    const void* (*field)(const Config& config);
+    bool (*same)(const Config& a, const Config& b);
 };
 
 std::span<const OptionSpec> option_table();
 const OptionSpec* find_option(std::string_view key_or_env);
 
 // Effective configuration after defaults, the file named by UVMP_CONFIG and the
-// environment (environment wins).
+// environment (environment wins). A default-constructed Config holds every
+// row's default (Config() applies the table), so no default is written here.
 struct Config {
-    bool enable = true;
+    Config();
+
+    bool enable{};
     std::optional<SizeOrPercent> budget; // unset: the physical guard's limit
-    uint64_t reserve = 1ull << 30;
-    bool allow_physical_oversubscription = false;
-    ResidencyPolicy policy = ResidencyPolicy::Learned;
-    Populate populate = Populate::Prefetch;
-    LogLevel log_level = LogLevel::Warn;
+    uint64_t reserve{};
+    bool allow_physical_oversubscription{};
+    ResidencyPolicy policy{};
+    Populate populate{};
+    LogLevel log_level{};
     std::string log_file;
-    bool summary = false;
+    bool summary{};
     std::string stats_file;
     std::string trace_out;
-    bool trace_timing = false;
-    uint64_t trace_buffer = 64ull << 20;
+    bool trace_timing{};
+    uint64_t trace_buffer{};
     std::string trace_in;
-    HostHomes host_homes = HostHomes::Auto; // core/homesearch/recorded_homes.h, driver/home_learner.h
-    double streaming_gbps = 600;            // placement::kDefaultStreamingGbps (core/placement/timing_prior.h)
-    bool remote_trial = true;               // core/placement/remote_trial.h
-    uint64_t chunk_size = 2ull << 20;
-    uint64_t pool_slab_size = 512ull << 20;            // the managed pool's slabs
-    uint64_t pool_retain = 0;                          // wholly free slabs kept however long unused
-    uint64_t pool_release_after = 10'000'000'000ull;   // ns: idle slabs given back after this
-    PoolPlacement pool_placement = PoolPlacement::OverDead;
-    LayoutChoice step_layout = LayoutChoice::Auto;
-    bool hide_managed = true;
-    bool verbose = false;
+    HostHomes host_homes{};   // core/homesearch/recorded_homes.h, driver/home_learner.h
+    double streaming_gbps{};  // its default is placement::kDefaultStreamingGbps (core/placement/timing_prior.h)
+    bool remote_trial{};      // core/placement/remote_trial.h
+    uint64_t chunk_size{};
+    uint64_t pool_slab_size{};     // the managed pool's slabs
+    uint64_t pool_retain{};        // wholly free slabs kept however long unused
+    uint64_t pool_release_after{}; // ns: idle slabs given back after this
+    PoolPlacement pool_placement{};
+    LayoutChoice step_layout{};
+    bool hide_managed{};
+    bool verbose{};
     std::string framework_settings; // NAME=VALUE that uvmrun set for the job's framework
 
-    // Every option's effective value as text, in table order (for --verbose and traces).
+    // Every option's effective value as text, in table order (for --verbose and traces);
+    // load_config fills it.
     std::vector<std::pair<std::string, std::string>> values;
 };
 
