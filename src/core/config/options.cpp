@@ -92,14 +92,17 @@ constexpr std::array kOptions = {
                "steps after them are homed by order and size. on: only from UVMP_TRACE_IN, an earlier "
                "trace of the same program recorded with UVMP_TRACE_TIMING=1. off: every allocation is "
                "homed on the GPU (migration only)."},
-    OptionSpec{"streaming_gbps", "UVMP_STREAMING_GBPS", OptionType::Rate, "600", "",
+    OptionSpec{"streaming_gbps", "UVMP_STREAMING_GBPS", OptionType::Rate, "auto", "",
                "With host homes: the rate, in GB of named operands per second of a kernel's local run time, "
                "from which a kernel counts as streaming its operands, so that data only such kernels touch "
-               "may live on the host (each named byte counted once), where remote trials then time them. On "
-               "the H200 GPT-2 small's elementwise kernels run at 2600-4400, most of its GEMMs at 1200-1700 "
-               "and resnet50's batch-norm kernels at 440-1280. Lower judges more kernels tolerant of remote "
-               "operands, and lets remote trials allow more time to a launch kind the run never timed with "
-               "its data in place (held to this rate); higher keeps more data on the GPU. "
+               "may live on the host (each named byte counted once), where remote trials then time them. "
+               "auto: derived from the link rates measured on the device, the memory bandwidth over the reads "
+               "of a byte from the host that cost as much as evicting and fetching it (about 1080 on an H200, "
+               "1510 on an H100; docs/design.md, \"Rates and the streaming line\"), or 600 where no rates "
+               "were measured. On the H200 GPT-2 small's elementwise kernels run at 2600-4400, most of its "
+               "GEMMs at 1200-1700 and resnet50's batch-norm kernels at 440-1280. Lower judges more kernels "
+               "tolerant of remote operands, and lets remote trials allow more time to a launch kind the run "
+               "never timed with its data in place (held to this rate); higher keeps more data on the GPU. "
                "`uvmtrace simulate --homes auto --streaming-gbps R` shows what a value does on a recorded trace."},
     OptionSpec{"remote_trial", "UVMP_REMOTE_TRIAL", OptionType::Bool, "1", "",
                "With host homes learned in the run: time the kernels of the second step run with them, and "
@@ -154,7 +157,7 @@ std::string accepted_text(const OptionSpec& spec) {
     case OptionType::Path: return "expected a path";
     case OptionType::Text: return "expected text";
     case OptionType::Duration: return "expected a duration such as 10s, 500ms or 2m (a plain number is seconds)";
-    case OptionType::Rate: return "expected a positive number such as 1600 or 400.5";
+    case OptionType::Rate: return "expected auto or a positive number such as 1600 or 400.5";
     }
     return {};
 }
@@ -247,7 +250,7 @@ void store(Config& config, const OptionSpec& spec, std::string_view value) {
     else if (key == "trace_in") config.trace_in = value;
     else if (key == "host_homes")
         config.host_homes = value == "on" ? HostHomes::On : value == "off" ? HostHomes::Off : HostHomes::Auto;
-    else if (key == "streaming_gbps") config.streaming_gbps = *parse_rate(value);
+    else if (key == "streaming_gbps") config.streaming_gbps = {value == "auto" ? std::nullopt : parse_rate(value)};
     else if (key == "remote_trial") config.remote_trial = *parse_bool(value);
     else if (key == "verbose") config.verbose = *parse_bool(value);
     else if (key == "framework_settings") config.framework_settings = value;
@@ -347,7 +350,7 @@ std::optional<std::string> validate_option_value(const OptionSpec& spec, std::st
     case OptionType::Path:
     case OptionType::Text: ok = true; break;
     case OptionType::Duration: ok = parse_duration_ns(value).has_value(); break;
-    case OptionType::Rate: ok = parse_rate(value).has_value(); break;
+    case OptionType::Rate: ok = value == "auto" || parse_rate(value).has_value(); break;
     }
     const std::string invalid = "invalid " + std::string(source_name) + "='" + std::string(value) + "': ";
     if (!ok) return one_line(invalid + accepted_text(spec));

@@ -3,6 +3,7 @@
 // come from it.
 #pragma once
 
+#include "core/rates/streaming_line.h"
 #include "core/util/size_parse.h"
 
 #include <cstdint>
@@ -66,7 +67,7 @@ struct Config {
     uint64_t trace_buffer = 64ull << 20;
     std::string trace_in;
     HostHomes host_homes = HostHomes::Auto; // core/placement/recorded_homes.h, driver/home_learner.h
-    double streaming_gbps = 600;            // placement::kDefaultStreamingGbps (core/placement/timing_prior.h)
+    rates::StreamingSetting streaming_gbps; // auto by default (core/rates/streaming_line.h)
     bool remote_trial = true;               // core/placement/remote_trial.h
     uint64_t chunk_size = 2ull << 20;
     uint64_t pool_slab_size = 512ull << 20;            // the managed pool's slabs
