@@ -151,7 +151,7 @@ TEST_CASE("link rates: bad files fail with what is wrong") {
     }
 }
 
-TEST_CASE("rate cache: UVMP_CACHE_DIR, else XDG_CACHE_HOME, else HOME; one file a device and driver") {
+TEST_CASE("rate cache: UVMP_CACHE_DIR, else XDG_CACHE_HOME, else HOME, one file a device and driver") {
     g_env = {{"HOME", "/home/u"}};
     CHECK(cache_directory(&fake_getenv) == "/home/u/.cache/uvmprefetch");
     g_env["XDG_CACHE_HOME"] = "/xdg";
@@ -288,7 +288,7 @@ TEST_CASE("UVMP_STREAMING_GBPS: auto by default, a number overrides") {
     g_env.clear();
 }
 
-TEST_CASE("link model: the reference rates give the reference curves exactly; measured ones scale them") {
+TEST_CASE("link model: the reference rates give the reference curves exactly, measured ones scale them") {
     const uvmp::LinkModel reference;
     REQUIRE(reference.prefetch_curve.size() == 4);
     CHECK(reference.prefetch_curve[0].gbps == 18.0);
