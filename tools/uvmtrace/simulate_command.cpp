@@ -10,6 +10,7 @@
 #include "core/homesearch/recorded_homes.h"
 #include "core/homesearch/home_search.h"
 #include "core/placement/timing_prior.h"
+#include "core/rates/streaming_line.h"
 #include "core/policy/policy.h"
 #include "core/sim/simulator.h"
 #include "core/util/size_parse.h"
@@ -60,6 +61,7 @@ struct SimulateOptions {
     double remote_read_gbps = 0;
     double streaming_gbps = 0;
     std::string host_bytes; // with --homes host or auto: take the prefix of the order nearest this many bytes
+    std::string rates_file; // --rates: measured link rates (core/rates/link_rates.h); else the reference's
 };
 
 [[noreturn]] void bad_usage(const std::string& message) { tools::bad_usage("simulate", message); }
@@ -68,8 +70,18 @@ SizeOrPercent size_option(const std::string& name, const std::string& text) {
     return tools::size_option("simulate", name, text);
 }
 
-LinkModel link_model(const SimulateOptions& o) {
-    LinkModel link;
+// The rates the trace is simulated with: --rates FILE, else the reference fallback.
+rates::LinkRates link_rates(const SimulateOptions& o) {
+    if (o.rates_file.empty()) return {};
+    try {
+        return rates::read_rates_file(o.rates_file);
+    } catch (const rates::RatesFileError& e) {
+        bad_usage(fmt::format("--rates: {}", e.what()));
+    }
+}
+
+LinkModel link_model(const SimulateOptions& o, const rates::LinkRates& rates) {
+    LinkModel link(rates);
     auto check = [](const char* name, double value) {
         if (value < 0 || !std::isfinite(value)) bad_usage(fmt::format("{} must be a positive number of GB/s", name));
         return value > 0;
@@ -373,18 +385,18 @@ struct HomedRun {
 };
 
 HomedRun run_with_host_homes(const SimulateOptions& o, const trace::Trace& trace, const std::vector<uint64_t>& bounds,
-                             const SimConfig& config, placement::HomeScope scope) {
+                             const SimConfig& config, placement::HomeScope scope, const rates::LinkRates& measured) {
     auto rate = [](const char* name, double value, double fallback) {
         if (value < 0 || !std::isfinite(value)) bad_usage(fmt::format("{} must be a positive number of GB/s", name));
         return value > 0 ? value : fallback;
     };
-    placement::Rates rates;
+    placement::Rates rates = measured;
     rates.remote_write_gbps = rate("--remote-write-gbps", o.remote_write_gbps, rates.remote_write_gbps);
     rates.remote_read_gbps = rate("--remote-read-gbps", o.remote_read_gbps, rates.remote_read_gbps);
     if (o.prefetch_gbps > 0) rates.fetch_gbps = o.prefetch_gbps;
     if (o.evict_gbps > 0) rates.evict_gbps = o.evict_gbps;
     placement::TimingPriorConfig prior_config;
-    prior_config.streaming_gbps = rate("--streaming-gbps", o.streaming_gbps, prior_config.streaming_gbps);
+    prior_config.streaming_gbps = rate("--streaming-gbps", o.streaming_gbps, rates::streaming_line_gbps(rates));
     const auto prior = placement::TimingPrior::from_trace(trace, prior_config);
     if (prior.kernels_judged() == 0)
         bad_usage(fmt::format("--homes {}: {} has no kernel durations (record it with UVMP_TRACE_TIMING=1)", o.homes, o.file));
@@ -511,7 +523,8 @@ void run(const SimulateOptions& o) {
     if (!chunk || *chunk == 0 || (*chunk & (*chunk - 1)) != 0)
         bad_usage(fmt::format("--chunk '{}' must be a power-of-two size such as 2M", o.chunk));
     config.chunk_bytes = *chunk;
-    config.link = link_model(o);
+    const rates::LinkRates measured = link_rates(o);
+    config.link = link_model(o, measured);
     if (o.lookahead == 0) bad_usage("--lookahead must be at least 1 launch");
     config.lookahead.max_lookahead_launches = o.lookahead;
     const auto policy = parse_policy_kind(o.policy);
@@ -570,7 +583,8 @@ void run(const SimulateOptions& o) {
     std::optional<HomedRun> homes;
     if (o.homes != "gpu")
         homes = run_with_host_homes(o, trace, bounds, config,
-                                    o.homes == "auto" ? placement::HomeScope::MadeInStep : placement::HomeScope::LiveInStep);
+                                    o.homes == "auto" ? placement::HomeScope::MadeInStep : placement::HomeScope::LiveInStep,
+                                    measured);
     // What the library's default does: homes only where they pay enough.
     if (homes && o.homes == "auto" && !homes->chosen_by_bytes && !homes->layout_used)
         homes->used = placement::homes_pay(homes->homes.choice.host_bytes > 0, homes->gain);
@@ -579,10 +593,13 @@ void run(const SimulateOptions& o) {
     if (o.json) {
         nlohmann::json j = to_json(result);
         if (homes) j["homes"] = homes_json(*homes);
+        j["rates"] = rates::to_json(measured);
         std::cout << j.dump(2) << "\n";
     } else {
         print_result(result);
         if (homes) print_homes(*homes);
+        // Only measured rates are named: the output without them stays what it always was.
+        if (measured.measured()) fmt::print("{:<22}{}\n", "rates", rates::describe(measured));
     }
     if (o.timing)
         (o.json ? std::cerr : std::cout)
@@ -651,6 +668,11 @@ void register_simulate(CLI::App& app) {
                     "with --homes host or auto: home the prefix of the home order whose bytes come nearest SIZE "
                     "instead of choosing, and use it whatever it gains: to simulate the homes a run chose (its "
                     "stats file's host_homes.chosen_bytes)");
+    cmd->add_option("--rates", options->rates_file,
+                    "link rates measured on the device to simulate (JSON, as the library caches them); the "
+                    "--link-*, --remote-* and --streaming-gbps flags override single figures. Without it: the "
+                    "reference H200 figures, and the streaming line 600")
+        ->check(CLI::ExistingFile);
     cmd->add_option("--remote-write-gbps", options->remote_write_gbps, "with --homes host: kernels writing host memory (default 52.6)");
     cmd->add_option("--remote-read-gbps", options->remote_read_gbps, "with --homes host: kernels reading host memory (default 51.2)");
     cmd->add_option("--streaming-gbps", options->streaming_gbps,

@@ -51,13 +51,18 @@ auto parsed(std::string_view value) {
     else if constexpr (Type == OptionType::SizeOrPercent)
         return value.empty() ? std::optional<SizeOrPercent>() : parse_size_or_percent(value);
     else if constexpr (Type == OptionType::Duration) return *parse_duration_ns(value);
-    else if constexpr (Type == OptionType::Rate) return *parse_rate(value);
+    else if constexpr (Type == OptionType::Rate)
+        return rates::StreamingSetting{value == "auto" ? std::nullopt : parse_rate(value)};
     else return std::string(value);
 }
 
 template <class Field>
 bool same_value(const Field& a, const Field& b) {
     return a == b;
+}
+
+bool same_value(const rates::StreamingSetting& a, const rates::StreamingSetting& b) {
+    return a.explicit_gbps == b.explicit_gbps;
 }
 
 bool same_value(const std::optional<SizeOrPercent>& a, const std::optional<SizeOrPercent>& b) {
@@ -198,14 +203,17 @@ constexpr std::array kOptions = {
         "steps after them are homed by order and size. on: only from UVMP_TRACE_IN, an earlier "
         "trace of the same program recorded with UVMP_TRACE_TIMING=1. off: every allocation is "
         "homed on the GPU (migration only)."),
-    option<OptionType::Rate, &Config::streaming_gbps>("streaming_gbps", "UVMP_STREAMING_GBPS", "600",
+    option<OptionType::Rate, &Config::streaming_gbps>("streaming_gbps", "UVMP_STREAMING_GBPS", "auto",
         "With host homes: the rate, in GB of named operands per second of a kernel's local run time, "
         "from which a kernel counts as streaming its operands, so that data only such kernels touch "
-        "may live on the host (each named byte counted once), where remote trials then time them. On "
-        "the H200 GPT-2 small's elementwise kernels run at 2600-4400, most of its GEMMs at 1200-1700 "
-        "and resnet50's batch-norm kernels at 440-1280. Lower judges more kernels tolerant of remote "
-        "operands, and lets remote trials allow more time to a launch kind the run never timed with "
-        "its data in place (held to this rate); higher keeps more data on the GPU. "
+        "may live on the host (each named byte counted once), where remote trials then time them. "
+        "auto: derived from the link rates measured on the device, the memory bandwidth over the reads "
+        "of a byte from the host that cost as much as evicting and fetching it (about 1080 on an H200, "
+        "1510 on an H100; docs/design.md, \"Rates and the streaming line\"), or 600 where no rates "
+        "were measured. On the H200 GPT-2 small's elementwise kernels run at 2600-4400, most of its "
+        "GEMMs at 1200-1700 and resnet50's batch-norm kernels at 440-1280. Lower judges more kernels "
+        "tolerant of remote operands, and lets remote trials allow more time to a launch kind the run "
+        "never timed with its data in place (held to this rate); higher keeps more data on the GPU. "
         "`uvmtrace simulate --homes auto --streaming-gbps R` shows what a value does on a recorded trace."),
     option<OptionType::Bool, &Config::remote_trial>("remote_trial", "UVMP_REMOTE_TRIAL", "1",
         "With host homes learned in the run: time the kernels of the second step run with them, and "
@@ -235,7 +243,7 @@ std::string accepted_text(const OptionSpec& spec) {
     case OptionType::Path: return "expected a path";
     case OptionType::Text: return "expected text";
     case OptionType::Duration: return "expected a duration such as 10s, 500ms or 2m (a plain number is seconds)";
-    case OptionType::Rate: return "expected a positive number such as 1600 or 400.5";
+    case OptionType::Rate: return "expected auto or a positive number such as 1600 or 400.5";
     }
     return {};
 }
@@ -393,7 +401,7 @@ std::optional<std::string> validate_option_value(const OptionSpec& spec, std::st
     case OptionType::Path:
     case OptionType::Text: ok = true; break;
     case OptionType::Duration: ok = parse_duration_ns(value).has_value(); break;
-    case OptionType::Rate: ok = parse_rate(value).has_value(); break;
+    case OptionType::Rate: ok = value == "auto" || parse_rate(value).has_value(); break;
     }
     const std::string invalid = "invalid " + std::string(source_name) + "='" + std::string(value) + "': ";
     if (!ok) return one_line(invalid + accepted_text(spec));

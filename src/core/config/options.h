@@ -3,6 +3,7 @@
 // uvmrun --help and docs/configuration.md all come from it.
 #pragma once
 
+#include "core/rates/streaming_line.h"
 #include "core/util/log_level.h"
 #include "core/util/size_parse.h"
 
@@ -80,7 +81,7 @@ struct Config {
     uint64_t trace_buffer{};
     std::string trace_in;
     HostHomes host_homes{};   // core/homesearch/recorded_homes.h, driver/home_learner.h
-    double streaming_gbps{};  // its default is placement::kDefaultStreamingGbps (core/placement/timing_prior.h)
+    rates::StreamingSetting streaming_gbps; // auto: the line of the rates in use (core/rates/streaming_line.h)
     bool remote_trial{};      // core/placement/remote_trial.h
     uint64_t chunk_size{};
     uint64_t pool_slab_size{};     // the managed pool's slabs

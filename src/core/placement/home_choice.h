@@ -21,6 +21,8 @@
 // A wrong choice costs speed, never a result: remote access is coherent.
 #pragma once
 
+#include "core/rates/link_rates.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -47,12 +49,9 @@ struct StepAllocation {
     bool remote_tolerant = false;
 };
 
-struct Rates {
-    double remote_write_gbps = 52.6;
-    double remote_read_gbps = 51.2;
-    double fetch_gbps = 49.0;
-    double evict_gbps = 15.0;
-};
+// The rates of the device in use (core/rates): remote writes and reads for the
+// trips, fetches and evictions for the swap. A default one is the reference's.
+using Rates = rates::LinkRates;
 
 // The allocations in the order their host homes pay, each with what the step
 // comes to once it and those before it are homed on the host.

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "core/placement/tolerance.h"
+#include "core/rates/reference.h"
 #include "core/trace/format/model.h"
 
 #include <cstdint>
@@ -23,23 +24,21 @@
 namespace uvmp::placement {
 
 // Named bytes per second of local run time at which a kernel counts as
-// streaming (UVMP_STREAMING_GBPS's default). By this measure (each byte counted
-// once), on the H200 GPT-2 small's elementwise kernels reach 2.6-4.4 TB/s and
-// most of its GEMMs 1.2-1.7 TB/s, one 2.7; resnet50's batch-norm kernels
-// 0.44-1.28 TB/s and its small GEMMs 3.5-4.1. No line parts every GEMM from
-// every streaming kernel, so the line only says what is worth trying: remote
-// trials (remote_trial.h) time the readers with their operands remote and give
-// the GPU home back where they run slower than it would cost. Measured on the
-// H200 (docs/benchmarks.md, pool runs 49-54), a line at 600 rather than a third
-// of the memory bandwidth (1600) let resnet50's batch-norm inputs live on the
-// host and its steps ran 1.2-1.5x faster at peak/1.25 and peak/1.5, GPT-2's at
-// peak/2 too, for about 8% on GPT-2 at 16G.
-inline constexpr double kDefaultStreamingGbps = 600;
+// streaming: the line of the rates in use (core/rates/streaming_line.h says how
+// it follows from them); this is the one used where none were measured. By this
+// measure (each byte counted once), on the H200 GPT-2 small's elementwise
+// kernels reach 2.6-4.4 TB/s and most of its GEMMs 1.2-1.7 TB/s, one 2.7;
+// resnet50's batch-norm kernels 0.44-1.28 TB/s and its small GEMMs 3.5-4.1. No
+// line parts every GEMM from every streaming kernel, so the line only says what
+// is worth trying: remote trials (remote_trial.h) time the readers with their
+// operands remote and give the GPU home back where they run slower than it
+// would cost.
+inline constexpr double kDefaultStreamingGbps = rates::kReferenceStreamingGbps;
 
-// The H200's memory bandwidth: no kernel moves its named bytes faster, so a
-// duration cleaned of its waits is never taken as shorter than that allows
-// (trace/analysis/fastest_durations.h). A GPU with less only makes the bound looser.
-inline constexpr double kMemoryGbps = 4800;
+// The memory bandwidth where none was measured (LinkRates::memory_gbps where
+// it was): no kernel moves its named bytes faster, so a duration cleaned of its
+// waits is never taken as shorter than that allows (trace/fastest_durations.h).
+inline constexpr double kMemoryGbps = rates::kReferenceMemoryGbps;
 
 struct TimingPriorConfig {
     double streaming_gbps = kDefaultStreamingGbps;
@@ -47,7 +46,7 @@ struct TimingPriorConfig {
     // overhead more than work, and their operands are small.
     uint64_t min_duration_ns = 2000;
     // Kernels whose every timed launch waited for moves
-    // (trace/analysis/fastest_durations.h): their rate is only a bound from below, and
+    // (trace/fastest_durations.h): their rate is only a bound from below, and
     // it varies with the waits from run to run. They are judged tolerant, so
     // that the run homes what they name on the host where that pays and times
     // them there; remote trials (remote_trial.h) give the GPU home back to what

@@ -1,10 +1,14 @@
-// How fast data crosses the host-GPU link, for the simulator. Defaults are the
-// figures measured on an H200 over PCIe Gen5 (docs/simulation.md lists them).
+// How fast data crosses the host-GPU link, for the simulator: built from the
+// rates in use (core/rates/link_shape.h); a default one holds the reference
+// figures measured on an H200 (docs/simulation.md lists them).
 #pragma once
+
+#include "core/rates/link_shape.h"
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace uvmp {
@@ -12,18 +16,24 @@ namespace uvmp {
 struct LinkModel {
     // Throughput of one transfer call of `piece_bytes`: calls of small pieces
     // spend most of their time in per-call overhead.
-    struct Point {
-        uint64_t piece_bytes;
-        double gbps; // 1e9 bytes per second
-    };
-    std::vector<Point> prefetch_curve{{2ull << 20, 18.0}, {4ull << 20, 26.0}, {16ull << 20, 38.0}, {64ull << 20, 48.0}};
-    std::vector<Point> evict_curve{{2ull << 20, 11.5}, {64ull << 20, 16.0}};
+    using Point = rates::CurvePoint;
+    std::vector<Point> prefetch_curve;
+    std::vector<Point> evict_curve;
     // Kernels that touch host-resident pages migrate them on fault at this rate.
-    double demand_fault_gbps = 9.0;
+    double demand_fault_gbps = 0;
     // Evicting and fetching at the same time share the link: this is their sum.
-    double concurrent_gbps = 23.0;
+    double concurrent_gbps = 0;
     // For launches recorded without a duration.
     uint64_t default_kernel_ns = 20'000;
+
+    LinkModel() : LinkModel(rates::LinkRates{}) {}
+    explicit LinkModel(const rates::LinkRates& rates) {
+        rates::LinkShape shape = rates::link_shape(rates);
+        prefetch_curve = std::move(shape.prefetch_curve);
+        evict_curve = std::move(shape.evict_curve);
+        demand_fault_gbps = shape.demand_fault_gbps;
+        concurrent_gbps = shape.concurrent_gbps;
+    }
 
     double prefetch_gbps(uint64_t piece_bytes) const { return rate(prefetch_curve, piece_bytes); }
     double evict_gbps(uint64_t piece_bytes) const { return rate(evict_curve, piece_bytes); }
