@@ -10,6 +10,7 @@
 
 #include "core/trace/access_extents.h"
 #include "core/placement/host_homes.h"
+#include "core/placement/timing_prior.h"
 #include "core/policy/policy.h"
 #include "core/sim/simulator.h"
 #include "core/util/size_parse.h"
@@ -23,6 +24,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
