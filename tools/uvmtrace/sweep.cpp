@@ -74,7 +74,7 @@ void print_table(const SimulateOptions& o, const std::vector<SweepRow>& rows, ui
     const bool homes = rows.front().homed.has_value();
     fmt::print("step time against budget (footprint {}, chunk {})\n", format_size(footprint), format_size(chunk_bytes));
     std::string header = fmt::format("{:>12} {:>6} {:>14} {:>14} {:>14}", "budget", "%", "demand-lru", "learned", "belady");
-    if (homes) header += fmt::format(" {:>14} {:>14}", homes_line_label(o), "host homes");
+    if (homes) header += fmt::format(" {:>14} {:>18}", homes_line_label(o), "host homes");
     fmt::print("{} {:>14} {:>9}\n", header, "bound", "hit rate");
     for (const SweepRow& row : rows) {
         const double pct = footprint ? 100.0 * static_cast<double>(row.budget) / static_cast<double>(footprint) : 0.0;
@@ -83,7 +83,7 @@ void print_table(const SimulateOptions& o, const std::vector<SweepRow>& rows, ui
                                        milliseconds(row.results[0].step_seconds),
                                        milliseconds(row.results[1].step_seconds),
                                        milliseconds(row.results[2].step_seconds));
-        if (homes) line += fmt::format(" {:>14} {:>14}", milliseconds(row.homes_line().step_seconds), homes_cell(row));
+        if (homes) line += fmt::format(" {:>14} {:>18}", milliseconds(row.homes_line().step_seconds), homes_cell(row));
         fmt::print("{} {:>14} {:>8.1f}%\n", line, milliseconds(row.results[0].transfer_bound_step_seconds),
                    hit ? *hit * 100.0 : 0.0);
     }
