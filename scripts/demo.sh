@@ -1,24 +1,56 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds, and runs the main job: on a GPU, the layered
-# CUDA example under a budget smaller than its footprint; without one, the offline
-# simulator on a bundled trace.
+# Installs the dependencies, builds, and shows what the library does by default.
+# With a GPU and PyTorch: a GPT-2 training job natively, then under `uvmrun --budget`
+# below its footprint, both steps' times and losses side by side (the layered CUDA
+# example under a budget where PyTorch is missing). Without a GPU: `uvmtrace info` and a
+# sweep of step time against budget on the bundled pooled GPT-2 trace, the library's
+# default (host homes and step layout chosen at each budget) one of its lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 build=${UVMP_BUILD_DIR:-build}
-if nvidia-smi -L >/dev/null 2>&1 && [ -x "$build/examples/layers_static" ]; then
-  "$build/tools/uvmrun/uvmrun" --budget 1G -- "$build/examples/layers_static" --mb 1536
+uvmrun=$build/tools/uvmrun/uvmrun
+uvmtrace=$build/tools/uvmtrace/uvmtrace
+
+has_gpu() { nvidia-smi -L >/dev/null 2>&1; }
+has_torch_gpu() { python3 -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' >/dev/null 2>&1; }
+
+# The SUMMARY line of examples/train_workload.py: a field, or the step times and losses.
+summary_field() { python3 -c 'import json, sys; print(json.loads(open(sys.argv[1]).read().split("SUMMARY ", 1)[1])[sys.argv[2]])' "$@"; }
+summary_line() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+summary = json.loads(open(sys.argv[2]).read().split("SUMMARY ", 1)[1])
+print(f"{sys.argv[1]:<28} median step {summary['median_ms']:8.1f} ms   steps (ms) {summary['step_ms']}")
+print(f"{'':<28} losses {[round(loss, 4) for loss in summary['losses']]}")
+EOF
+}
+
+model_under_budget() {
+  local out=$build/demo-model
+  mkdir -p "$out"
+  local job=(python3 examples/train_workload.py --model gpt2-small --batch 16 --steps 8 --warmup 2)
+  echo "== native: ${job[*]}"
+  "${job[@]}" >"$out/native.log"
+  # Two thirds of what the native step held at its peak: the job no longer fits.
+  local peak budget_mib
+  peak=$(summary_field "$out/native.log" peak_allocated_bytes)
+  budget_mib=$((peak * 2 / 3 / 1048576))
+  echo "== under uvmrun --budget ${budget_mib}M (native peak $((peak / 1048576)) MiB)"
+  "$uvmrun" --budget "${budget_mib}M" -- "${job[@]}" >"$out/budget.log"
+  summary_line "native" "$out/native.log"
+  summary_line "uvmrun --budget ${budget_mib}M" "$out/budget.log"
+}
+
+if has_gpu && has_torch_gpu; then
+  model_under_budget
+elif has_gpu && [ -x "$build/examples/layers_static" ]; then
+  "$uvmrun" --budget 1G -- "$build/examples/layers_static" --mb 1536
 else
-  # The GPT-2 trace holds three steps; the learned policy learns in the first ones, so
-  # its last step is repeated to show a longer job's steady state. The synthetic trace
-  # frees and allocates every step, so it cannot be repeated, and has steps enough.
-  trace=examples/traces/gpt2-small-b16.uvmt
-  repeat=(--repeat-last 5)
-  if [ ! -f "$trace" ]; then
-    trace=examples/traces/synthetic.uvmt
-    repeat=()
-  fi
-  "$build/tools/uvmtrace/uvmtrace" info "$trace"
-  "$build/tools/uvmtrace/uvmtrace" simulate "$trace" "${repeat[@]}" --sweep --plot "$build/simulate-sweep.svg"
-  echo "plot: $build/simulate-sweep.svg"
+  # Six recorded steps of GPT-2 with the pool: the learned policy learns in the first
+  # ones, and the default's homes and layout are chosen on them as the library would.
+  trace=examples/traces/gpt2-small-b16-pooled-6steps.uvmt.zst
+  plot=$build/demo-sweep.svg
+  "$uvmtrace" info "$trace"
+  "$uvmtrace" simulate "$trace" --sweep --homes auto --placement auto --plot "$plot"
 fi

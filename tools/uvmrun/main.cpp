@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 namespace {
@@ -56,48 +57,96 @@ int fail(const std::string& message) {
     return kUsageError;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-    CLI::App app{"Run a CUDA program with uvmprefetch: device memory becomes managed memory, "
-                 "kept within a GPU budget by learned prefetching.",
-                 "uvmrun"};
-    app.footer(options_reference());
-
+struct RunOptions {
     std::string budget, policy, config_file, log_level, trace_out, trace_in, host_homes, stats_file;
     std::string framework_settings = "auto";
     std::vector<std::string> settings, command;
-    bool no_summary = false, dry_run = false, verbose = false;
-    app.add_option("--budget", budget, "GPU memory the job may keep resident: 24G, 512M, 80%");
-    app.add_option("--policy", policy, "none, demand-lru or learned");
-    app.add_option("--config", config_file, "TOML file of library options")->check(CLI::ExistingFile);
-    app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off");
-    app.add_option("--trace-out", trace_out, "record an access trace (%p pid, %r rank)");
-    app.add_option("--trace-in", trace_in, "an earlier trace of the same program to start from")
+    bool no_summary = false, dry_run = false, verbose = false, print_markdown = false;
+};
+
+void add_options(CLI::App& app, RunOptions& o) {
+    app.footer(options_reference());
+    app.add_option("--budget", o.budget, "GPU memory the job may keep resident: 24G, 512M, 80%");
+    app.add_option("--policy", o.policy, "none, demand-lru or learned");
+    app.add_option("--config", o.config_file, "TOML file of library options")->check(CLI::ExistingFile);
+    app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off");
+    app.add_option("--trace-out", o.trace_out, "record an access trace (%p pid, %r rank)");
+    app.add_option("--trace-in", o.trace_in, "an earlier trace of the same program to start from")
         ->check(CLI::ExistingFile);
-    app.add_option("--host-homes", host_homes,
+    app.add_option("--host-homes", o.host_homes,
                    "auto (the default): under a budget with policy learned, allocations that only streaming "
                    "kernels read live on the host, learned from --trace-in when given, else within the run; "
                    "on: only from --trace-in (recorded with UVMP_TRACE_TIMING=1); off: migration only")
         ->check(CLI::IsMember({"auto", "on", "off"}));
-    app.add_option("--stats-file", stats_file, "write the counters as JSON at exit (%p pid, %r rank)");
-    app.add_option("--set", settings, "any library option as KEY=VALUE (repeatable)");
-    app.add_option("--framework-settings", framework_settings,
+    app.add_option("--stats-file", o.stats_file, "write the counters as JSON at exit (%p pid, %r rank)");
+    app.add_option("--set", o.settings, "any library option as KEY=VALUE (repeatable)");
+    app.add_option("--framework-settings", o.framework_settings,
                    "auto: unless the job sets PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF, set "
                    "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync so that the library sees every free "
                    "(a PyTorch process says so in one line); off: PyTorch keeps its caching allocator "
                    "(expandable segments off). docs/frameworks.md")
         ->check(CLI::IsMember({"auto", "off"}))
         ->capture_default_str();
-    app.add_flag("--no-summary", no_summary, "do not print the summary at exit");
-    app.add_flag("--dry-run", dry_run, "print the environment and command, run nothing");
-    app.add_flag("--verbose", verbose, "the library prints every option at start");
-    bool print_markdown = false;
-    app.add_flag("--print-options-markdown", print_markdown, "print the option reference as Markdown")
-        ->group("");
-    app.add_option("command", command, "the command to run");
+    app.add_flag("--no-summary", o.no_summary, "do not print the summary at exit");
+    app.add_flag("--dry-run", o.dry_run, "print the environment and command, run nothing");
+    app.add_flag("--verbose", o.verbose, "the library prints every option at start");
+    app.add_flag("--print-options-markdown", o.print_markdown, "print the option reference as Markdown")->group("");
+    app.add_option("command", o.command, "the command to run");
     app.allow_extras(false);
+}
 
+// The library's options from the command line into the job's environment;
+// an error message for a --set that names no option.
+std::optional<std::string> set_library_options(const RunOptions& o, uvmp::tools::JobEnvironment& env) {
+    auto set_option = [&](std::string_view key, const std::string& value) { env.set_option(key, value); };
+    if (!o.budget.empty()) set_option("budget", o.budget);
+    if (!o.policy.empty()) set_option("policy", o.policy);
+    if (!o.log_level.empty()) set_option("log_level", o.log_level);
+    if (!o.trace_out.empty()) set_option("trace_out", o.trace_out);
+    if (!o.trace_in.empty()) set_option("trace_in", o.trace_in);
+    if (!o.host_homes.empty()) set_option("host_homes", o.host_homes);
+    if (!o.stats_file.empty()) set_option("stats_file", o.stats_file);
+    if (o.verbose) set_option("verbose", "1");
+    if (!o.config_file.empty()) env.set("UVMP_CONFIG", o.config_file);
+    for (const std::string& setting : o.settings) {
+        const size_t eq = setting.find('=');
+        const uvmp::OptionSpec* spec = eq == std::string::npos ? nullptr : uvmp::find_option(setting.substr(0, eq));
+        if (!spec)
+            return "--set expects KEY=VALUE with a key of the option table (see --help), got '" + setting + "'";
+        env.set(std::string(spec->env), setting.substr(eq + 1));
+    }
+    if (!o.no_summary && !env.has("UVMP_SUMMARY")) set_option("summary", "1");
+    if (o.no_summary) set_option("summary", "0");
+    return std::nullopt;
+}
+
+// Set quietly: the library says what was set, and only in a process of that framework.
+// A switched-off library gains nothing from them, so the job keeps its own allocator.
+void set_framework_settings(const RunOptions& o, const uvmp::Config& effective, uvmp::tools::JobEnvironment& env) {
+    const auto mode = effective.enable ? *uvmp::tools::parse_framework_settings_mode(o.framework_settings)
+                                       : uvmp::tools::FrameworkSettingsMode::Off;
+    const uvmp::tools::FrameworkPlan plan =
+        uvmp::tools::plan_framework_settings(mode, [&](const std::string& name) { return env.get(name); });
+    for (const uvmp::tools::EnvironmentSetting& setting : plan.set) env.set(setting.name, setting.value);
+    if (!plan.announce.empty()) env.set_option("framework_settings", plan.announce);
+    if (plan.warning) std::cerr << "uvmrun: " << *plan.warning << "\n";
+}
+
+int print_dry_run(const RunOptions& o, const uvmp::tools::JobEnvironment& env) {
+    for (const std::string& change : env.changes()) std::cout << change << "\n";
+    for (const std::string& word : o.command) std::cout << word << " ";
+    std::cout << "\n";
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Run a CUDA program with uvmprefetch: device memory becomes managed memory, "
+                 "kept within a GPU budget by learned prefetching.",
+                 "uvmrun"};
+    RunOptions o;
+    add_options(app, o);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -106,63 +155,25 @@ int main(int argc, char** argv) {
         app.exit(e);
         return kUsageError;
     }
-
-    if (print_markdown) {
+    if (o.print_markdown) {
         std::cout << options_markdown();
         return 0;
     }
-    if (command.empty()) return fail("no command given; usage: uvmrun [OPTIONS] -- COMMAND [ARGS...]");
+    if (o.command.empty()) return fail("no command given; usage: uvmrun [OPTIONS] -- COMMAND [ARGS...]");
 
     uvmp::tools::JobEnvironment env;
-    auto set_option = [&](std::string_view key, const std::string& value) { env.set_option(key, value); };
-    if (!budget.empty()) set_option("budget", budget);
-    if (!policy.empty()) set_option("policy", policy);
-    if (!log_level.empty()) set_option("log_level", log_level);
-    if (!trace_out.empty()) set_option("trace_out", trace_out);
-    if (!trace_in.empty()) set_option("trace_in", trace_in);
-    if (!host_homes.empty()) set_option("host_homes", host_homes);
-    if (!stats_file.empty()) set_option("stats_file", stats_file);
-    if (verbose) set_option("verbose", "1");
-    if (!config_file.empty()) env.set("UVMP_CONFIG", config_file);
-    for (const std::string& setting : settings) {
-        const size_t eq = setting.find('=');
-        const uvmp::OptionSpec* spec =
-            eq == std::string::npos ? nullptr : uvmp::find_option(setting.substr(0, eq));
-        if (!spec)
-            return fail("--set expects KEY=VALUE with a key of the option table (see --help), got '" +
-                        setting + "'");
-        env.set(std::string(spec->env), setting.substr(eq + 1));
-    }
-    if (!no_summary && !env.has("UVMP_SUMMARY")) set_option("summary", "1");
-    if (no_summary) set_option("summary", "0");
-
+    if (auto error = set_library_options(o, env)) return fail(*error);
     uvmp::Config effective;
     if (auto error = env.validate(&effective)) return fail(*error);
-
     const std::string library = uvmp::tools::find_library(uvmp::tools::own_path(argv[0]));
     if (library.empty())
         return fail("cannot find libuvmprefetch.so next to uvmrun, in ../lib, or in the build "
                     "tree; set UVMP_LIBRARY to its path");
     uvmp::tools::preload_library(env, library);
+    set_framework_settings(o, effective, env);
+    if (o.dry_run) return print_dry_run(o, env);
 
-    // Set quietly: the library says what was set, and only in a process of that framework.
-    // A switched-off library gains nothing from them, so the job keeps its own allocator.
-    const auto mode = effective.enable ? *uvmp::tools::parse_framework_settings_mode(framework_settings)
-                                       : uvmp::tools::FrameworkSettingsMode::Off;
-    const uvmp::tools::FrameworkPlan plan = uvmp::tools::plan_framework_settings(
-        mode, [&](const std::string& name) { return env.get(name); });
-    for (const uvmp::tools::EnvironmentSetting& setting : plan.set) env.set(setting.name, setting.value);
-    if (!plan.announce.empty()) set_option("framework_settings", plan.announce);
-    if (plan.warning) std::cerr << "uvmrun: " << *plan.warning << "\n";
-
-    if (dry_run) {
-        for (const std::string& change : env.changes()) std::cout << change << "\n";
-        for (const std::string& word : command) std::cout << word << " ";
-        std::cout << "\n";
-        return 0;
-    }
-
-    const int status = uvmp::tools::exec_with(env, command);
-    std::cerr << "uvmrun: cannot run '" << command[0] << "': " << std::strerror(errno) << "\n";
+    const int status = uvmp::tools::exec_with(env, o.command);
+    std::cerr << "uvmrun: cannot run '" << o.command[0] << "': " << std::strerror(errno) << "\n";
     return status;
 }
