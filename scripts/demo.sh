@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds, and shows what the library does by default.
 # With a GPU and PyTorch: a GPT-2 training job natively, then under `uvmrun --budget`
-# below its footprint, both steps' times and losses side by side (the layered CUDA
+# below its footprint (deterministic kernels), both steps' times and losses side by side (the layered CUDA
 # example under a budget where PyTorch is missing). Without a GPU: `uvmtrace info` and a
 # sweep of step time against budget on the bundled pooled GPT-2 trace, the library's
 # default (host homes and step layout chosen at each budget) one of its lines.
@@ -29,7 +29,7 @@ EOF
 model_under_budget() {
   local out=$build/demo-model
   mkdir -p "$out"
-  local job=(python3 examples/train_workload.py --model gpt2-small --batch 16 --steps 8 --warmup 2)
+  local job=(python3 examples/train_workload.py --model gpt2-small --batch 16 --steps 8 --warmup 2 --deterministic)
   echo "== native: ${job[*]}"
   "${job[@]}" >"$out/native.log"
   # Two thirds of what the native step held at its peak: the job no longer fits.
@@ -40,6 +40,13 @@ model_under_budget() {
   "$uvmrun" --budget "${budget_mib}M" -- "${job[@]}" >"$out/budget.log"
   summary_line "native" "$out/native.log"
   summary_line "uvmrun --budget ${budget_mib}M" "$out/budget.log"
+  # Deterministic kernels: the library must leave every loss as it was, to the bit.
+  python3 - "$out/native.log" "$out/budget.log" <<'EOF'
+import json, sys
+losses = [json.loads(open(f).read().split("SUMMARY ", 1)[1])["losses"] for f in sys.argv[1:]]
+print("losses identical to native" if losses[0] == losses[1] else "LOSSES DIFFER from native")
+sys.exit(losses[0] != losses[1])
+EOF
 }
 
 if has_gpu && has_torch_gpu; then
