@@ -7,7 +7,9 @@
 # default (host homes and step layout chosen at each budget) one of its lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+# UVMP_PREBUILT=1 uses the build in UVMP_BUILD_DIR as it is (a machine without the
+# build's dependencies, given binaries built elsewhere).
+[ "${UVMP_PREBUILT:-0}" = 1 ] || bash scripts/build.sh
 build=${UVMP_BUILD_DIR:-build}
 uvmrun=$build/tools/uvmrun/uvmrun
 uvmtrace=$build/tools/uvmtrace/uvmtrace
