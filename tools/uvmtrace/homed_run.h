@@ -29,7 +29,7 @@ struct HomedRun {
     bool chosen_by_bytes = false; // --host-bytes: used whatever its gain
     // With --placement auto: the step with the homes best for a layout planned
     // for the learned step, against the step as the library would run it with
-    // blocks placed as they come; whether the layout won (core/placement/recorded_homes.h).
+    // blocks placed as they come; whether the layout won (core/homesearch/recorded_homes.h).
     std::optional<double> planned_seconds;
     uint64_t planned_out_bytes = 0;
     uint64_t budget_bytes = 0;

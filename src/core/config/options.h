@@ -80,7 +80,7 @@ struct Config {
     bool trace_timing{};
     uint64_t trace_buffer{};
     std::string trace_in;
-    HostHomes host_homes{};   // core/homesearch/recorded_homes.h, driver/home_learner.h
+    HostHomes host_homes{};   // core/homesearch/recorded_homes.h, driver/homes/home_learner.h
     rates::StreamingSetting streaming_gbps; // auto: the line of the rates in use (core/rates/streaming_line.h)
     bool remote_trial{};      // core/placement/remote_trial.h
     uint64_t chunk_size{};

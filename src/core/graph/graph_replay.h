@@ -1,5 +1,5 @@
 // What one launch of an executable CUDA graph runs, learnt once by walking the
-// graph's nodes when it is instantiated (driver/graph_walk.cpp) and looked up at
+// graph's nodes when it is instantiated (driver/intercept/graph_walk.cpp) and looked up at
 // every launch of it. A kernel node keeps its parameter words, not the
 // allocations they named then: the registry is asked again at each launch, as
 // for a direct launch, because a pooled block freed and made anew at the same

@@ -37,7 +37,7 @@ inline constexpr double kDefaultStreamingGbps = rates::kReferenceStreamingGbps;
 
 // The memory bandwidth where none was measured (LinkRates::memory_gbps where
 // it was): no kernel moves its named bytes faster, so a duration cleaned of its
-// waits is never taken as shorter than that allows (trace/fastest_durations.h).
+// waits is never taken as shorter than that allows (trace/analysis/fastest_durations.h).
 inline constexpr double kMemoryGbps = rates::kReferenceMemoryGbps;
 
 struct TimingPriorConfig {
@@ -46,7 +46,7 @@ struct TimingPriorConfig {
     // overhead more than work, and their operands are small.
     uint64_t min_duration_ns = 2000;
     // Kernels whose every timed launch waited for moves
-    // (trace/fastest_durations.h): their rate is only a bound from below, and
+    // (trace/analysis/fastest_durations.h): their rate is only a bound from below, and
     // it varies with the waits from run to run. They are judged tolerant, so
     // that the run homes what they name on the host where that pays and times
     // them there; remote trials (remote_trial.h) give the GPU home back to what

@@ -1,6 +1,6 @@
 // Which converted allocations of this run live on the host (UVMP_HOST_HOMES):
 // the homes learned from an earlier run's trace recorded with kernel timing
-// (core/placement/recorded_homes.h), or from this run's own first steps
+// (core/homesearch/recorded_homes.h), or from this run's own first steps
 // (driver/homes/home_learner.h), routed by allocation order and size
 // (core/placement/home_sequence.h). A trace is read on the first conversion,
 // once the device's budget is known; homes learned in the run arrive later,

@@ -106,7 +106,7 @@ public:
     // names that the model holds; one that plans nothing gives its fence back.
     // With `measure_waits` (while the home learner learns), what the launch put
     // on the mover's stream and which earlier launches' moves bring chunks its
-    // kernel names (trace/mover_waits.h); else, or where it planned nothing,
+    // kernel names (trace/analysis/mover_waits.h); else, or where it planned nothing,
     // nothing.
     std::optional<trace::LaunchBatch> launch(const PlannedLaunch& launch, bool measure_waits = false);
 

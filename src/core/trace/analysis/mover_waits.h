@@ -10,7 +10,7 @@
 // the mover runs a second or more behind the kernels, and a launch whose
 // prefetch had been queued three launches earlier behind gigabytes of
 // evictions read as one that waited for nothing, so its stalled duration
-// passed for its own (trace/fastest_durations.h).
+// passed for its own (trace/analysis/fastest_durations.h).
 //
 // The rates are the link's best for each kind of move: a wait is never made
 // longer than the bytes account for.

@@ -1,6 +1,6 @@
 // A trace recorder that keeps its records in memory, for a run that learns from
 // itself what an earlier run's trace file would have told it (host homes
-// learned within the run, driver/home_learner.h). It starts in the middle of a
+// learned within the run, driver/homes/home_learner.h). It starts in the middle of a
 // run: the allocations live then are given to it first, and launch numbers are
 // the process's own, which snapshot() turns into positions in its launches.
 // Records come from any thread; kernel durations may come before or after
@@ -33,7 +33,7 @@ public:
     void kernel_duration(uint64_t launch_seq, uint64_t duration_ns) override;
     // What the planner queued for the launch, and when its kernel started (ns,
     // CUPTI's clock): what the run's own waits are modelled from
-    // (trace/mover_waits.h). No trace file holds them.
+    // (trace/analysis/mover_waits.h). No trace file holds them.
     void launch_batch(uint64_t launch_seq, const LaunchBatch& batch);
     void kernel_start(uint64_t launch_seq, uint64_t start_ns);
     // What the library moved is no part of what the program does.
