@@ -40,6 +40,8 @@ SERIES = [
     ("sim-speed-2core", r"sim-speed-2core-",
      "`bench/drivers/sim_speed.py --uvmtrace build/tools/uvmtrace/uvmtrace --json OUT` on a 2-core "
      "build machine, old and new builds alternated (a, b, ... the repeats)"),
+    ("demo-run", r"demo-run-\d+",
+     "`UVMP_PREBUILT=1 bash scripts/demo.sh` on the GPU machine; the .md by hand from its output"),
     ("side-runs", r"side-runs-",
      "written by hand: figures read from device runs whose logs are not kept"),
 ]
