@@ -81,10 +81,10 @@ void add_options(CLI::App& app, RunOptions& o) {
     app.add_option("--stats-file", o.stats_file, "write the counters as JSON at exit (%p pid, %r rank)");
     app.add_option("--set", o.settings, "any library option as KEY=VALUE (repeatable)");
     app.add_option("--framework-settings", o.framework_settings,
-                   "auto: unless the job sets PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF, set "
-                   "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync so that the library sees every free "
-                   "(a PyTorch process says so in one line); off: PyTorch keeps its caching allocator "
-                   "(expandable segments off). docs/frameworks.md")
+                   "auto: under a budget, unless the job sets PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF, "
+                   "set PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync so that the library sees every free "
+                   "(a PyTorch process says so in one line); without a budget, as off. off: PyTorch keeps its "
+                   "caching allocator (expandable segments off). docs/frameworks.md")
         ->check(CLI::IsMember({"auto", "off"}))
         ->capture_default_str();
     app.add_flag("--no-summary", o.no_summary, "do not print the summary at exit");
@@ -122,9 +122,13 @@ std::optional<std::string> set_library_options(const RunOptions& o, uvmp::tools:
 
 // Set quietly: the library says what was set, and only in a process of that framework.
 // A switched-off library gains nothing from them, so the job keeps its own allocator.
+// Nor does a job without a budget: nothing is moved, so seeing frees buys nothing, while
+// the stream-ordered backend breaks programs that run natively (PyTorch's CUDA-graph
+// trees refuse it: torch.compile(mode="reduce-overhead")).
 void set_framework_settings(const RunOptions& o, const uvmp::Config& effective, uvmp::tools::JobEnvironment& env) {
-    const auto mode = effective.enable ? *uvmp::tools::parse_framework_settings_mode(o.framework_settings)
-                                       : uvmp::tools::FrameworkSettingsMode::Off;
+    const bool helps = effective.enable && effective.budget.has_value();
+    const auto mode = helps ? *uvmp::tools::parse_framework_settings_mode(o.framework_settings)
+                            : uvmp::tools::FrameworkSettingsMode::Off;
     const uvmp::tools::FrameworkPlan plan =
         uvmp::tools::plan_framework_settings(mode, [&](const std::string& name) { return env.get(name); });
     for (const uvmp::tools::EnvironmentSetting& setting : plan.set) env.set(setting.name, setting.value);
