@@ -3,6 +3,7 @@
 #include "core/config/options.h"
 #include "tools/common/job_environment.h"
 #include "tools/uvmrun/framework_settings.h"
+#include "tools/uvmrun/probe_rates.h"
 
 #include <CLI/CLI.hpp>
 
@@ -92,6 +93,12 @@ int main(int argc, char** argv) {
     app.add_flag("--no-summary", no_summary, "do not print the summary at exit");
     app.add_flag("--dry-run", dry_run, "print the environment and command, run nothing");
     app.add_flag("--verbose", verbose, "the library prints every option at start");
+    bool probe_rates = false;
+    int probe_device = 0;
+    app.add_flag("--probe-rates", probe_rates,
+                 "measure the link of one GPU (--probe-device) as the library does under a budget, print "
+                 "its rates as JSON (a file UVMP_RATES takes) and keep them in the library's cache; runs no command");
+    app.add_option("--probe-device", probe_device, "the GPU --probe-rates measures")->capture_default_str();
     bool print_markdown = false;
     app.add_flag("--print-options-markdown", print_markdown, "print the option reference as Markdown")
         ->group("");
@@ -111,6 +118,7 @@ int main(int argc, char** argv) {
         std::cout << options_markdown();
         return 0;
     }
+    if (probe_rates) return uvmp::tools::probe_rates_command(probe_device);
     if (command.empty()) return fail("no command given; usage: uvmrun [OPTIONS] -- COMMAND [ARGS...]");
 
     uvmp::tools::JobEnvironment env;

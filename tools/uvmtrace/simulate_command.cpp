@@ -70,7 +70,8 @@ SizeOrPercent size_option(const std::string& name, const std::string& text) {
     return tools::size_option("simulate", name, text);
 }
 
-// The rates the trace is simulated with: --rates FILE, else the reference fallback.
+// The rates the trace is simulated with: --rates FILE, else those the trace
+// ran with (run() takes them once it is read), else the reference fallback.
 rates::LinkRates link_rates(const SimulateOptions& o) {
     if (o.rates_file.empty()) return {};
     try {
@@ -523,7 +524,7 @@ void run(const SimulateOptions& o) {
     if (!chunk || *chunk == 0 || (*chunk & (*chunk - 1)) != 0)
         bad_usage(fmt::format("--chunk '{}' must be a power-of-two size such as 2M", o.chunk));
     config.chunk_bytes = *chunk;
-    const rates::LinkRates measured = link_rates(o);
+    rates::LinkRates measured = link_rates(o);
     config.link = link_model(o, measured);
     if (o.lookahead == 0) bad_usage("--lookahead must be at least 1 launch");
     config.lookahead.max_lookahead_launches = o.lookahead;
@@ -541,6 +542,10 @@ void run(const SimulateOptions& o) {
 
     const std::clock_t prepare_start = std::clock();
     trace::Trace trace = load_trace(o.file);
+    if (o.rates_file.empty() && trace.header.rates) {
+        measured = *trace.header.rates;
+        config.link = link_model(o, measured);
+    }
     std::vector<uint64_t> bounds = iteration_bounds(trace);
     // Before repeating: the copies name the repeated iteration's access lists,
     // so its inferred extents hold for them, and inferring over the copies
