@@ -319,10 +319,6 @@ FAKECUDA_EXPORT CUresult cuEventElapsedTime_v2(float* milliseconds, CUevent star
     return CUDA_SUCCESS;
 }
 
-FAKECUDA_EXPORT CUresult cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
-    return cuEventElapsedTime_v2(milliseconds, start, end);
-}
-
 FAKECUDA_EXPORT CUresult cuEventDestroy_v2(CUevent event) {
     FAKECUDA_INJECTED_FAILURE_POINT("cuEventDestroy_v2");
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
