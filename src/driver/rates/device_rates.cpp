@@ -22,13 +22,13 @@ DeviceRates::Mode DeviceRates::mode() const {
 
 rates::LinkRates DeviceRates::settle(int device, const DriverTable& table, DeviceBudget& guard) {
     if (device < 0 || static_cast<size_t>(device) >= kMaxDevices) return {};
-    std::lock_guard lock(mutex_);
-    auto& slot = rates_[static_cast<size_t>(device)];
-    if (!slot) {
-        slot = choose(device, table, guard);
-        log::info("device {}: link rates {}", device, rates::describe(*slot));
-    }
-    return *slot;
+    std::lock_guard lock(settle_mutex_);
+    std::atomic<const rates::LinkRates*>& slot = rates_[static_cast<size_t>(device)];
+    if (const rates::LinkRates* settled = slot.load(std::memory_order_acquire)) return *settled;
+    const auto* chosen = new rates::LinkRates(choose(device, table, guard));
+    log::info("device {}: link rates {}", device, rates::describe(*chosen));
+    slot.store(chosen, std::memory_order_release);
+    return *chosen;
 }
 
 rates::LinkRates DeviceRates::choose(int device, const DriverTable& table, DeviceBudget& guard) {
@@ -83,15 +83,16 @@ rates::LinkRates DeviceRates::probed(int device, const DriverTable& table, Devic
 
 std::optional<rates::LinkRates> DeviceRates::settled(int device) const {
     if (device < 0 || static_cast<size_t>(device) >= kMaxDevices) return std::nullopt;
-    std::lock_guard lock(mutex_);
-    return rates_[static_cast<size_t>(device)];
+    if (const rates::LinkRates* settled = rates_[static_cast<size_t>(device)].load(std::memory_order_acquire))
+        return *settled;
+    return std::nullopt;
 }
 
 std::vector<std::pair<int, rates::LinkRates>> DeviceRates::all() const {
     std::vector<std::pair<int, rates::LinkRates>> out;
-    std::lock_guard lock(mutex_);
     for (size_t i = 0; i < rates_.size(); ++i)
-        if (rates_[i]) out.emplace_back(static_cast<int>(i), *rates_[i]);
+        if (const rates::LinkRates* settled = rates_[i].load(std::memory_order_acquire))
+            out.emplace_back(static_cast<int>(i), *settled);
     return out;
 }
 

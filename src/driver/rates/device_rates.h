@@ -18,6 +18,7 @@
 #include "driver/table/driver_table.h"
 
 #include <array>
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -58,8 +59,12 @@ private:
                             const rates::DeviceIdentity& identity);
 
     const Config& config_;
-    mutable std::mutex mutex_;
-    std::array<std::optional<rates::LinkRates>, kMaxDevices> rates_{};
+    // Settling is serialised (and happens under the interceptor's budget lock,
+    // which fork holds); reading takes no lock, so that a forked child or a
+    // thread caught mid-read never waits. Each device's rates are published
+    // once and never freed.
+    std::mutex settle_mutex_;
+    std::array<std::atomic<const rates::LinkRates*>, kMaxDevices> rates_{};
     // UVMP_RATES=FILE: read once, for every device.
     std::optional<rates::LinkRates> file_rates_;
     bool file_read_ = false;

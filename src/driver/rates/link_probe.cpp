@@ -105,6 +105,13 @@ class ProbeRun {
 public:
     ProbeRun(const DriverTable& table, CUdevice device, DeviceBudget& guard) : t_(table), device_(device), guard_(guard) {
         elapsed_ = t_.cuEventElapsedTime_v2 ? t_.cuEventElapsedTime_v2 : t_.cuEventElapsedTime;
+        // The probe runs on an application thread, which may be capturing a
+        // stream or share the process with one that does: in the relaxed mode
+        // its own calls cannot invalidate any capture.
+        if (t_.cuThreadExchangeStreamCaptureMode) {
+            CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+            if (t_.cuThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS) application_mode_ = mode;
+        }
     }
     ~ProbeRun() {
         // Teardown failures are not worth a second line: the figures are in.
@@ -116,6 +123,7 @@ public:
         for (CUevent event : events_)
             if (event) t_.cuEventDestroy_v2(event);
         if (stream_) t_.cuStreamDestroy_v2(stream_);
+        if (application_mode_) t_.cuThreadExchangeStreamCaptureMode(&*application_mode_);
     }
     ProbeRun(const ProbeRun&) = delete;
     ProbeRun& operator=(const ProbeRun&) = delete;
@@ -220,6 +228,7 @@ private:
     CUdevice device_;
     DeviceBudget& guard_;
     CUresult (*elapsed_)(float*, CUevent, CUevent) = nullptr;
+    std::optional<CUstreamCaptureMode> application_mode_;
     CUstream stream_ = nullptr;
     std::array<CUevent, 2> events_{};
     CUmodule module_ = nullptr;
