@@ -6,6 +6,7 @@
 #include <array>
 #include <ctime>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace uvmp::driver {
@@ -16,18 +17,9 @@ namespace {
 // `never`, so that the loads are not dropped; a stray match writes into the
 // probe's own buffer. PTX for sm_52 is compiled by the driver for whatever GPU
 // it runs on.
-constexpr const char* kProbePtx = R"(
-.version 6.0
-.target sm_52
-.address_size 64
-
-.visible .entry uvmp_probe_write(.param .u64 buffer, .param .u64 words)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<6>;
-    .reg .b64 %rd<10>;
-    ld.param.u64 %rd1, [buffer];
-    ld.param.u64 %rd2, [words];
+// Each thread's first 16-byte word (%rd3) and the grid's stride (%rd5), after
+// the kernel has loaded `buffer` (%rd1, made global) and `words` (%rd2).
+constexpr const char* kGridStrideStart = R"(
     cvta.to.global.u64 %rd1, %rd1;
     mov.u32 %r1, %ctaid.x;
     mov.u32 %r2, %ntid.x;
@@ -37,6 +29,25 @@ constexpr const char* kProbePtx = R"(
     cvt.u64.u32 %rd4, %r3;
     add.u64 %rd3, %rd3, %rd4;
     mul.wide.u32 %rd5, %r4, %r2;
+)";
+
+constexpr const char* kPtxHeader = R"(
+.version 6.0
+.target sm_52
+.address_size 64
+)";
+
+constexpr const char* kWriteStart = R"(
+.visible .entry uvmp_probe_write(.param .u64 buffer, .param .u64 words)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<10>;
+    ld.param.u64 %rd1, [buffer];
+    ld.param.u64 %rd2, [words];
+)";
+
+constexpr const char* kWriteLoop = R"(
 WRITE_LOOP:
     setp.ge.u64 %p1, %rd3, %rd2;
     @%p1 bra WRITE_DONE;
@@ -48,7 +59,9 @@ WRITE_LOOP:
 WRITE_DONE:
     ret;
 }
+)";
 
+constexpr const char* kReadStart = R"(
 .visible .entry uvmp_probe_read(.param .u64 buffer, .param .u64 words, .param .u32 never)
 {
     .reg .pred %p<3>;
@@ -57,15 +70,9 @@ WRITE_DONE:
     ld.param.u64 %rd1, [buffer];
     ld.param.u64 %rd2, [words];
     ld.param.u32 %r10, [never];
-    cvta.to.global.u64 %rd1, %rd1;
-    mov.u32 %r1, %ctaid.x;
-    mov.u32 %r2, %ntid.x;
-    mov.u32 %r3, %tid.x;
-    mov.u32 %r4, %nctaid.x;
-    mul.wide.u32 %rd3, %r1, %r2;
-    cvt.u64.u32 %rd4, %r3;
-    add.u64 %rd3, %rd3, %rd4;
-    mul.wide.u32 %rd5, %r4, %r2;
+)";
+
+constexpr const char* kReadLoop = R"(
     mov.u32 %r9, 0;
 READ_LOOP:
     setp.ge.u64 %p1, %rd3, %rd2;
@@ -85,6 +92,14 @@ READ_DONE:
     ret;
 }
 )";
+
+// The module's text: both kernels, each with the grid-stride start between
+// its parameters and its loop.
+const std::string& probe_ptx() {
+    static const std::string text = std::string(kPtxHeader) + kWriteStart + kGridStrideStart + kWriteLoop +
+                                    kReadStart + kGridStrideStart + kReadLoop;
+    return text;
+}
 
 // Enough threads to keep any current GPU's memory busy; the loops cover the rest.
 constexpr unsigned kGridBlocks = 1024;
@@ -142,7 +157,7 @@ public:
             failure.unsupported = true;
             throw;
         }
-        check(t_.cuModuleLoadData(&module_, kProbePtx), "loading the probe's kernels (cuModuleLoadData)");
+        check(t_.cuModuleLoadData(&module_, probe_ptx().c_str()), "loading the probe's kernels (cuModuleLoadData)");
         check(t_.cuModuleGetFunction(&write_, module_, "uvmp_probe_write"), "cuModuleGetFunction");
         check(t_.cuModuleGetFunction(&read_, module_, "uvmp_probe_read"), "cuModuleGetFunction");
         allocate();
