@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <type_traits>
 
 using namespace uvmp::rates;
 
@@ -263,7 +264,8 @@ TEST_CASE("streaming line: derived from measured rates, 600 without them") {
     const StreamingSetting automatic;
     CHECK(automatic.text() == "auto");
     CHECK(automatic.line_gbps(h100()) == Approx(1507).epsilon(0.01));
-    CHECK(static_cast<double>(automatic) == 600);
+    CHECK(automatic.line_gbps(LinkRates{}) == 600);
+    CHECK_FALSE(std::is_convertible_v<StreamingSetting, double>);
     const StreamingSetting given{400.0};
     CHECK(given.text() == "400");
     CHECK(given.line_gbps(h100()) == 400);

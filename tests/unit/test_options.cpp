@@ -297,14 +297,14 @@ TEST_CASE("the streaming rate: a positive number, from the environment or the fi
     g_env.clear();
     uvmp::Config c;
     REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
-    CHECK(c.streaming_gbps == 600.0);
+    CHECK(c.streaming_gbps.line_gbps(uvmp::rates::LinkRates{}) == 600.0);
     // The option's default is the one the prior and the trial take when no Config reaches them.
-    CHECK(c.streaming_gbps == uvmp::placement::kDefaultStreamingGbps);
+    CHECK(c.streaming_gbps.line_gbps(uvmp::rates::LinkRates{}) == uvmp::placement::kDefaultStreamingGbps);
     CHECK(uvmp::placement::TimingPriorConfig{}.streaming_gbps == uvmp::placement::kDefaultStreamingGbps);
     CHECK(uvmp::placement::TrialConfig{}.streaming_gbps == uvmp::placement::kDefaultStreamingGbps);
     g_env = {{"UVMP_STREAMING_GBPS", "400"}};
     REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
-    CHECK(c.streaming_gbps == 400.0);
+    CHECK(c.streaming_gbps.line_gbps(uvmp::rates::LinkRates{}) == 400.0);
     g_env = {{"UVMP_STREAMING_GBPS", "0"}};
     const auto err = uvmp::load_config(c, &fake_getenv);
     REQUIRE(err);
@@ -318,7 +318,7 @@ TEST_CASE("the streaming rate: a positive number, from the environment or the fi
     }
     g_env = {{"UVMP_CONFIG", path}};
     REQUIRE_FALSE(uvmp::load_config(c, &fake_getenv));
-    CHECK(c.streaming_gbps == 250.5);
+    CHECK(c.streaming_gbps.line_gbps(uvmp::rates::LinkRates{}) == 250.5);
     std::remove(path.c_str());
 }
 

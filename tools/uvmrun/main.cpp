@@ -3,6 +3,7 @@
 #include "core/config/options.h"
 #include "tools/common/job_environment.h"
 #include "tools/uvmrun/framework_settings.h"
+#include "tools/uvmrun/probe_rates.h"
 
 #include <CLI/CLI.hpp>
 
@@ -62,6 +63,8 @@ struct RunOptions {
     std::string framework_settings = "auto";
     std::vector<std::string> settings, command;
     bool no_summary = false, dry_run = false, verbose = false, print_markdown = false;
+    bool probe_rates = false;
+    int probe_device = 0;
 };
 
 void add_options(CLI::App& app, RunOptions& o) {
@@ -90,6 +93,10 @@ void add_options(CLI::App& app, RunOptions& o) {
     app.add_flag("--no-summary", o.no_summary, "do not print the summary at exit");
     app.add_flag("--dry-run", o.dry_run, "print the environment and command, run nothing");
     app.add_flag("--verbose", o.verbose, "the library prints every option at start");
+    app.add_flag("--probe-rates", o.probe_rates,
+                 "measure the link of one GPU (--probe-device) as the library does under a budget, print "
+                 "its rates as JSON (a file UVMP_RATES takes) and keep them in the library's cache; runs no command");
+    app.add_option("--probe-device", o.probe_device, "the GPU --probe-rates measures")->capture_default_str();
     app.add_flag("--print-options-markdown", o.print_markdown, "print the option reference as Markdown")->group("");
     app.add_option("command", o.command, "the command to run");
     app.allow_extras(false);
@@ -163,6 +170,7 @@ int main(int argc, char** argv) {
         std::cout << options_markdown();
         return 0;
     }
+    if (o.probe_rates) return uvmp::tools::probe_rates_command(o.probe_device);
     if (o.command.empty()) return fail("no command given; usage: uvmrun [OPTIONS] -- COMMAND [ARGS...]");
 
     uvmp::tools::JobEnvironment env;

@@ -34,7 +34,8 @@ namespace {
 
 using simulation::bad_usage;
 
-// The rates the trace is simulated with: --rates FILE, else the reference fallback.
+// The rates the trace is simulated with: --rates FILE, else those the trace
+// ran with (run() takes them once it is read), else the reference fallback.
 rates::LinkRates link_rates(const SimulateOptions& o) {
     if (o.rates_file.empty()) return {};
     try {
@@ -141,13 +142,17 @@ void run_one_budget(const SimulateOptions& o, const PreparedTrace& prepared, con
 void run(const SimulateOptions& options) {
     SimulateOptions o = options;
     o.rates = link_rates(o);
-    const SimConfig config = config_from(o);
+    SimConfig config = config_from(o);
     std::optional<SizeOrPercent> budget;
     if (!o.budget.empty()) budget = simulation::size_option("--budget", o.budget);
     else if (!o.sweep) bad_usage("--budget is required (or --sweep)");
 
     const std::clock_t prepare_start = std::clock();
     const PreparedTrace prepared = prepare_trace(o);
+    if (o.rates_file.empty() && prepared.trace.header.rates) {
+        o.rates = *prepared.trace.header.rates;
+        config.link = link_model(o);
+    }
     const ChunkSchedule schedule(prepared.trace, config.chunk_bytes);
     // Built here, on the first call, for the timing to show it in preparation
     // (a sweep runs every policy).

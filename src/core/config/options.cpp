@@ -203,6 +203,15 @@ constexpr std::array kOptions = {
         "steps after them are homed by order and size. on: only from UVMP_TRACE_IN, an earlier "
         "trace of the same program recorded with UVMP_TRACE_TIMING=1. off: every allocation is "
         "homed on the GPU (migration only)."),
+    option<OptionType::Text, &Config::link_rates>("rates", "UVMP_RATES", "auto",
+        "The link rates (fetch, eviction, remote write and read, memory bandwidth) host homes and the "
+        "streaming line are judged by. auto: on a device's first use under a budget, those kept for "
+        "that GPU and driver in the cache ($UVMP_CACHE_DIR, else $XDG_CACHE_HOME/uvmprefetch or "
+        "~/.cache/uvmprefetch; 30 days), else measured by a probe of well under a second on a 128 MiB "
+        "buffer within the physical guard, and kept there. probe: measured every run. reference: the "
+        "H200 figures, never measured. Any other value is a rates file (uvmrun --probe-rates writes "
+        "one); one that cannot be read is said in one line and the reference figures are used. "
+        "Without a budget nothing is measured."),
     option<OptionType::Rate, &Config::streaming_gbps>("streaming_gbps", "UVMP_STREAMING_GBPS", "auto",
         "With host homes: the rate, in GB of named operands per second of a kernel's local run time, "
         "from which a kernel counts as streaming its operands, so that data only such kernels touch "

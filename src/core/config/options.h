@@ -81,6 +81,7 @@ struct Config {
     uint64_t trace_buffer{};
     std::string trace_in;
     HostHomes host_homes{};   // core/homesearch/recorded_homes.h, driver/homes/home_learner.h
+    std::string link_rates;   // UVMP_RATES: auto, probe, reference or a rates file (driver/rates/device_rates.h)
     rates::StreamingSetting streaming_gbps; // auto: the line of the rates in use (core/rates/streaming_line.h)
     bool remote_trial{};      // core/placement/remote_trial.h
     uint64_t chunk_size{};

@@ -35,10 +35,9 @@ double streaming_line_gbps(const LinkRates& rates);
 struct StreamingSetting {
     std::optional<double> explicit_gbps; // nullopt: auto
 
+    // No conversion to a number: every caller names the rates its line follows
+    // from, so that none takes the reference line where rates are known.
     double line_gbps(const LinkRates& rates) const { return explicit_gbps ? *explicit_gbps : streaming_line_gbps(rates); }
-    // The line where no rates were measured. Callers that hold rates ask
-    // line_gbps(rates); this conversion serves those that hold none yet.
-    operator double() const { return line_gbps(LinkRates{}); }
     std::string text() const;
 };
 

@@ -139,10 +139,10 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     // wait can have lasted (a kernel faulting in what it lacks is no faster
     // than the fetch beside it). A kind whose every launch waited and that
     // comes out too fast is judged streaming, which remote trials correct.
-    const placement::Rates link;
+    const placement::Rates link = router_.rates(device_);
     const trace::LaunchWaits waits =
         trace::mover_waits(mover, {.evict_gbps = link.evict_gbps, .fetch_gbps = link.fetch_gbps});
-    const trace::CleanedDurations cleaned = trace::use_fastest_durations(recording, waits, placement::kMemoryGbps);
+    const trace::CleanedDurations cleaned = trace::use_fastest_durations(recording, waits, link.memory_gbps);
     log::info("kernel durations of the recording: {} launches waited for moves as they began (of {} that queued "
               "moves, {} kernels with a start); {} kinds timed only on such launches, taken less the wait; {} "
               "launches took their kind's least duration",
@@ -156,7 +156,7 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     // A kernel never timed with its data in place is tried remote only where a
     // trial can give its operands their GPU home back.
     placement::TimingPriorConfig prior;
-    prior.streaming_gbps = config_.streaming_gbps;
+    prior.streaming_gbps = config_.streaming_gbps.line_gbps(link);
     if (config_.remote_trial) {
         prior.kernels_to_try = cleaned.kernels_untimed;
         kinds_untimed_ = cleaned.kinds_untimed;
@@ -223,7 +223,8 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
     }
     placement::TrialConfig trial;
     trial.kinds_untimed = kinds_untimed_;
-    trial.streaming_gbps = config_.streaming_gbps;
+    trial.rates = router_.rates(device_);
+    trial.streaming_gbps = config_.streaming_gbps.line_gbps(trial.rates);
     const placement::TrialVerdict verdict = placement::judge_remote_trial(
         recording, step_begin, step_end, [&](uint32_t id) { return host_homed.contains(id); }, trial);
     std::vector<size_t> entries;

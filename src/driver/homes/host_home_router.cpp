@@ -77,7 +77,7 @@ void HostHomeRouter::set_up(int device, uint64_t budget_bytes) {
     std::string why_not;
     std::optional<placement::RecordedHomes> homes;
     placement::TimingPriorConfig prior;
-    prior.streaming_gbps = config_.streaming_gbps;
+    prior.streaming_gbps = config_.streaming_gbps.line_gbps(rates(device));
     try {
         homes = placement::recorded_homes(trace::read_trace_file(config_.trace_in), budget_bytes, config_.chunk_size,
                                           &why_not, {}, placement::HomeScope::LiveInStep, prior, config_.step_layout);

@@ -38,6 +38,11 @@ public:
     // `figures`: where the choice and what routing did are reported.
     HostHomeRouter(const Config& config, HostHomeFigures& figures) : config_(config), figures_(figures) {}
 
+    // Where the rates of a device come from (driver/rates/device_rates.h);
+    // until given, the reference figures. Set before the first allocation.
+    void take_rates_from(std::function<rates::LinkRates(int)> rates_of) { rates_of_ = std::move(rates_of); }
+    rates::LinkRates rates(int device) const { return rates_of_ ? rates_of_(device) : rates::LinkRates{}; }
+
     // The home of the run's next converted allocation, of `bytes` on `device`
     // whose budget is `budget_bytes`, and where its block goes (*routed). Any
     // thread; the calls' order is the order the sequence follows.
@@ -83,6 +88,7 @@ private:
 
     const Config& config_;
     HostHomeFigures& figures_;
+    std::function<rates::LinkRates(int)> rates_of_;
     std::once_flag once_;
     std::atomic<bool> routing_{false};
     int device_ = -1; // the device the homes were chosen for: its budget decided them

@@ -55,6 +55,9 @@ DeviceBudget* Interceptor::budget_for_current_device(const DriverTable& table, C
             log::warn("the budget ({}) is above the physical guard ({}): allocations past the "
                       "guard will fail",
                       format_size(budget.budget()), format_size(budget.guard_limit()));
+        // Only a job under a budget moves data by the rates; the probe's buffer
+        // counts against the guard like any slab.
+        if (config_.budget) rates_.settle(device, table, budget);
     }
     return &budget;
 }

@@ -29,6 +29,7 @@ Interceptor::Interceptor(Config config, bool active)
       kernels_([this](const void* handle, KernelInfo& info) { describe_kernel(handle, info); }),
       pools_(config_, stats_), host_homes_(config_, stats_.host_homes), learner_(config_, host_homes_),
       start_ns_(monotonic_ns()) {
+    host_homes_.take_rates_from([this](int device) { return rates_.of(device); });
     planner_ = make_planner();
     if (active_ && !config_.trace_in.empty() && config_.policy != ResidencyPolicy::Learned &&
         config_.host_homes != HostHomes::On)
@@ -68,6 +69,7 @@ void Interceptor::finish() {
     host_homes_.report();
     if (config_.summary && did_anything) {
         for (const std::string& line : stats_.summary_lines()) log::raw_stderr_line(log::prefix() + line);
+        for (const std::string& line : rates_.summary_lines()) log::raw_stderr_line(log::prefix() + line);
         if (planner_)
             log::raw_stderr_line(log::prefix() + "policy " + std::string(to_string(config_.policy)) +
                                  ", prediction hit rate " +
@@ -76,7 +78,7 @@ void Interceptor::finish() {
     if (!config_.stats_file.empty() && did_anything) {
         const std::string path = expand_path_pattern(config_.stats_file, getpid(), &uvmp::process_getenv);
         std::ofstream out(path);
-        if (out) out << stats_.to_json(active_, getpid()) << "\n";
+        if (out) out << rates_.with_rates(stats_.to_json(active_, getpid())) << "\n";
         else log::raw_stderr_line(log::prefix() + "cannot write the stats file '" + path + "'");
     }
 }

@@ -19,6 +19,7 @@
 #include "driver/homes/host_home_router.h"
 #include "driver/worker/launch_lane.h"
 #include "driver/pool/managed_pool.h"
+#include "driver/rates/device_rates.h"
 #include "driver/worker/planner.h"
 #include "driver/table/stream_capture.h"
 
@@ -255,6 +256,8 @@ private:
     std::atomic<uint32_t> devices_over_budget_{0}; // kept by the budgets themselves
     std::atomic<bool> budget_bound_{false};        // set by the planner (Planner::count_budget_bound_in)
     std::mutex budgets_mutex_;
+    // Settled with each device's budget (budget_for_current_device).
+    DeviceRates rates_{config_};
 
     PassthroughLedger passthrough_{stats_};
 

@@ -54,6 +54,7 @@ trace::Header Interceptor::trace_header(const DriverTable& table) const {
         size_t total = 0;
         if (table.cuDeviceTotalMem_v2(&total, device) == CUDA_SUCCESS) header.device_total_bytes = total;
         header.budget_bytes = budgets_[static_cast<size_t>(device) % budgets_.size()].budget();
+        if (auto rates = rates_.settled(device); rates && rates->measured()) header.rates = std::move(rates);
     }
     int version = 0;
     if (table.cuDriverGetVersion(&version) == CUDA_SUCCESS) header.driver_version = version;

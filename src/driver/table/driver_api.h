@@ -16,6 +16,8 @@
 #undef cuGraphExecKernelNodeSetParams
 // And capture's: the plain name is its first version, without a capture mode.
 #undef cuStreamBeginCapture
+// The link probe (driver/rates) takes whichever elapsed-time entry the driver has.
+#undef cuEventElapsedTime
 
 // Entry points the library hooks. Each stream-taking one comes in the legacy
 // and the per-thread-default-stream (_ptsz) variant; both are listed.
@@ -187,4 +189,19 @@
                                                     size_t location_count,                        \
                                                     unsigned long long flags, CUstream stream))    \
     X(cuMemAdvise_v2, CUresult, (CUdeviceptr ptr, size_t bytes, CUmem_advise advice,               \
-                                 CUmemLocation location))
+                                 CUmemLocation location))                                          \
+    UVMP_LINK_PROBE_FUNCTIONS(X)
+
+// What the link probe (driver/rates/link_probe.h) needs beyond the above: its
+// device's identity, its own stream and kernels, and event timing; and, for
+// `uvmrun --probe-rates`, a device's primary context.
+#define UVMP_LINK_PROBE_FUNCTIONS(X)                                                                \
+    X(cuDeviceGet, CUresult, (CUdevice * device, int ordinal))                                     \
+    X(cuDevicePrimaryCtxRetain, CUresult, (CUcontext * context, CUdevice device))                  \
+    X(cuDevicePrimaryCtxRelease_v2, CUresult, (CUdevice device))                                   \
+    X(cuDeviceGetUuid_v2, CUresult, (CUuuid * uuid, CUdevice device))                              \
+    X(cuStreamDestroy_v2, CUresult, (CUstream stream))                                             \
+    X(cuModuleLoadData, CUresult, (CUmodule * module, const void* image))                          \
+    X(cuModuleGetFunction, CUresult, (CUfunction * function, CUmodule module, const char* name))   \
+    X(cuEventElapsedTime_v2, CUresult, (float* milliseconds, CUevent start, CUevent end))          \
+    X(cuEventElapsedTime, CUresult, (float* milliseconds, CUevent start, CUevent end))

@@ -79,6 +79,16 @@ FAKECUDA_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice device) {
     return CUDA_SUCCESS;
 }
 
+// A UUID of its own for each device: the library's rate cache is kept by it.
+FAKECUDA_EXPORT CUresult cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice device) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(device)) return CUDA_ERROR_INVALID_DEVICE;
+    for (int i = 0; i < 16; ++i) uuid->bytes[i] = static_cast<char>(0xf0 + i);
+    uuid->bytes[15] = static_cast<char>(device);
+    return CUDA_SUCCESS;
+}
+
 FAKECUDA_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice device) {
     if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
     if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -294,6 +304,19 @@ FAKECUDA_EXPORT CUresult cuEventQuery(CUevent event) {
     const Event* e = find_event(event);
     if (e == nullptr) return CUDA_ERROR_INVALID_HANDLE;
     return e->complete ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+// Kernels never run here, so no span of a stream has a duration: timing is
+// not supported unless FAKECUDA_EVENT_MS gives every span that many
+// milliseconds (the library's link probe then measures rates from it).
+FAKECUDA_EXPORT CUresult cuEventElapsedTime_v2(float* milliseconds, CUevent start, CUevent end) {
+    if (!initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+    if (milliseconds == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (find_event(start) == nullptr || find_event(end) == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+    const char* text = std::getenv("FAKECUDA_EVENT_MS");
+    if (text == nullptr || *text == '\0') return CUDA_ERROR_NOT_SUPPORTED;
+    *milliseconds = std::strtof(text, nullptr);
+    return CUDA_SUCCESS;
 }
 
 FAKECUDA_EXPORT CUresult cuEventDestroy_v2(CUevent event) {

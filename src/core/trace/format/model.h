@@ -3,10 +3,12 @@
 // trace_reader and is specified in docs/trace-format.md.
 #pragma once
 
+#include "core/rates/link_rates.h"
 #include "core/util/large_pages.h"
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <span>
 #include <vector>
@@ -14,7 +16,7 @@
 namespace uvmp::trace {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 3;
+inline constexpr uint16_t kFormatMinor = 4;
 
 enum class AllocKind : uint8_t {
     Converted = 0,     // device allocation turned into managed memory
@@ -50,6 +52,9 @@ struct Header {
     int32_t pid = 0;
     int32_t rank = -1;
     std::map<std::string, std::string> options; // every option's effective value, as text
+    // The link rates the job ran with, where they were measured or given
+    // (format 1.4); nullopt: the reference figures, or a trace from before.
+    std::optional<rates::LinkRates> rates;
 };
 
 // One allocation named by a launch's parameters. length == 0: extent unknown,

@@ -306,6 +306,26 @@ private:
             std::string key = in.string();
             header.options[std::move(key)] = in.string();
         }
+        // Traces before 1.4 end the header here.
+        if (!in.at_end() && in.u8() != 0) header.rates = read_rates(in);
+    }
+
+    static rates::LinkRates read_rates(Decoder& in) {
+        rates::LinkRates r;
+        const uint8_t source = in.u8();
+        if (source > static_cast<uint8_t>(rates::Source::Refined))
+            in.fail("has a rates source " + std::to_string(source) + " this reader does not know");
+        r.source = static_cast<rates::Source>(source);
+        for (double* gbps : {&r.fetch_gbps, &r.evict_gbps, &r.remote_write_gbps, &r.remote_read_gbps, &r.memory_gbps}) {
+            const uint64_t mbps = in.varint();
+            if (mbps == 0) in.fail("has a link rate of 0");
+            *gbps = static_cast<double>(mbps) / 1e3;
+        }
+        r.device.name = in.string();
+        r.device.uuid = in.string();
+        r.device.driver_version = in.string();
+        r.measured_unix_s = in.svarint();
+        return r;
     }
 
     void read_kernel_name(Decoder& in) {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -44,6 +45,14 @@ void encode_header_payload(Encoder& out, const Header& header) {
                header.chunk_bytes, header.budget_bytes, header.start_time_ns, header.pid, header.rank,
                header.options.size());
     for (const auto& [key, value] : header.options) out.fields(key, value);
+    // 1.4: the rates, in MB/s, after a byte that says whether they follow.
+    out.u8(header.rates ? 1 : 0);
+    if (const auto& r = header.rates) {
+        auto mbps = [](double gbps) { return static_cast<uint64_t>(std::llround(gbps * 1e3)); };
+        out.fields(r->source, mbps(r->fetch_gbps), mbps(r->evict_gbps), mbps(r->remote_write_gbps),
+                   mbps(r->remote_read_gbps), mbps(r->memory_gbps), r->device.name, r->device.uuid,
+                   r->device.driver_version, r->measured_unix_s);
+    }
 }
 
 // The fields a launch record shares with a captured launch's, in the file's
