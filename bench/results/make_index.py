@@ -42,6 +42,8 @@ SERIES = [
      "build machine, old and new builds alternated (a, b, ... the repeats)"),
     ("demo-run", r"demo-run-\d+",
      "`UVMP_PREBUILT=1 bash scripts/demo.sh` on the GPU machine; the .md by hand from its output"),
+    ("rates-run", r"rates-run-\d+",
+     "`bench/rates_check.sh BUILD_DIR` on the GPU machine; the .md by hand from its table"),
     ("side-runs", r"side-runs-",
      "written by hand: figures read from device runs whose logs are not kept"),
 ]
