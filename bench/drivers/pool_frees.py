@@ -6,7 +6,8 @@ What runs, in this order (cheap and telling first, so that a deadline cuts the l
   1. bench/link_probe: the fetch rate f (host to GPU) and the eviction rate e (GPU to host)
      of this machine, in this run.
   2. Round 1 of gpt2-small (batch 16, seq 1024), then of resnet50 (batch 256): native;
-     uvmrun with its defaults (no budget, no policy, the allocator settings uvmrun picks);
+     uvmrun with its defaults (no budget, no policy) and PyTorch's stream-ordered backend,
+     which uvmrun picks for a job with a budget and the benchmark sets for every run;
      uvmrun with a budget above the footprint ("fit": --fit-factor times the larger of
      native's max_memory_reserved and the default run's peak converted bytes, whole GiB).
   3. A short run of the pressure workload (gpt2-small unless told) recording its trace with
@@ -91,10 +92,10 @@ class PoolBench(Bench):
             base["UVMP_LIBRARY"] = os.path.abspath(args.lib)
         self.native_env = dict(base, PYTORCH_CUDA_ALLOC_CONF=ASYNC_BACKEND)
         self.allocator = uvmrun_allocator_choice(args.uvmrun, base)
-        # uvmrun's own choice unless it does not make PyTorch's frees visible, or unless told.
-        explicit = args.explicit_allocator or not self.allocator["picks_async"]
-        self.allocator["set_by_benchmark"] = explicit
-        self.uvmrun_env = dict(base, PYTORCH_CUDA_ALLOC_CONF=ASYNC_BACKEND) if explicit else dict(base)
+        # Every run sees PyTorch's frees: uvmrun picks the backend only for a job with a budget
+        # (checked above), so the benchmark sets it for all, the runs without a budget too.
+        self.allocator["set_by_benchmark"] = True
+        self.uvmrun_env = dict(base, PYTORCH_CUDA_ALLOC_CONF=ASYNC_BACKEND)
         self.uvmrun_env.update(library_env(args.library_env))
 
     def budget_of(self, entry, resolve=True):
@@ -342,8 +343,9 @@ def simulate_homes_arguments(link, homes="host"):
 
 
 def uvmrun_allocator_choice(uvmrun, env):
-    """What uvmrun sets for PyTorch's allocator when the user sets nothing, from its dry run."""
-    status, output = execute([uvmrun, "--dry-run", "--", "true"], 30, env)
+    """What uvmrun sets for PyTorch's allocator for a job with a budget when the user sets
+    nothing, from its dry run."""
+    status, output = execute([uvmrun, "--budget", "1G", "--dry-run", "--", "true"], 30, env)
     settings = {}
     for line in output.splitlines():
         name, _, value = line.partition("=")
@@ -414,9 +416,6 @@ def parse_arguments(argv=None):
     parser.add_argument("--record-steps", type=int, default=3, help="timed steps of the recording run (default 3)")
     parser.add_argument("--sim-repeat-last", type=int, default=0,
                         help="uvmtrace simulate --repeat-last: copies of the last recorded step (default 0: a trace whose last step allocates, as under the pool, cannot be repeated)")
-    parser.add_argument("--explicit-allocator", action="store_true",
-                        help=f"set PYTORCH_CUDA_ALLOC_CONF={ASYNC_BACKEND} for uvmrun's runs too, instead of "
-                             "leaving the choice to uvmrun")
     parser.add_argument("--library-env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for every run of the library (repeatable; e.g. "
                              "UVMP_LOG_LEVEL=info to keep its log lines in each run's log). The benchmark "

@@ -274,7 +274,7 @@ def build_report(bench):
                      "pressure_policies": args.pressure_policies, "pressure_warmup": args.pressure_warmup,
                      "pressure_steps": args.pressure_steps, "record_warmup": args.record_warmup,
                      "record_steps": args.record_steps, "fit_factor": args.fit_factor,
-                     "sim_repeat_last": args.sim_repeat_last, "explicit_allocator": args.explicit_allocator,
+                     "sim_repeat_last": args.sim_repeat_last,
                      "timeout_s": args.timeout_s,
                      "pressure_timeout_s": args.pressure_timeout_s, "deadline_s": args.deadline_s},
         "goals": {"default_ratio": DEFAULT_RATIO_GOAL, "fit_ratio": FIT_RATIO_GOAL,
@@ -393,10 +393,7 @@ def uvmrun_sets_text(allocator):
 def allocator_text(report):
     allocator = report["allocator"]
     sets = uvmrun_sets_text(allocator)
-    if not allocator["set_by_benchmark"]:
-        return f"use what uvmrun sets ({sets})"
-    why = "--explicit-allocator" if report["settings"]["explicit_allocator"] else "uvmrun did not pick it"
-    return f"get it from the benchmark ({why}; uvmrun: {sets})"
+    return f"get it from the benchmark, those without a budget too (uvmrun under a budget: {sets})"
 
 
 def simulation_text(policy, simulated):
