@@ -45,8 +45,12 @@ int probe_rates_command(int device_ordinal) {
         if (CUresult r = table->cuMemGetInfo_v2(&free_bytes, &total_bytes); r != CUDA_SUCCESS) {
             failed(call_failed("cuMemGetInfo", r));
         } else {
+            // The job's own reserve (UVMP_RESERVE, or its config file) bounds the probe's buffer,
+            // as the library's guard would; a bad setting keeps the default reserve.
+            Config config;
+            if (load_config(config, &process_getenv)) config = Config{};
             DeviceBudget guard;
-            guard.configure(Config{}, free_bytes, total_bytes);
+            guard.configure(config, free_bytes, total_bytes);
             driver::ProbeFailure failure;
             if (const auto rates = driver::probe_link_rates(*table, device, guard, &failure)) {
                 std::cout << rates::to_json(*rates).dump(2) << "\n";
