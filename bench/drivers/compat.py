@@ -21,6 +21,10 @@ Scenarios (programs in bench/drivers/compat/ and examples/):
               under torchrun at the same peak/1.5 budget; each rank's losses against the native
               run's, step times against native and against the single rank, each rank's counters
               from its own stats file (%r), and the rank-marked summary lines
+  compile-modes  (only when named) bench/drivers/compat/torch_compile_modes.py in each mode
+              (default, reduce-overhead, max-autotune) natively, under plain uvmrun and under
+              `uvmrun --budget peak/1.5` (peak: the native run's max_memory_reserved); where the
+              budget's run fails or differs, once more with --framework-settings off (information)
 
 Every program prints one `RESULT {json}` line (losses, a digest of the weights; one a rank
 under torchrun); a run matches when its RESULT equals the native one exactly (under torchrun,
@@ -47,11 +51,20 @@ from bench_common import (GIB, MIB, REPO_ROOT, Clock, fmt, markdown_table, ratio
 
 HERE = os.path.join(REPO_ROOT, "bench", "drivers", "compat")
 SCENARIOS = ("graphs", "dataloader", "async", "two-jobs", "jax", "cupy", "launch", "ddp")
+# Run only when asked for (--scenarios): bench/device_run.sh runs them with ONLY=robust.
+MORE_SCENARIOS = ("compile-modes",)
 ASYNC = "backend:cudaMallocAsync"
+# How a run's output shows that uvmrun picked that backend: the library's notice in a PyTorch
+# process, and the wording of older builds.
+ASYNC_NOTICES = ("uvmrun set PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync", "allocator backend: cudaMallocAsync")
 # Kept in every run's environment, whatever the caller's says: NVLink multicast off for NCCL
 # (NVLS) and for PyTorch's symmetric memory.
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
 DDP_SCRIPT = os.path.join(HERE, "ddp_gpt2.py")
+COMPILE_SCRIPT = os.path.join(HERE, "torch_compile_modes.py")
+# Seconds a torch.compile mode needs at the least: its native run compiles (max-autotune tunes
+# its kernels); the runs under the library find the compiled kernels in the shared cache.
+COMPILE_NEEDS_S = 40
 # Each rank's stats file under uvmrun: its rank and its process id (torchrun's own process,
 # which has no rank, would write rank 0's name if it used CUDA).
 DDP_STATS = "stats.%r.%p.json"
@@ -68,6 +81,11 @@ DDP_STATS_KEYS = ("active", "budget_bytes", "guard_limit_bytes", "bytes_converte
 def result_of(output):
     """The last RESULT line's JSON, or None."""
     return tagged_json_line(output, "RESULT")
+
+
+def async_picked(output):
+    """Whether uvmrun set PyTorch's cudaMallocAsync backend in the run (the library says so)."""
+    return any(notice in output for notice in ASYNC_NOTICES)
 
 
 def cupy_checks(output):
@@ -180,11 +198,15 @@ class Runner:
         os.makedirs(rundir, exist_ok=True)
         if not library:
             return program, rundir
-        return ([self.args.uvmrun or "uvmrun", "--budget", budget, "--stats-file", os.path.join(rundir, stats_name),
+        # An empty budget: plain uvmrun, which leaves PyTorch's allocator as it is.
+        budget_options = ["--budget", budget] if budget else []
+        return ([self.args.uvmrun or "uvmrun", *budget_options, "--stats-file", os.path.join(rundir, stats_name),
                  *uvmrun_options, "--"] + program), rundir
 
     def start(self, program, library, budget=None, extra_env=None, uvmrun_options=(), stats_name="stats.%p.json"):
-        command, rundir = self.command(program, library, budget or self.args.budget, uvmrun_options, stats_name)
+        """Starts one run; budget None is --budget's, "" none."""
+        budget = self.args.budget if budget is None else budget
+        command, rundir = self.command(program, library, budget, uvmrun_options, stats_name)
         env = self.environment(extra_env)
         if library:
             env["UVMP_LIBRARY"] = self.args.lib
@@ -198,7 +220,8 @@ class Runner:
         return (process, log, time.monotonic()), rundir, command
 
     def finish(self, started, rundir, command, timeout):
-        record = {"command": " ".join(command), "status": "dry-run", "exit": None, "wall_s": None, "output": ""}
+        record = {"command": " ".join(command), "status": "dry-run", "exit": None, "wall_s": None, "output": "",
+                  "rundir": rundir}
         if started is None:
             return record
         process, log, begin = started
@@ -274,7 +297,7 @@ def scenario_async(runner):
     native = runner.run(program, False, extra_env={"PYTORCH_CUDA_ALLOC_CONF": ASYNC})
     lib = runner.run(program, True)
     matched, detail = compare(native, [lib])
-    picked = "allocator backend: cudaMallocAsync" in lib["output"]
+    picked = async_picked(lib["output"])
     runner.async_native = native
     return {"ran": "transformer encoder, 40 steps, native with backend:cudaMallocAsync", "matched": matched,
             "result": f"{detail}; uvmrun {'picked' if picked else 'did NOT pick'} cudaMallocAsync",
@@ -540,9 +563,125 @@ def scenario_ddp(runner):
     return entry
 
 
+def failure_line(output):
+    """The line that says why a run failed: the last naming an error, else the last line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    named = [line for line in lines if re.search(r"Error|Exception|error:|refuse", line)]
+    picked = named[-1] if named else lines[-1] if lines else "no output"
+    return picked[:200]
+
+
+def outcome_against(reference, run):
+    """A run against the native RESULT: same, DIFFERENT, or its status and why it failed."""
+    if run["status"] == "dry-run":
+        return "dry-run"
+    got = result_of(run["output"]) if run["status"] == "ok" else None
+    if got is None:
+        return f"{run['status']}: {failure_line(run['output'])}"
+    return "same" if got == reference else "DIFFERENT"
+
+
+def library_outcome(reference, run):
+    """outcome_against() of a run under uvmrun, which is only the same when the library ran."""
+    outcome = outcome_against(reference, run)
+    if outcome == "same" and (run.get("stats") or {}).get("active") != 1:
+        return "same, but the library did not run (no active stats file)"
+    return outcome
+
+
+def compile_budget(output, divisor):
+    """The budget peak / divisor, peak the run's torch.cuda.max_memory_reserved (its MEMORY
+    line), or None when the run printed none."""
+    memory = tagged_json_line(output, "MEMORY") or {}
+    reserved = memory.get("max_memory_reserved")
+    return ddp_budget(reserved, divisor) if reserved else None
+
+
+def compile_mode(runner, mode):
+    """One torch.compile mode natively, under plain uvmrun and under a budget at the native
+    peak / divisor; where the budget's run is not the same, once more under that budget with
+    --framework-settings off (PyTorch's caching allocator), which tells whether the stream-ordered
+    backend that uvmrun picks under a budget is what failed."""
+    a = runner.args
+    program = python(COMPILE_SCRIPT, "--mode", mode, "--steps", str(a.compile_steps))
+    native = runner.run(program, False)
+    reference = result_of(native["output"]) if native["status"] == "ok" else None
+    figures = {"native": "ok" if reference else f"{native['status']}: {failure_line(native['output'])}"}
+    runs = [native]
+    if reference is None and not a.dry_run:
+        return figures, None, runs
+    budget = compile_budget(native["output"], a.compile_divisor) or f"peak/{a.compile_divisor:g}"
+    figures["budget"] = budget
+    plain = runner.run(program, True, budget="")
+    tight = runner.run(program, True, budget=budget)
+    runs += [plain, tight]
+    figures["divisor"] = a.compile_divisor
+    figures["plain"] = library_outcome(reference, plain)
+    figures["tight"] = library_outcome(reference, tight)
+    figures["tight_backend"] = "cudaMallocAsync" if async_picked(tight["output"]) else "-"
+    if figures["tight"] not in ("same", "dry-run"):
+        caching = runner.run(program, True, budget=budget, uvmrun_options=("--framework-settings", "off"))
+        runs.append(caching)
+        figures["tight_caching"] = library_outcome(reference, caching)
+    matched = None if a.dry_run else figures["plain"] == "same" and figures["tight"] == "same"
+    return figures, matched, runs
+
+
+def scenario_compile_modes(runner):
+    a = runner.args
+    modes = [mode.strip() for mode in a.compile_modes.split(",") if mode.strip()]
+    entry = {"ran": f"torch.compile MLP, {a.compile_steps} steps, modes {', '.join(modes)}: native, plain uvmrun, "
+                    f"--budget peak/{a.compile_divisor:g}",
+             "matched": None, "modes": {}, "runs": []}
+    verdicts = []
+    for mode in modes:
+        if runner.clock.left() < COMPILE_NEEDS_S:
+            entry["modes"][mode] = {"native": "skipped (deadline)"}
+            verdicts.append(None)
+            continue
+        print(f"--- mode {mode}", flush=True)
+        figures, matched, runs = compile_mode(runner, mode)
+        entry["modes"][mode] = figures
+        entry["runs"] += runs
+        verdicts.append(matched)
+    parts = []
+    for mode, figures in entry["modes"].items():
+        if "plain" not in figures:
+            parts.append(f"{mode}: native {figures['native']}")
+            continue
+        part = f"{mode}: plain {figures['plain']}, --budget {figures['budget']} {figures['tight']}"
+        if "tight_caching" in figures:
+            part += f" (with --framework-settings off: {figures['tight_caching']})"
+        parts.append(part)
+    entry["result"] = "; ".join(parts) or "nothing ran"
+    entry["matched"] = False if False in verdicts else None if None in verdicts or not verdicts else True
+    return entry
+
+
+def compile_rows(entry):
+    """One row for each mode and way it ran under the library: PASS when its losses are the
+    native run's, FAIL when they differ or the run failed (the reason in the value)."""
+    rows = []
+    for mode, figures in entry.get("modes", {}).items():
+        if "plain" not in figures:
+            rows.append((f"compat compile {mode}: native", figures["native"], "ok", "SKIP"))
+            continue
+        budget = f"--budget {figures['budget']}"
+        for key, label in (("plain", "plain uvmrun"), ("tight", f"{budget} (peak/{figures.get('divisor', 1.5):g})"),
+                           ("tight_caching", f"{budget} --framework-settings off")):
+            if key not in figures:
+                continue
+            outcome = figures[key]
+            verdict = "SKIP" if outcome == "dry-run" else "PASS" if outcome == "same" else "FAIL"
+            if key == "tight_caching":
+                verdict = "info"
+            rows.append((f"compat compile {mode}: {label}", outcome, "same as native", verdict))
+    return rows
+
+
 RUNNERS = {"graphs": scenario_graphs, "dataloader": scenario_dataloader, "async": scenario_async,
            "two-jobs": scenario_two_jobs, "jax": scenario_jax, "cupy": scenario_cupy, "launch": scenario_launch,
-           "ddp": scenario_ddp}
+           "ddp": scenario_ddp, "compile-modes": scenario_compile_modes}
 
 
 def as_written(report):
@@ -565,6 +704,8 @@ def rows_of(report):
                          "PASS" if entry["hook_ns"] <= 500 else "FAIL"))
         if name == "ddp" and entry.get("ddp"):
             rows += ddp_rows(entry["ddp"])
+        if name == "compile-modes":
+            rows += compile_rows(entry)
     return rows
 
 
@@ -598,7 +739,9 @@ def main():
     parser.add_argument("--uvmrun")
     parser.add_argument("--lib", help="libuvmprefetch.so (UVMP_LIBRARY for uvmrun)")
     parser.add_argument("--empty-launch", help="the bench empty_launch program")
-    parser.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated, of {', '.join(SCENARIOS)}")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS),
+                        help=f"comma-separated, of {', '.join(SCENARIOS + MORE_SCENARIOS)} (default: all but "
+                             f"{', '.join(MORE_SCENARIOS)})")
     parser.add_argument("--budget", default="16G", help="budget of the single-job runs (default 16G: above every footprint)")
     parser.add_argument("--two-jobs-budget", default="2G", help="each of the two jobs' budget (default 2G)")
     parser.add_argument("--jax-runs", type=int, default=10)
@@ -615,6 +758,11 @@ def main():
     parser.add_argument("--ddp-divisor", type=float, default=1.5, help="the tight budget: peak / this (default 1.5)")
     parser.add_argument("--ddp-rank-cap-gib", type=float, default=12,
                         help="no run under the library when a rank's native reserve and 2 GiB exceed this (default 12)")
+    parser.add_argument("--compile-modes", default="default,reduce-overhead,max-autotune",
+                        help="the torch.compile modes of the compile-modes scenario")
+    parser.add_argument("--compile-steps", type=int, default=20)
+    parser.add_argument("--compile-divisor", type=float, default=1.5,
+                        help="the compile-modes budget: the native max_memory_reserved / this (default 1.5)")
     parser.add_argument("--torchrun", help="the launcher (default: this Python's -m torch.distributed.run)")
     parser.add_argument("--timeout-s", type=int, default=150, help="per run")
     parser.add_argument("--deadline-s", type=float, default=420)
@@ -640,7 +788,8 @@ def main():
     chosen = [name.strip() for name in args.scenarios.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in RUNNERS]
     if unknown:
-        parser.error(f"unknown scenario(s) {', '.join(unknown)}; the choices are {', '.join(SCENARIOS)}")
+        parser.error(f"unknown scenario(s) {', '.join(unknown)}; the choices are "
+                     f"{', '.join(SCENARIOS + MORE_SCENARIOS)}")
     if args.ddp_ranks < 1 or args.ddp_warmup < 0 or args.ddp_steps <= args.ddp_warmup or args.ddp_divisor <= 1:
         parser.error("--ddp-ranks must be at least 1, --ddp-steps more than --ddp-warmup, --ddp-divisor more than 1")
 

@@ -41,3 +41,6 @@ for i in range(args.steps):
     optimizer.zero_grad(set_to_none=True)
     losses.append(loss.item())
 print("RESULT " + json.dumps({"mode": args.mode, "losses": losses}), flush=True)
+# Apart from RESULT, which must match the native run's: a budget is sized from these.
+print("MEMORY " + json.dumps({"max_memory_allocated": torch.cuda.max_memory_allocated(),
+                              "max_memory_reserved": torch.cuda.max_memory_reserved()}), flush=True)
