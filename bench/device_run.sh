@@ -40,12 +40,21 @@
 #              backend:cudaMallocAsync, two jobs with budgets at once, JAX (10 runs), CuPy and
 #              the launch hook's cost, each against the program without the library:
 #              $OUT/compat.json, $OUT/compat.md, the runs' logs in $OUT/compat-runs
+#   ONLY=robust  run only the robustness benchmarks, in this order, each under its own timeout
+#              (about 8 minutes at most): torch.compile's three modes natively, under plain uvmrun
+#              and under uvmrun --budget peak/1.5 (compat.py --scenarios compile-modes); GPT-2 DDP,
+#              two ranks on one GPU, natively, natively on cudaMallocAsync, under plain uvmrun and
+#              under a budget above the footprint with and without --framework-settings off
+#              (bench/drivers/ddp_overhead.py); eight jobs under budgets killed and restarted at random
+#              for 60 s (bench/drivers/churn.py): $OUT/robust-{compile,ddp,churn}.{json,md}, the
+#              runs' logs in $OUT/robust-runs
 #   ONLY=tests  run the GPU tests and no overhead benchmark (with OVERSUB=1, then the
 #              oversubscription benchmark)
 #   OVERHEAD_ROUNDS  alternating rounds of the overhead benchmark (default 2)
 #   OVERHEAD_CPUS  run the overhead benchmark's programs on these CPUs only (e.g. 0-7;
 #              default: wherever the scheduler puts them)
-#   DEADLINE_S total seconds the steps may use (default 450, 540 with ONLY=oversub or ONLY=pool); every
+#   DEADLINE_S total seconds the steps may use (default 450, 500 with ONLY=robust, 540 with ONLY=oversub or
+#              ONLY=pool); every
 #              step has its own timeout as well, and a step that no longer fits is marked SKIP
 # A failing step never stops the script: it is marked FAIL and the next step runs.
 # Exit status 0 when no step failed.
@@ -70,8 +79,10 @@ POOL_BUDGET=${POOL_BUDGET:-16G}
 POOL_ARGS=${POOL_ARGS:-}
 REPLAY_TRACES=${REPLAY_TRACES:-$REPO_ROOT/examples/traces/gpt2-small-b16-pooled.uvmt $REPO_ROOT/examples/traces/resnet50-b256-pooled.uvmt}
 REPLAY_REAL_JOB=${REPLAY_REAL_JOB:-}
-if [[ -n $ONLY && $ONLY != oversub && $ONLY != tests && $ONLY != pool && $ONLY != replay && $ONLY != compat ]]; then
-    echo "device_run.sh: ONLY=$ONLY is not known; the choices are ONLY=oversub, ONLY=pool, ONLY=replay, ONLY=compat and ONLY=tests" >&2
+if [[ -n $ONLY && $ONLY != oversub && $ONLY != tests && $ONLY != pool && $ONLY != replay && $ONLY != compat &&
+    $ONLY != robust ]]; then
+    echo "device_run.sh: ONLY=$ONLY is not known; the choices are ONLY=oversub, ONLY=pool, ONLY=replay, ONLY=compat," \
+        "ONLY=robust and ONLY=tests" >&2
     exit 2
 fi
 for rounds in "OVERHEAD_ROUNDS=$OVERHEAD_ROUNDS" "POOL_ROUNDS=$POOL_ROUNDS"; do
@@ -81,7 +92,13 @@ for rounds in "OVERHEAD_ROUNDS=$OVERHEAD_ROUNDS" "POOL_ROUNDS=$POOL_ROUNDS"; do
     fi
 done
 # Alone, either benchmark may use nearly all of a 600 s device call.
-if [[ $ONLY == oversub || $ONLY == pool ]]; then DEADLINE_S=${DEADLINE_S:-540}; else DEADLINE_S=${DEADLINE_S:-450}; fi
+if [[ $ONLY == oversub || $ONLY == pool ]]; then
+    DEADLINE_S=${DEADLINE_S:-540}
+elif [[ $ONLY == robust ]]; then
+    DEADLINE_S=${DEADLINE_S:-500}
+else
+    DEADLINE_S=${DEADLINE_S:-450}
+fi
 
 # Goals of the overhead benchmark: a job that fits its budget should barely notice the
 # library, and the launch hook should stay well below the ~3.4 us a launch costs anyway.
@@ -425,6 +442,42 @@ compat_section() {
     done < <("$PYTHON" "$REPO_ROOT/bench/drivers/compat.py" --rows "$report")
 }
 
+# add_rows_of DRIVER REPORT: the rows that DRIVER --rows prints of its REPORT, into the final table.
+add_rows_of() {
+    local what value goal verdict
+    while IFS=$'\t' read -r what value goal verdict; do
+        add_row "$what" "$value" "$goal" "$verdict"
+    done < <("$PYTHON" "$REPO_ROOT/bench/drivers/$1" --rows "$2")
+}
+
+# What must not break under the library: torch.compile's modes under a budget, DDP's overhead
+# split by cause, and jobs killed and restarted at random. Each driver gets a deadline of its
+# own 15 s inside its step's timeout, so that it ends its last run and writes its report itself.
+robust_section() {
+    local runs=$OUT/robust-runs
+    local common=(--uvmrun "$UVMRUN" --lib "$LIBRARY")
+    rm -f "$OUT"/robust-*.json "$OUT"/robust-*.md
+    run_step "robust: torch.compile modes, native / plain uvmrun / --budget peak/1.5" 210 \
+        "$PYTHON" "$REPO_ROOT/bench/drivers/compat.py" "${common[@]}" --scenarios compile-modes \
+        --deadline-s 195 --timeout-s 120 --workdir "$runs/compile" \
+        --json-out "$OUT/robust-compile.json" --markdown-out "$OUT/robust-compile.md"
+    add_row "robust: compile modes ran, results equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+    add_rows_of compat.py "$OUT/robust-compile.json"
+
+    run_step "robust: DDP overhead (native, async, plain uvmrun, budget, budget + caching)" 140 \
+        "$PYTHON" "$REPO_ROOT/bench/drivers/ddp_overhead.py" "${common[@]}" --deadline-s 125 --timeout-s 100 \
+        --workdir "$runs/ddp" --json-out "$OUT/robust-ddp.json" --markdown-out "$OUT/robust-ddp.md"
+    add_row "robust: DDP runs succeeded, losses equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+    add_rows_of ddp_overhead.py "$OUT/robust-ddp.json"
+
+    run_step "robust: churn (8 jobs under budgets, killed and restarted)" 140 \
+        "$PYTHON" "$REPO_ROOT/bench/drivers/churn.py" "${common[@]}" --duration-s 60 --drain-s 20 --leak-wait-s 10 \
+        --workdir "$runs/churn" --json-out "$OUT/robust-churn.json" --markdown-out "$OUT/robust-churn.md"
+    add_row "robust: churn, no hang, losses equal, no leak" "exit $STEP_STATUS" "exit 0" \
+        "$(verdict_of_status "$STEP_STATUS")"
+    add_rows_of churn.py "$OUT/robust-churn.json"
+}
+
 # oversub_rows REPORT: the oversubscription report as rows of the final table, one per
 # line: what<TAB>value<TAB>goal<TAB>verdict.
 oversub_rows() {
@@ -491,6 +544,8 @@ main() {
         replay_section
     elif [[ $ONLY == compat ]]; then
         compat_section
+    elif [[ $ONLY == robust ]]; then
+        robust_section
     else
         if [[ $PROBE == 1 ]]; then probe_section; fi
         gpu_tests

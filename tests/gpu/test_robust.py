@@ -181,7 +181,9 @@ class CompileModesTests(unittest.TestCase):
         self.assertEqual(rows["compat compile default: --budget 200M (peak/1.5)"], ("same", "same as native", "PASS"))
         self.assertEqual(rows["compat compile reduce-overhead: --budget 200M (peak/1.5)"][2], "FAIL")
         self.assertEqual(rows["compat compile reduce-overhead: --budget 200M --framework-settings off"][2], "info")
-        self.assertEqual(rows["compat compile max-autotune: native"], ("failed: boom", "ok", "SKIP"))
+        self.assertEqual(rows["compat compile max-autotune: native"], ("failed: boom", "ok", "FAIL"))
+        skipped = compat.compile_rows({"modes": {"default": {"native": "skipped (deadline)"}}})
+        self.assertEqual(skipped, [("compat compile default: native", "skipped (deadline)", "ok", "SKIP")])
 
     def test_the_scenario_against_stand_ins(self):
         with tempfile.TemporaryDirectory() as directory:
