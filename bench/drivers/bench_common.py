@@ -285,6 +285,20 @@ def print_outcome(problems, loss_mismatches, written):
     return 1 if problems or loss_mismatches else 0
 
 
+def print_report_rows(path, rows_of, name):
+    """A driver's --rows: its report's rows as lines what<TAB>value<TAB>goal<TAB>verdict for
+    bench/device_run.sh, or one failing row when the report is missing. Returns 0."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            report = json.load(handle)
+    except (OSError, json.JSONDecodeError):
+        print(f"{name} report\tmissing\tpresent\tFAIL")
+        return 0
+    for row in rows_of(report):
+        print("\t".join(str(cell) for cell in row))
+    return 0
+
+
 def write_atomically(path, text):
     """Writes the whole text or leaves the file as it was: a run killed mid-write keeps the
     last complete report."""

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-from bench_common import GIB, MIB, fmt, markdown_table, text_table, write_atomically
+from bench_common import GIB, MIB, fmt, markdown_table, print_report_rows, text_table, write_atomically
 from compat import ASYNC, HERE, Runner, busiest_stats, ddp_budget, gpu_free_bytes, python, result_of
 
 JOB_SCRIPT = os.path.join(HERE, "churn_mlp.py")
@@ -182,7 +182,8 @@ def table(report):
              ["outcomes", ", ".join(f"{k} {v}" for k, v in sorted(summary["counts"].items()))],
              ["signals sent in the churn", ", ".join(f"{k} {v}" for k, v in sorted(summary["signals_sent"].items()))],
              ["exit statuses", "; ".join(f"{k}: {v}" for k, v in sorted(summary["exits"].items()))],
-             ["completed with the native losses", f"{summary['completed_same']} of {summary['counts'].get('completed', 0)}"],
+             ["completed with the native losses",
+              f"{summary['completed_same']} of {summary['counts'].get('completed', 0)}"],
              ["free MiB before / after", f"{fmt_mib(summary['free_before'])} / {fmt_mib(summary['free_after'])}"],
              ["stats files (survivors)", str(summary["stats_files"])],
              ["survivors' GiB prefetched / evicted", f"{fmt(stats['bytes_prefetched'] / GIB, 2)} / "
@@ -396,15 +397,7 @@ def main(argv=None):
     parser.add_argument("--rows", metavar="REPORT", help="print REPORT's rows for device_run.sh and exit")
     args = parser.parse_args(argv)
     if args.rows:
-        try:
-            with open(args.rows, encoding="utf-8") as handle:
-                report = json.load(handle)
-        except (OSError, json.JSONDecodeError):
-            print("churn report\tmissing\tpresent\tFAIL")
-            return 0
-        for row in rows_of(report):
-            print("\t".join(str(cell) for cell in row))
-        return 0
+        return print_report_rows(args.rows, rows_of, "churn")
     if not (args.uvmrun and args.lib):
         parser.error("--uvmrun and --lib are needed to run")
     if args.jobs < 1 or args.duration_s <= 0 or args.mean_gap_s <= 0 or args.divisor <= 1:

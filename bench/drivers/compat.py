@@ -46,8 +46,8 @@ import sys
 import tempfile
 import time
 
-from bench_common import (GIB, MIB, REPO_ROOT, Clock, fmt, markdown_table, ratio, tagged_json_line, text_table,
-                          write_atomically)
+from bench_common import (GIB, MIB, REPO_ROOT, Clock, fmt, markdown_table, print_report_rows, ratio,
+                          tagged_json_line, text_table, write_atomically)
 
 HERE = os.path.join(REPO_ROOT, "bench", "drivers", "compat")
 SCENARIOS = ("graphs", "dataloader", "async", "two-jobs", "jax", "cupy", "launch", "ddp")
@@ -774,15 +774,7 @@ def main():
     args = parser.parse_args()
 
     if args.rows:
-        try:
-            with open(args.rows, encoding="utf-8") as handle:
-                report = json.load(handle)
-        except (OSError, json.JSONDecodeError):
-            print("compat report\tmissing\tpresent\tFAIL")
-            return 0
-        for row in rows_of(report):
-            print("\t".join(str(cell) for cell in row))
-        return 0
+        return print_report_rows(args.rows, rows_of, "compat")
     if not args.dry_run and not (args.uvmrun and args.lib):
         parser.error("--uvmrun and --lib are needed to run")
     chosen = [name.strip() for name in args.scenarios.split(",") if name.strip()]

@@ -30,7 +30,8 @@ import statistics
 import subprocess
 import sys
 
-from bench_common import GIB, MIB, fmt, markdown_table, parse_size, ratio, rotated, text_table, write_atomically
+from bench_common import (GIB, MIB, fmt, markdown_table, parse_size, print_report_rows, ratio, rotated, text_table,
+                          write_atomically)
 from compat import (ASYNC, Runner, async_picked, compare_ranks, ddp_memory_problem, ddp_program, ddp_step_ms,
                     gpu_free_bytes, rank_results, stats_by_rank)
 
@@ -264,15 +265,7 @@ def main(argv=None):
     parser.add_argument("--dry-run", action="store_true")
     args = parser.parse_args(argv)
     if args.rows:
-        try:
-            with open(args.rows, encoding="utf-8") as handle:
-                report = json.load(handle)
-        except (OSError, json.JSONDecodeError):
-            print("ddp overhead report\tmissing\tpresent\tFAIL")
-            return 0
-        for row in rows_of(report):
-            print("\t".join(str(cell) for cell in row))
-        return 0
+        return print_report_rows(args.rows, rows_of, "ddp overhead")
     if not args.dry_run and not (args.uvmrun and args.lib):
         parser.error("--uvmrun and --lib are needed to run")
     if args.ranks < 1 or args.rounds < 1 or args.ddp_warmup < 0 or args.ddp_steps <= args.ddp_warmup:

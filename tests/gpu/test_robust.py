@@ -434,7 +434,7 @@ class ChurnRunTests(unittest.TestCase):
         with tempfile.TemporaryDirectory() as directory:
             status, report, rows, output, pids = self.run_churn(directory, fault="ignore", duration="2")
             self.assertEqual(status, 1, output)
-            self.assertGreaterEqual(report["summary"]["counts"].get("hung", 0), 3)
+            self.assertGreaterEqual(report["summary"]["counts"].get("hung", 0), 1)
             self.assertEqual(rows["churn: jobs hung past the grace"][2], "FAIL")
             for pid in os.listdir(pids):
                 self.assertFalse(still_runs(int(pid)), f"job {pid} still runs")
