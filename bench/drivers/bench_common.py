@@ -19,6 +19,8 @@ TRAIN_SCRIPT = os.path.join(REPO_ROOT, "examples", "train_workload.py")
 TRAIN_WORKLOADS = {
     "resnet50": ["--model", "resnet50", "--batch", "256"],
     "gpt2-small": ["--model", "gpt2-small", "--batch", "16", "--seq", "1024"],
+    # A transformer encoder (BertForMaskedLM, bert-large): about 25 GB at its peak.
+    "bert-large": ["--model", "bert-large", "--batch", "32", "--seq", "512"],
 }
 
 

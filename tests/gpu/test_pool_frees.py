@@ -90,6 +90,7 @@ parser.add_argument("--model"); parser.add_argument("--batch"); parser.add_argum
 parser.add_argument("--steps", type=int); parser.add_argument("--warmup", type=int)
 parser.add_argument("--mark-iterations", action="store_true"); parser.add_argument("--deterministic", action="store_true")
 parser.add_argument("--save-on-cpu", action="store_true"); parser.add_argument("--memory-cap", type=int, default=0)
+parser.add_argument("--offload-activations", action="store_true")
 args = parser.parse_args()
 library = os.environ.get("FAKE_LIBRARY") == "1"
 pressured = library and os.environ.get("FAKE_BUDGET") == "16384M"
@@ -100,8 +101,9 @@ if pressured:
         step = 800.0
     elif os.environ["FAKE_HOST_HOMES"] == "auto" and os.environ["FAKE_POLICY"] == "learned":
         step = float(os.environ.get("FAKE_DEFAULT_MS", "650"))
-if args.save_on_cpu:
+if args.save_on_cpu or args.offload_activations:
     step = 900.0 if not library and args.memory_cap == 16 * 2**30 else -1.0
+    step = step * 0.75 if args.offload_activations else step
 losses = [10.0 - 0.25 * k for k in range(args.steps)]
 if (pressured and os.environ["FAKE_POLICY"] == "learned" and os.environ["FAKE_HOST_HOMES"] == "off"
         and os.environ.get("FAKE_BAD_LOSSES") == "1"):
@@ -303,6 +305,23 @@ class PureLogic(unittest.TestCase):
         saving = options("save-on-cpu", "16G")
         self.assertEqual(saving[saving.index("--memory-cap") + 1], str(16 * GIB))
         self.assertNotIn(args.uvmrun, saving)
+
+    def test_offload_mode_in_the_plan(self):
+        args = pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__, "--workloads", "none",
+                                           "--pressure-workload", "bert-large", "--pressure-budget", "peak/1.25",
+                                           "--pressure-policies", "default,save-on-cpu,offload"])
+        bench = pool_frees.PoolBench(args, tempfile.mkdtemp(prefix="pool-frees-test-"))
+        plan = pool_modes.make_plan(args)
+        entry = next(e for e in plan if e.get("mode") == "offload")
+        self.assertEqual((entry["workload"], entry["pressure"]), ("bert-large", "peak/1.25"))
+        command = bench.command_for(entry, resolve=False)
+        # Without the library, under the same cap as save_on_cpu, the encoder's own arguments.
+        self.assertNotIn(args.uvmrun, command)
+        self.assertEqual(command[command.index("--memory-cap") + 1], "peak/1.25")
+        self.assertIn("--offload-activations", command)
+        self.assertEqual(command[command.index("--model") + 1], "bert-large")
+        self.assertIn("offload", pool_modes.WITHOUT_LIBRARY)
+        self.assertGreater(pool_modes.expected_seconds(entry, {}), pool_modes.STARTUP_S["bert-large"])
 
     def test_unknown_pressure_mode_is_refused(self):
         with self.assertRaises(SystemExit), redirect_stderr(io.StringIO()):
@@ -531,7 +550,7 @@ class WholeRun(unittest.TestCase):
             text = markdown.read()
         self.assertIn("| gpt2-small | default (learned, homes learned in the run) | 16G | 1x5 after 8 | 650.0 |", text)
         # Named remote bytes a step: the run's counters, then the simulator's (6 and 12 GiB) in brackets.
-        self.assertIn("| 2.15 | 2.00/5.00 (6.44/12.88) | 8.59 | 708.7 | 0.92 | 700.0 | 7.7% | 1.38x | 2.31x | yes | PASS |",
+        self.assertIn("| 2.15 | 2.00/5.00 (6.44/12.88) | 8.59 | 708.7 | 0.92 | 700.0 | 7.7% | 1.38x | n/a | 2.31x | yes | PASS |",
                       text)
         self.assertIn("| 0.00 | 0.00/0.00 | 8.59 |", text)  # learned: migration alone
         self.assertIn("Host homes of default (learned, homes learned in the run) at 16G: run: homes learned", text)
@@ -675,6 +694,18 @@ class WholeRun(unittest.TestCase):
         self.assertIn(("demand-lru", "peak/1.5"), rows)
         self.assertIn("host-homes at peak/1.5", report["simulations"])
         self.assertIn("pool gpt2-small demand-lru at peak/1.5 (16.0G) losses = native", verdicts)
+
+    def test_default_against_the_overlapped_offload(self):
+        status, report, printed, _ = self.run_bench("--rounds", "1", "--workloads", "none",
+                                                    "--pressure-policies", "default,save-on-cpu,offload")
+        self.assertEqual(status, 0, printed)
+        verdicts = self.verdicts(report)
+        # The fake offload takes 675 ms a step under the 16 GiB cap, the default 650 ms.
+        self.assertEqual(verdicts["pool gpt2-small default at 16G step vs offload"], "PASS")
+        self.assertEqual(verdicts["pool gpt2-small offload at 16G losses = native"], "PASS")
+        default = next(r for r in report["rows"] if r["mode"] == "default" and r["pressure"] == "16G")
+        self.assertAlmostEqual(default["speedup_vs_offload"], 675.0 / 650.0)
+        self.assertIn("activations offloaded, overlapped, capped", printed)
 
     def test_pressure_budget_specs(self):
         self.assertEqual(pool_figures.resolve_pressure("peak/2", 10 * GIB + 5), 5 * GIB)
