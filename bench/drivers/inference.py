@@ -306,6 +306,9 @@ def row_checks(row, rows):
         value = row["ratio_native"]
         lines.append(check(f"{name} ms/token x native", fmt(value, 3), f"<= {UNPRESSURED_GOAL}",
                            value is not None and value <= UNPRESSURED_GOAL, skip=unmade))
+    if row["pressure"] is not None and row["mode"] not in WITHOUT_LIBRARY:
+        lines.append(check(f"{name} GB/token in/out/remote vs S", f"{bytes_cell(row)} vs {gb(row.get('swapped_bytes'))}",
+                           "-", None, skip=row["status"] != "ok"))
     if row["pressure"] is not None and row["mode"] == "default":
         goal = REMOTE_FLOOR_GOAL.get(row["pressure"])
         floor = row.get("remote_floor_ms")
