@@ -11,6 +11,25 @@ has the strides of the saved one, so the backward runs the same kernels on the s
 """
 
 
+import contextlib
+
+
+@contextlib.contextmanager
+def unfilled(torch):
+    """Buffers a copy overwrites whole are not filled first: deterministic mode fills every new
+    tensor (pinned host buffers of gigabytes a step included) unless told not to."""
+    settings = getattr(torch.utils, "deterministic", None)
+    if settings is None or not hasattr(settings, "fill_uninitialized_memory"):
+        yield
+        return
+    before = settings.fill_uninitialized_memory
+    settings.fill_uninitialized_memory = False
+    try:
+        yield
+    finally:
+        settings.fill_uninitialized_memory = before
+
+
 def dense_strides(tensor):
     """Whether the tensor's elements fill its span without gaps or overlap (in some order of its
     dimensions): its storage can then be copied as one block, strides kept."""
@@ -84,7 +103,8 @@ class ActivationOffload:
         if known is not None:
             return known
         torch = self.torch
-        host = torch.empty_strided(tensor.size(), tensor.stride(), dtype=tensor.dtype, pin_memory=True)
+        with unfilled(torch):
+            host = torch.empty_strided(tensor.size(), tensor.stride(), dtype=tensor.dtype, pin_memory=True)
         self.side.wait_stream(torch.cuda.current_stream())  # after the kernels that made it
         with torch.cuda.stream(self.side):
             host.copy_(tensor, non_blocking=True)
@@ -124,7 +144,8 @@ class ActivationOffload:
         host = entry["host"]
         # Allocated in the compute stream's order; the side stream waits for that order, so the
         # memory's last use in the compute stream is over before the copy writes it.
-        gpu = torch.empty_strided(host.size(), host.stride(), dtype=host.dtype, device="cuda")
+        with unfilled(torch):
+            gpu = torch.empty_strided(host.size(), host.stride(), dtype=host.dtype, device="cuda")
         self.side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(self.side):
             gpu.copy_(host, non_blocking=True)

@@ -135,7 +135,7 @@ def main():
                 * (args.prompt + args.new_tokens) * 2)
 
     # The memory figures are those of the generation (accelerate's runs made the weights on the GPU).
-    torch.cuda.reset_peak_memory_stats()
+    memory_figure(torch.cuda.reset_peak_memory_stats)
     token_ms, tokens = [], []
     with torch.inference_mode():
         torch.cuda.synchronize()

@@ -4,14 +4,17 @@ figures and verdicts, and whole runs against stand-ins for uvmrun, the training 
 link probe and uvmtrace that print what the real ones print; and one run of
 bench/drivers/oversubscription.py, which shares the run machinery, against the same stand-ins."""
 
+import contextlib
 import io
 import json
+import math
 import os
 import stat
 import subprocess
 import sys
 import tempfile
 import textwrap
+import types
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -721,6 +724,136 @@ class WholeRun(unittest.TestCase):
         skipped = [r for r in report["runs"] if r["status"] == "skipped (deadline)"]
         self.assertTrue(skipped)
         self.assertTrue(all(r["exit"] is None for r in skipped))
+
+
+class FakeTensor:
+    """Enough of a tensor for examples/activation_offload.py: a value, its size and strides."""
+
+    def __init__(self, value, size, stride=None, cuda=True, pointer=None):
+        self.value, self._size, self.is_cuda = value, tuple(size), cuda
+        self._stride = stride or tuple(
+            int(math.prod(self._size[i + 1:])) for i in range(len(self._size)))
+        self.dtype, self.grad_fn, self._version = "bf16", None, 0
+        self.pointer = pointer if pointer is not None else id(self)
+
+    def size(self):
+        return self._size
+
+    def stride(self):
+        return self._stride
+
+    def numel(self):
+        return int(math.prod(self._size))
+
+    def element_size(self):
+        return 2
+
+    def data_ptr(self):
+        return self.pointer
+
+    def copy_(self, other, non_blocking=False):
+        self.value = other.value
+        return self
+
+
+class FakeEvent:
+    def __init__(self):
+        self.done = False
+
+    def record(self, stream):
+        stream.recorded.append(self)
+
+    def query(self):
+        return self.done
+
+    def synchronize(self):
+        self.done = True
+
+
+class FakeStream:
+    def __init__(self):
+        self.recorded, self.waits = [], []
+
+    def wait_stream(self, other):
+        pass
+
+    def wait_event(self, event):
+        self.waits.append(event)
+
+
+class FakeTorch:
+    """The calls activation_offload.py makes, each recorded, on no GPU."""
+
+    def __init__(self):
+        self.compute = FakeStream()
+        self.allocations = []
+        fake = self
+
+        class Cuda:
+            Stream = FakeStream
+            Event = FakeEvent
+
+            @staticmethod
+            def current_stream():
+                return fake.compute
+
+            @staticmethod
+            def stream(_stream):
+                return contextlib.nullcontext()
+
+        self.cuda = Cuda
+        self.utils = types.SimpleNamespace(deterministic=types.SimpleNamespace(fill_uninitialized_memory=True))
+
+    def empty_strided(self, size, stride, dtype=None, pin_memory=False, device=None):
+        self.allocations.append(("host" if pin_memory else "gpu", self.utils.deterministic.fill_uninitialized_memory))
+        return FakeTensor(None, size, stride, cuda=not pin_memory)
+
+
+class ActivationOffloadLogic(unittest.TestCase):
+    def setUp(self):
+        sys.path.insert(0, os.path.join(REPO_ROOT, "examples"))
+        import activation_offload
+        self.module = activation_offload
+        self.torch = FakeTorch()
+
+    def test_dense_strides(self):
+        dense = self.module.dense_strides
+        self.assertTrue(dense(FakeTensor(0, (4, 8))))
+        self.assertTrue(dense(FakeTensor(0, (4, 8), stride=(1, 4))))  # a transpose
+        self.assertTrue(dense(FakeTensor(0, (1, 8), stride=(99, 1))))  # a dimension of one
+        self.assertFalse(dense(FakeTensor(0, (4, 8), stride=(24, 1))))  # a third of a wider tensor
+        self.assertFalse(dense(FakeTensor(0, (4, 8), stride=(0, 1))))  # expanded
+
+    def test_saved_tensors_come_back_in_backward_order_with_prefetch(self):
+        big = 1 << 20  # elements of 2 bytes: 2 MiB
+        parameter = FakeTensor("w", (big,))
+        offload = self.module.ActivationOffload(self.torch, [parameter], min_bytes=1 << 20, window_bytes=5 << 20)
+        offload()
+        saved = [FakeTensor(f"a{k}", (big,)) for k in range(6)]
+        small = FakeTensor("small", (16,))
+        handles = [offload.pack(t) for t in saved]
+        self.assertIs(offload.pack(small), small)
+        self.assertIs(offload.pack(parameter), parameter)
+        # The same tensor saved twice while still held: one copy. The oldest were dropped once the
+        # copies under way passed the window (the forward waited for them).
+        self.assertEqual(offload.pack(saved[5]), handles[5])
+        self.assertIsNone(offload.entries[0]["gpu"])
+        self.assertEqual(offload.offloaded_bytes, 6 * 2 * big)
+        # Copies under way are held on the GPU within the window: the forward waited for the oldest.
+        self.assertLessEqual(offload.copying_bytes, 5 << 20)
+        for event in self.torch.compute.recorded + offload.side.recorded:
+            event.done = True
+        # The backward: each comes back with its value; unpacking the last prefetches the ones
+        # before it up to the window (2 besides it: 3 x 2 MiB would pass 5 MiB).
+        self.assertEqual(offload.unpack(handles[5]).value, "a5")
+        fetched = [k for k, entry in enumerate(offload.entries) if entry["fetched"] is not None]
+        self.assertEqual(fetched, [3, 4])
+        self.assertEqual([offload.unpack(h).value for h in reversed(handles[:5])], ["a4", "a3", "a2", "a1", "a0"])
+        self.assertEqual(offload.fetched_bytes, 0)
+        # The compute stream waited for every fetch, and no buffer was filled before its copy.
+        self.assertEqual(len(self.torch.compute.waits), 6)
+        self.assertEqual({fill for _, fill in self.torch.allocations}, {False})
+        self.assertTrue(self.torch.utils.deterministic.fill_uninitialized_memory)
 
 
 class OversubscriptionRun(unittest.TestCase):
