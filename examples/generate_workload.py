@@ -20,7 +20,7 @@ import statistics
 import sys
 import time
 
-from train_workload import memory_figure, moved_between
+from train_workload import deterministic_state, memory_figure, memory_figures, moved_between
 from uvmp_library import LibraryCounters
 
 INIT_STD = 0.02
@@ -171,7 +171,6 @@ def main():
             if moved is not None:
                 line["moved"] = moved
             print(json.dumps(line), flush=True)
-    get_backend = getattr(torch.cuda, "get_allocator_backend", None)
     summary = {
         "model": "llama", "parameters": parameters, "hidden": args.hidden, "layers": args.layers,
         "intermediate": args.intermediate, "heads": args.heads, "vocab": args.vocab, "batch": args.batch,
@@ -182,13 +181,8 @@ def main():
         "prefill_ms": round(prefill_ms, 3),
         "median_ms": statistics.median(token_ms[args.warmup:]), "token_ms": [round(ms, 3) for ms in token_ms],
         "tokens": tokens,
-        "deterministic": ("off" if not torch.are_deterministic_algorithms_enabled() else
-                          "warn-only" if torch.is_deterministic_algorithms_warn_only_enabled() else "strict"),
-        "peak_allocated_bytes": memory_figure(torch.cuda.max_memory_allocated),
-        "peak_reserved_bytes": memory_figure(torch.cuda.max_memory_reserved),
-        "memory_allocated_bytes": memory_figure(torch.cuda.memory_allocated),
-        "memory_reserved_bytes": memory_figure(torch.cuda.memory_reserved),
-        "allocator_backend": get_backend() if get_backend else None,
+        "deterministic": deterministic_state(torch),
+        **memory_figures(torch),
         "library": counters.present,
         # Bytes the library moved in the decode steps after warm-up, summed (None without it).
         "moved_after_warmup": moved_between(warmed_up, last),

@@ -44,6 +44,22 @@ def memory_figure(query):
         return None
 
 
+def memory_figures(torch):
+    """PyTorch's memory figures and allocator backend: with backend:cudaMallocAsync they are the
+    CUDA memory pool's (under the library, the library's answers for it)."""
+    get_backend = getattr(torch.cuda, "get_allocator_backend", None)
+    return {"peak_allocated_bytes": memory_figure(torch.cuda.max_memory_allocated),
+            "peak_reserved_bytes": memory_figure(torch.cuda.max_memory_reserved),
+            "memory_allocated_bytes": memory_figure(torch.cuda.memory_allocated),
+            "memory_reserved_bytes": memory_figure(torch.cuda.memory_reserved),
+            "allocator_backend": get_backend() if get_backend else None}
+
+
+def deterministic_state(torch):
+    return ("off" if not torch.are_deterministic_algorithms_enabled() else
+            "warn-only" if torch.is_deterministic_algorithms_warn_only_enabled() else "strict")
+
+
 def build(args, torch):
     if args.model == "resnet50":
         import torchvision
@@ -171,22 +187,14 @@ def main():
             line["moved"] = moved
         print(json.dumps(line), flush=True)
     steady = times[args.warmup:] or times
-    get_backend = getattr(torch.cuda, "get_allocator_backend", None)
     summary = {
         "model": args.model, "batch": args.batch,
         "steps": args.steps, "warmup": args.warmup,
         "saved_tensors": "save_on_cpu" if args.save_on_cpu else "offload" if args.offload_activations else "gpu",
         "median_ms": statistics.median(steady), "step_ms": [round(ms, 3) for ms in times],
         "losses": losses, "launches_per_step": launches,
-        "deterministic": ("off" if not torch.are_deterministic_algorithms_enabled() else
-                          "warn-only" if torch.is_deterministic_algorithms_warn_only_enabled() else "strict"),
-        # PyTorch's own figures: with backend:cudaMallocAsync they are the CUDA memory pool's
-        # (under the library, the library's answers for it).
-        "peak_allocated_bytes": memory_figure(torch.cuda.max_memory_allocated),
-        "peak_reserved_bytes": memory_figure(torch.cuda.max_memory_reserved),
-        "memory_allocated_bytes": memory_figure(torch.cuda.memory_allocated),
-        "memory_reserved_bytes": memory_figure(torch.cuda.memory_reserved),
-        "allocator_backend": get_backend() if get_backend else None,
+        "deterministic": deterministic_state(torch),
+        **memory_figures(torch),
         "alloc_conf": {name: os.environ[name] for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
                        if name in os.environ},
         "library": counters.present,

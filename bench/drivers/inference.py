@@ -39,16 +39,15 @@ import math
 import os
 import re
 import shlex
-import signal
 import sys
 import tempfile
 
-from bench_common import (GIB, MIB, REPO_ROOT, Bench, add_output_arguments, fmt, markdown_table, parse_size,
-                          print_outcome, probe_link_rates, ratio, stop_running, tagged_json_line, text_table,
-                          write_atomically)
+from bench_common import (GIB, MIB, REPO_ROOT, Bench, add_output_arguments, check_cells, fmt, markdown_table,
+                          measure_and_save, parse_size, print_check_rows, print_outcome, print_report,
+                          ratio, tagged_json_line, write_atomically)
 from pool_figures import floor_ms, format_gib
 from pool_modes import ALLOC_CONF_NAMES, ASYNC_BACKEND, FALLBACK_D2H_GBPS, FALLBACK_H2D_GBPS, deadline_cut
-from pool_report import check, gb
+from pool_report import check, gb, speedup_text
 
 GENERATE_SCRIPT = os.path.join(REPO_ROOT, "examples", "generate_workload.py")
 UNPRESSURED_MODES = ("native", "default", "fit")
@@ -184,17 +183,6 @@ class InferenceBench(Bench):
             wrapper += ["--budget", f"{budget // MIB}M" if budget else label]
         return wrapper + PRESSURE_OPTIONS.get(mode, []) + ["--"] + command
 
-    def run_probe(self):
-        if not self.args.link_probe:
-            self.link["source"] = "given (no --link-probe)"
-            return
-        figures, problem = probe_link_rates(self.args.link_probe, timeout=min(60, max(1, self.seconds_left())),
-                                            mib=self.args.link_probe_mib)
-        if problem is None:
-            self.link = dict(figures, source="measured")
-        else:
-            self.link["source"] = f"given ({problem})"
-
     def run_generation(self, entry):
         mode, pressure = entry["mode"], entry["pressure"]
         run_id = f"run{len(self.runs) + 1:02d}-{mode}" + (f"-{pressure.replace('/', '_')}" if pressure else "")
@@ -307,8 +295,8 @@ def row_checks(row, rows):
         lines.append(check(f"{name} ms/token x native", fmt(value, 3), f"<= {UNPRESSURED_GOAL}",
                            value is not None and value <= UNPRESSURED_GOAL, skip=unmade))
     if row["pressure"] is not None and row["mode"] not in WITHOUT_LIBRARY:
-        lines.append(check(f"{name} GB/token in/out/remote vs S", f"{bytes_cell(row)} vs {gb(row.get('swapped_bytes'))}",
-                           "-", None, skip=row["status"] != "ok"))
+        lines.append(check(f"{name} GB/token in/out/remote vs S",
+                           f"{bytes_cell(row)} vs {gb(row.get('swapped_bytes'))}", "-", None, skip=row["status"] != "ok"))
     if row["pressure"] is not None and row["mode"] == "default":
         goal = REMOTE_FLOOR_GOAL.get(row["pressure"])
         floor = row.get("remote_floor_ms")
@@ -336,13 +324,6 @@ def row_checks(row, rows):
     for line in lines:
         line["row"] = name
     return lines
-
-
-def speedup_text(row, versus):
-    if versus["median_ms"] is None:
-        return f"{fmt(row['median_ms'], 1)} ms vs {versus['mode']} {versus['status']}"
-    return (f"{fmt(row['median_ms'], 1)} ms vs {fmt(versus['median_ms'], 1)} ms "
-            f"({fmt(ratio(versus['median_ms'], row['median_ms']), 2)}x faster)")
 
 
 def target_checks(report):
@@ -439,8 +420,7 @@ def notes(report):
 
 
 def markdown(report):
-    checks = [["what", "value", "goal", "verdict"]] + [[c["what"], c["value"], c["goal"], c["verdict"]]
-                                                       for c in report["checks"]]
+    checks = check_cells(report["checks"])
     lines = ["## Inference: greedy generation, weights over the budget", "", markdown_table(table_cells(report)), ""]
     lines += ["- " + line for line in notes(report)]
     lines += ["- " + m.replace("\n", "\n  ") for m in report["token_mismatches"]]
@@ -459,19 +439,6 @@ def save(bench):
     write_atomically(bench.args.json_out, json.dumps(report, indent=1))
     write_atomically(bench.args.markdown_out, markdown(report))
     return report
-
-
-def print_rows(path):
-    """The checks of a written report as lines for bench/device_run.sh's table."""
-    try:
-        with open(path, encoding="utf-8") as report_file:
-            report = json.load(report_file)
-    except (OSError, json.JSONDecodeError):
-        print("inference report\tmissing\tpresent\tFAIL")
-        return 0
-    for c in report["checks"]:
-        print("\t".join(str(c[key]).replace("\t", " ") for key in ("what", "value", "goal", "verdict")))
-    return 0
 
 
 # ---------------------------------------------------------------- arguments and main
@@ -548,7 +515,7 @@ def print_plan(bench, plan):
 def main(argv=None):
     args = parse_arguments(argv)
     if args.rows:
-        return print_rows(args.rows)
+        return print_check_rows(args.rows, "inference report")
     with tempfile.TemporaryDirectory(prefix="uvmp-infer-") as scratch:
         workdir = args.workdir or scratch
         os.makedirs(workdir, exist_ok=True)
@@ -558,23 +525,10 @@ def main(argv=None):
             print_plan(bench, plan)
             return 0
 
-        def stop(signum, _frame):
-            stop_running()
-            save(bench)
-            print(f"stopped by signal {signum}; the report holds the runs finished before", flush=True)
-            sys.exit(124)
+        report = measure_and_save(bench, plan, save)
 
-        signal.signal(signal.SIGTERM, stop)
-        bench.measure(plan)
-        report = save(bench)
-
-    print(f"\n=== inference, weights over the budget ({report['elapsed_s']} s)")
-    print(text_table(table_cells(report)))
-    for line in notes(report):
-        print(line)
-    print()
-    print(text_table([["what", "value", "goal", "verdict"]] +
-                     [[c["what"], c["value"], c["goal"], c["verdict"]] for c in report["checks"]]))
+    print_report(f"inference, weights over the budget ({report['elapsed_s']} s)", table_cells(report), notes(report),
+                 report["checks"])
     problems = [f"{r['id']}: {r['status']}" for r in bench.runs if r["status"] in ("failed", "timeout")]
     return print_outcome(problems, report["token_mismatches"], (args.json_out, args.markdown_out))
 

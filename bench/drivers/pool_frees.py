@@ -21,8 +21,9 @@ What runs, in this order (cheap and telling first, so that a deadline cuts the l
      --policy learned --host-homes off), demand-lru (--host-homes off), and PyTorch's
      save_on_cpu under the same cap. More modes may be asked for: offload (the saved activations
      copied to the host on a side stream and fetched back ahead of need, under the same cap:
-     examples/activation_offload.py, the best a user can write instead, the alternative to beat); host-homes (learned with
-     the homes chosen on the recorded trace: --host-homes on --trace-in TRACE). 5 timed steps
+     examples/activation_offload.py, the best a user can write instead, the alternative to beat);
+     host-homes (learned with the homes chosen on the recorded trace: --host-homes on --trace-in
+     TRACE). 5 timed steps
      after 8 untimed ones unless told: the default mode learns its homes in those (it goes over
      its budget in the first step, records two whole steps and searches the homes while the
      next runs; on the H200 GPT-2 small took its homes in steps 3-6, and the first step with
@@ -63,16 +64,15 @@ import argparse
 import math
 import os
 import re
-import signal
 import sys
 import tempfile
 
 from bench_common import (GIB, MIB, TRAIN_SCRIPT, TRAIN_WORKLOADS, Bench, add_output_arguments, execute,
-                          largest_file, parse_size, print_outcome, probe_link_rates, simulate, stop_running, text_table,
-                          training_summary)
+                          largest_file, measure_and_save, parse_size, print_outcome, print_report,
+                          simulate, training_summary)
 from pool_figures import format_gib, median_of, resolve_pressure, simulation_key
-from pool_modes import (ALLOC_CONF_NAMES, ASYNC_BACKEND, CAPPED_OPTIONS, DEFAULT_PRESSURE_MODES, DEFAULT_WITH, FALLBACK_D2H_GBPS,
-                        FALLBACK_H2D_GBPS, FIT_FALLBACK_BYTES, LIBRARY_PRESSURE_MODES, MIN_RUN_SECONDS, NEEDS_TRACE,
+from pool_modes import (ALLOC_CONF_NAMES, ASYNC_BACKEND, CAPPED_OPTIONS, DEFAULT_PRESSURE_MODES, DEFAULT_WITH,
+                        FALLBACK_D2H_GBPS, FALLBACK_H2D_GBPS, FIT_FALLBACK_BYTES, LIBRARY_PRESSURE_MODES, MIN_RUN_SECONDS, NEEDS_TRACE,
                         PRESSURE_MODES, PRESSURE_OPTIONS, SIMULATED_HOMES, SIMULATED_PLACEMENT, WITHOUT_LIBRARY,
                         deadline_cut, expected_seconds, make_plan, measured_key)
 from pool_report import homes_choice_text, mode_label, notes, print_rows, save, table_cells, uvmrun_sets_text
@@ -275,17 +275,6 @@ class PoolBench(Bench):
             out["at_trial_trips"] = ({"trips": trips, "step_ms": result["step_seconds"] * 1e3} if result
                                      else {"trips": trips, "problem": problem})
         return out
-
-    def run_probe(self):
-        if not self.args.link_probe:
-            self.link["source"] = "given (no --link-probe)"
-            return
-        figures, problem = probe_link_rates(self.args.link_probe, timeout=min(60, max(1, self.seconds_left())),
-                                            mib=self.args.link_probe_mib)
-        if problem is None:
-            self.link = dict(figures, source="measured")
-        else:
-            self.link["source"] = f"given ({problem})"
 
     def run_simulations(self, workload, pressure):
         budget = self.pressure_bytes(pressure)
@@ -531,24 +520,10 @@ def main(argv=None):
             print_plan(bench, plan)
             return 0
 
-        def stop(signum, _frame):
-            # An outer timeout: end the run in progress and keep what was measured.
-            stop_running()
-            save(bench)
-            print(f"stopped by signal {signum}; the report holds the runs finished before", flush=True)
-            sys.exit(124)
+        report = measure_and_save(bench, plan, save)
 
-        signal.signal(signal.SIGTERM, stop)
-        bench.measure(plan)
-        report = save(bench)
-
-    print(f"\n=== managed pool, frees visible ({report['elapsed_s']} s)")
-    print(text_table(table_cells(report)))
-    for line in notes(report):
-        print(line)
-    print()
-    print(text_table([["what", "value", "goal", "verdict"]] +
-                     [[c["what"], c["value"], c["goal"], c["verdict"]] for c in report["checks"]]))
+    print_report(f"managed pool, frees visible ({report['elapsed_s']} s)", table_cells(report), notes(report),
+                 report["checks"])
     problems = [f"{r['id']}: {r['status']}" for r in bench.runs if r["status"] in ("failed", "timeout")]
     return print_outcome(problems, report["loss_mismatches"], (args.json_out, args.markdown_out))
 

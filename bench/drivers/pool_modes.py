@@ -10,7 +10,8 @@ UNPRESSURED_MODES = ("native", "default", "fit")
 MODE_LABELS = {"native": "native", "default": "uvmrun defaults", "fit": "uvmrun, fit budget",
                "record": "recording (none)", "learned": "learned, migration only", "demand-lru": "demand-lru",
                "save-on-cpu": "PyTorch save_on_cpu, capped",
-               "offload": "activations offloaded, overlapped, capped", "host-homes": "learned, host homes from the trace",
+               "offload": "activations offloaded, overlapped, capped",
+               "host-homes": "learned, host homes from the trace",
                "best-fit": "default, pool placing by best fit", "no-trial": "default, no remote trial",
                "no-layout": "default, no step layout"}
 DEFAULT_PRESSURE_LABEL = "default (learned, homes learned in the run)"

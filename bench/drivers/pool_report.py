@@ -3,12 +3,12 @@ and the JSON and Markdown files written after every run."""
 
 import json
 
-from bench_common import fmt, markdown_table, ratio, write_atomically
+from bench_common import check_cells, fmt, markdown_table, print_check_rows, ratio, write_atomically
 from pool_figures import (SPEEDUP_AGAINST, format_gib, halfway_ms, losses_equal, pressure_figures, same_budget_row,
                           simulation_key, table_rows)
 from pool_modes import (ASYNC_BACKEND, DEFAULT_PRESSURE_LABEL, DEFAULT_RATIO_GOAL, DEFAULT_VS_DEMAND_LRU,
-                        DEFAULT_VS_OFFLOAD, DEFAULT_VS_SAVE_ON_CPU, FIT_RATIO_GOAL, LIBRARY_PRESSURE_MODES, MEMORY_TOLERANCE, MODE_LABELS,
-                        SIM_ERROR_GOAL, WITHOUT_LIBRARY)
+                        DEFAULT_VS_OFFLOAD, DEFAULT_VS_SAVE_ON_CPU, FIT_RATIO_GOAL, LIBRARY_PRESSURE_MODES,
+                        MEMORY_TOLERANCE, MODE_LABELS, SIM_ERROR_GOAL, WITHOUT_LIBRARY)
 
 
 def check(what, value, goal, passed, skip=False):
@@ -451,8 +451,7 @@ def notes(report):
 
 def markdown(report):
     cells = table_cells(report)
-    checks = [["what", "value", "goal", "verdict"]] + [[c["what"], c["value"], c["goal"], c["verdict"]]
-                                                       for c in report["checks"]]
+    checks = check_cells(report["checks"])
     lines = ["## Managed pool, frees visible", "", markdown_table(cells), ""]
     lines += ["- " + line for line in notes(report)]
     lines += ["- " + m.replace("\n", "\n  ") for m in report["loss_mismatches"]]
@@ -469,12 +468,4 @@ def save(bench):
 
 def print_rows(path):
     """The checks of a written report as lines for bench/device_run.sh's table."""
-    try:
-        with open(path, encoding="utf-8") as report_file:
-            report = json.load(report_file)
-    except (OSError, json.JSONDecodeError):
-        print("pool report\tmissing\tpresent\tFAIL")
-        return 0
-    for c in report["checks"]:
-        print("\t".join(str(c[key]).replace("\t", " ") for key in ("what", "value", "goal", "verdict")))
-    return 0
+    return print_check_rows(path, "pool report")
