@@ -29,7 +29,14 @@
 #              --record-steps 8 --pressure-warmup 10")
 #   ONLY=oversub  run only the oversubscription benchmark: no GPU tests, no overhead
 #              benchmark (the GPU and build checks still come first)
+#              (more: --pressure-policies ...,offload adds the overlapped activation offload under
+#              the same cap; --workloads/--pressure-workload bert-large the transformer encoder)
 #   ONLY=pool  run only the managed-pool benchmark (the GPU and build checks still come first)
+#   ONLY=infer run only the inference benchmark (bench/drivers/inference.py): greedy generation
+#              with a 3 B decoder natively, under uvmrun without and with a budget above the
+#              footprint, and at weights/1.25 and weights/2 under uvmrun's defaults, demand-lru and
+#              accelerate's offloading: $OUT/infer.json, $OUT/infer.md, the runs' logs in
+#              $OUT/infer-runs; about 4 minutes; INFER_ARGS, words added last, override its defaults
 #   ONLY=replay  run only `uvmtrace replay` of REPLAY_TRACES (default: the bundled pooled GPT-2
 #              small and resnet50 traces; bench/drivers/replay.py): with no budget against the recorded
 #              step time (within 10%), and at footprint / 1.5 under demand-lru and learned with a
@@ -53,8 +60,8 @@
 #   OVERHEAD_ROUNDS  alternating rounds of the overhead benchmark (default 2)
 #   OVERHEAD_CPUS  run the overhead benchmark's programs on these CPUs only (e.g. 0-7;
 #              default: wherever the scheduler puts them)
-#   DEADLINE_S total seconds the steps may use (default 450, 500 with ONLY=robust, 540 with ONLY=oversub or
-#              ONLY=pool); every
+#   DEADLINE_S total seconds the steps may use (default 450, 500 with ONLY=robust, 540 with ONLY=oversub,
+#              ONLY=pool or ONLY=infer); every
 #              step has its own timeout as well, and a step that no longer fits is marked SKIP
 # A failing step never stops the script: it is marked FAIL and the next step runs.
 # Exit status 0 when no step failed.
@@ -77,12 +84,13 @@ POOL=${POOL:-0}
 POOL_ROUNDS=${POOL_ROUNDS:-3}
 POOL_BUDGET=${POOL_BUDGET:-16G}
 POOL_ARGS=${POOL_ARGS:-}
+INFER_ARGS=${INFER_ARGS:-}
 REPLAY_TRACES=${REPLAY_TRACES:-$REPO_ROOT/examples/traces/gpt2-small-b16-pooled.uvmt $REPO_ROOT/examples/traces/resnet50-b256-pooled.uvmt}
 REPLAY_REAL_JOB=${REPLAY_REAL_JOB:-}
 if [[ -n $ONLY && $ONLY != oversub && $ONLY != tests && $ONLY != pool && $ONLY != replay && $ONLY != compat &&
-    $ONLY != robust ]]; then
-    echo "device_run.sh: ONLY=$ONLY is not known; the choices are ONLY=oversub, ONLY=pool, ONLY=replay, ONLY=compat," \
-        "ONLY=robust and ONLY=tests" >&2
+    $ONLY != robust && $ONLY != infer ]]; then
+    echo "device_run.sh: ONLY=$ONLY is not known; the choices are ONLY=oversub, ONLY=pool, ONLY=infer, ONLY=replay," \
+        "ONLY=compat, ONLY=robust and ONLY=tests" >&2
     exit 2
 fi
 for rounds in "OVERHEAD_ROUNDS=$OVERHEAD_ROUNDS" "POOL_ROUNDS=$POOL_ROUNDS"; do
@@ -92,7 +100,7 @@ for rounds in "OVERHEAD_ROUNDS=$OVERHEAD_ROUNDS" "POOL_ROUNDS=$POOL_ROUNDS"; do
     fi
 done
 # Alone, either benchmark may use nearly all of a 600 s device call.
-if [[ $ONLY == oversub || $ONLY == pool ]]; then
+if [[ $ONLY == oversub || $ONLY == pool || $ONLY == infer ]]; then
     DEADLINE_S=${DEADLINE_S:-540}
 elif [[ $ONLY == robust ]]; then
     DEADLINE_S=${DEADLINE_S:-500}
@@ -407,6 +415,24 @@ pool_section() {
     done < <("$PYTHON" "$REPO_ROOT/bench/drivers/pool_frees.py" --rows "$report")
 }
 
+# Greedy generation whose weights do not fit the budget: ms a token under uvmrun against native,
+# demand-lru and accelerate's offloading, against the link's floors; the tokens against native's.
+infer_section() {
+    local report=$OUT/infer.json markdown=$OUT/infer.md left own_deadline
+    read -r left own_deadline < <(deadline_left)
+    rm -f "$report" "$markdown"
+    # shellcheck disable=SC2086
+    run_step "bench: inference, weights over the budget (native, uvmrun, demand-lru, accelerate)" "$left" \
+        "$PYTHON" "$REPO_ROOT/bench/drivers/inference.py" --uvmrun "$UVMRUN" --lib "$LIBRARY" \
+        --link-probe "$LINK_PROBE" --deadline-s "$own_deadline" --workdir "$OUT/infer-runs" \
+        --json-out "$report" --markdown-out "$markdown" $INFER_ARGS
+    add_row "inference runs succeeded, tokens equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+    local what value goal verdict
+    while IFS=$'\t' read -r what value goal verdict; do
+        add_row "$what" "$value" "$goal" "$verdict"
+    done < <("$PYTHON" "$REPO_ROOT/bench/drivers/inference.py" --rows "$report")
+}
+
 # `uvmtrace replay` of REPLAY_TRACES: the replayed step against the recorded one with no budget,
 # and the steady step at footprint / 1.5 under demand-lru and learned. Quick: 110 s at most.
 replay_section() {
@@ -540,6 +566,8 @@ main() {
         oversub_section
     elif [[ $ONLY == pool ]]; then
         pool_section
+    elif [[ $ONLY == infer ]]; then
+        infer_section
     elif [[ $ONLY == replay ]]; then
         replay_section
     elif [[ $ONLY == compat ]]; then

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Training steps of a reference workload, timed, for traces and benchmarks.
 
-Models: resnet50 (torchvision) and gpt2-small / gpt2-medium / gpt2-large (transformers,
-random weights, random token ids). bf16 autocast, AdamW. Prints one JSON line per step
+Models: resnet50 (torchvision), gpt2-small / gpt2-medium / gpt2-large and bert-large
+(transformers: GPT2LMHeadModel, BertForMaskedLM; random weights, random token ids). bf16
+autocast, AdamW. What a PyTorch user can do instead of the library under a memory cap:
+--save-on-cpu (PyTorch's save_on_cpu) or --offload-activations (saved activations copied to
+pinned host memory on a side stream and fetched back ahead of need in the backward, as
+torchtune's and Megatron's activation offloading do). Prints one JSON line per step
 and a final JSON summary line ("SUMMARY {...}": step times, losses, PyTorch's memory
 figures and which allocator backend ran); under libuvmprefetch.so it also reports the
 kernel launches and the bytes the library moved in each step (from uvmp_get_stats),
@@ -40,6 +44,22 @@ def memory_figure(query):
         return None
 
 
+def memory_figures(torch):
+    """PyTorch's memory figures and allocator backend: with backend:cudaMallocAsync they are the
+    CUDA memory pool's (under the library, the library's answers for it)."""
+    get_backend = getattr(torch.cuda, "get_allocator_backend", None)
+    return {"peak_allocated_bytes": memory_figure(torch.cuda.max_memory_allocated),
+            "peak_reserved_bytes": memory_figure(torch.cuda.max_memory_reserved),
+            "memory_allocated_bytes": memory_figure(torch.cuda.memory_allocated),
+            "memory_reserved_bytes": memory_figure(torch.cuda.memory_reserved),
+            "allocator_backend": get_backend() if get_backend else None}
+
+
+def deterministic_state(torch):
+    return ("off" if not torch.are_deterministic_algorithms_enabled() else
+            "warn-only" if torch.is_deterministic_algorithms_warn_only_enabled() else "strict")
+
+
 def build(args, torch):
     if args.model == "resnet50":
         import torchvision
@@ -50,6 +70,17 @@ def build(args, torch):
 
         def loss_fn():
             return torch.nn.functional.cross_entropy(model(x), y)
+
+    elif args.model == "bert-large":
+        from transformers import BertConfig, BertForMaskedLM
+
+        config = BertConfig(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
+                            max_position_embeddings=max(512, args.seq))
+        model = BertForMaskedLM(config)
+        ids = torch.randint(0, config.vocab_size, (args.batch, args.seq), device="cuda")
+
+        def loss_fn():
+            return model(input_ids=ids, labels=ids).loss
 
     else:
         from transformers import GPT2Config, GPT2LMHeadModel
@@ -70,7 +101,7 @@ def build(args, torch):
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", default="resnet50",
-                        choices=["resnet50", "gpt2-small", "gpt2-medium", "gpt2-large"])
+                        choices=["resnet50", "gpt2-small", "gpt2-medium", "gpt2-large", "bert-large"])
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--seq", type=int, default=1024)
     parser.add_argument("--steps", type=int, default=10)
@@ -83,11 +114,21 @@ def main():
     parser.add_argument("--save-on-cpu", action="store_true",
                         help="keep the tensors saved for backward in pinned host memory "
                              "(torch.autograd.graph.save_on_cpu): what a PyTorch user can do instead of the library")
+    parser.add_argument("--offload-activations", action="store_true",
+                        help="copy the large tensors saved for backward to pinned host memory on a side stream, "
+                             "overlapped with the forward, and fetch them back ahead of need in the backward")
+    parser.add_argument("--offload-min-bytes", type=int, default=1 << 20,
+                        help="saved tensors smaller than this stay on the GPU (default 1 MiB)")
+    parser.add_argument("--offload-prefetch-bytes", type=int, default=1 << 30,
+                        help="bytes in flight each way: copies to the host not yet done, and tensors fetched back "
+                             "not yet used (default 1 GiB)")
     parser.add_argument("--memory-cap", type=int, default=0, metavar="BYTES",
                         help="cap PyTorch's allocator at BYTES (set_per_process_memory_fraction of the GPU's memory)")
     args = parser.parse_args()
     if args.memory_cap < 0:
         parser.error("--memory-cap must be a number of bytes, at least 0")
+    if args.save_on_cpu and args.offload_activations:
+        parser.error("--save-on-cpu and --offload-activations are two ways of doing the same: choose one")
 
     if args.deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -106,9 +147,15 @@ def main():
         if args.memory_cap > total:
             parser.error(f"--memory-cap {args.memory_cap} is more than the GPU's {total} bytes")
         torch.cuda.set_per_process_memory_fraction(args.memory_cap / total)
-    saving = (lambda: torch.autograd.graph.save_on_cpu(pin_memory=True)) if args.save_on_cpu else contextlib.nullcontext
     counters = LibraryCounters()
     model, loss_fn = build(args, torch)
+    saving = contextlib.nullcontext
+    if args.save_on_cpu:
+        saving = lambda: torch.autograd.graph.save_on_cpu(pin_memory=True)  # noqa: E731
+    elif args.offload_activations:
+        from activation_offload import ActivationOffload
+
+        saving = ActivationOffload(torch, model.parameters(), args.offload_min_bytes, args.offload_prefetch_bytes)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     times, losses, launches = [], [], []
     last = counters.read()
@@ -140,20 +187,14 @@ def main():
             line["moved"] = moved
         print(json.dumps(line), flush=True)
     steady = times[args.warmup:] or times
-    get_backend = getattr(torch.cuda, "get_allocator_backend", None)
     summary = {
-        "model": args.model, "batch": args.batch, "steps": args.steps, "warmup": args.warmup,
+        "model": args.model, "batch": args.batch,
+        "steps": args.steps, "warmup": args.warmup,
+        "saved_tensors": "save_on_cpu" if args.save_on_cpu else "offload" if args.offload_activations else "gpu",
         "median_ms": statistics.median(steady), "step_ms": [round(ms, 3) for ms in times],
         "losses": losses, "launches_per_step": launches,
-        "deterministic": ("off" if not torch.are_deterministic_algorithms_enabled() else
-                          "warn-only" if torch.is_deterministic_algorithms_warn_only_enabled() else "strict"),
-        # PyTorch's own figures: with backend:cudaMallocAsync they are the CUDA memory pool's
-        # (under the library, the library's answers for it).
-        "peak_allocated_bytes": memory_figure(torch.cuda.max_memory_allocated),
-        "peak_reserved_bytes": memory_figure(torch.cuda.max_memory_reserved),
-        "memory_allocated_bytes": memory_figure(torch.cuda.memory_allocated),
-        "memory_reserved_bytes": memory_figure(torch.cuda.memory_reserved),
-        "allocator_backend": get_backend() if get_backend else None,
+        "deterministic": deterministic_state(torch),
+        **memory_figures(torch),
         "alloc_conf": {name: os.environ[name] for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
                        if name in os.environ},
         "library": counters.present,

@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 MIB = 1 << 20
@@ -19,6 +20,8 @@ TRAIN_SCRIPT = os.path.join(REPO_ROOT, "examples", "train_workload.py")
 TRAIN_WORKLOADS = {
     "resnet50": ["--model", "resnet50", "--batch", "256"],
     "gpt2-small": ["--model", "gpt2-small", "--batch", "16", "--seq", "1024"],
+    # A transformer encoder (BertForMaskedLM, bert-large): about 25 GB at its peak.
+    "bert-large": ["--model", "bert-large", "--batch", "32", "--seq", "512"],
 }
 
 
@@ -227,6 +230,18 @@ class Bench:
     def seconds_left(self):
         return self.clock.left()
 
+    def run_probe(self):
+        """bench/link_probe's rates into self.link (kept as given, with why, when it fails)."""
+        if not self.args.link_probe:
+            self.link["source"] = "given (no --link-probe)"
+            return
+        figures, problem = probe_link_rates(self.args.link_probe, timeout=min(60, max(1, self.seconds_left())),
+                                            mib=self.args.link_probe_mib)
+        if problem is None:
+            self.link = dict(figures, source="measured")
+        else:
+            self.link["source"] = f"given ({problem})"
+
     @staticmethod
     def execute_run(record, command, timeout, env):
         """Runs a run's command, printing its tail; its exit status and wall time go into the
@@ -296,6 +311,42 @@ def print_report_rows(path, rows_of, name):
         return 0
     for row in rows_of(report):
         print("\t".join(str(cell) for cell in row))
+    return 0
+
+
+def measure_and_save(bench, plan, save):
+    """Makes the plan's runs (bench.measure) and returns the report save(bench) writes; an outer
+    timeout's SIGTERM ends the run in progress and keeps what was measured."""
+    def stop(signum, _frame):
+        stop_running()
+        save(bench)
+        print(f"stopped by signal {signum}; the report holds the runs finished before", flush=True)
+        sys.exit(124)
+
+    signal.signal(signal.SIGTERM, stop)
+    bench.measure(plan)
+    return save(bench)
+
+
+def check_cells(checks):
+    return [["what", "value", "goal", "verdict"]] + [[c["what"], c["value"], c["goal"], c["verdict"]] for c in checks]
+
+
+def print_report(title, cells, note_lines, checks):
+    """A benchmark's closing table, its notes and its checks."""
+    print(f"\n=== {title}")
+    print(text_table(cells))
+    for line in note_lines:
+        print(line)
+    print()
+    print(text_table(check_cells(checks)))
+
+
+def check_rows(report):
+    """A written report's checks as rows what, value, goal, verdict (for print_report_rows)."""
+    return [[str(c[key]).replace("\t", " ") for key in ("what", "value", "goal", "verdict")] for c in report["checks"]]
+    for c in report["checks"]:
+        print("\t".join(str(c[key]).replace("\t", " ") for key in ("what", "value", "goal", "verdict")))
     return 0
 
 

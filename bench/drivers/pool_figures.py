@@ -193,7 +193,7 @@ def table_rows(report):
                     row["sim_trial_trips_ms"] = statistics.median(t["step_ms"] for t in at_trips)
                     row["sim_trial_trips_error"] = ratio(row["sim_trial_trips_ms"], median) - 1
             rows.append(row)
-    # How many times faster each pressure row's step is than save_on_cpu's and demand-lru's at
+    # How many times faster each pressure row's step is than save_on_cpu's, the offload's and demand-lru's at
     # the same budget.
     for row in rows:
         if row["pressure"] is None:
@@ -205,7 +205,7 @@ def table_rows(report):
 
 
 # The modes each pressure row's step is compared with, in the table and in the default mode's targets.
-SPEEDUP_AGAINST = ("save-on-cpu", "demand-lru")
+SPEEDUP_AGAINST = ("save-on-cpu", "offload", "demand-lru")
 
 
 def same_budget_row(rows, row, mode):

@@ -19,8 +19,11 @@ What runs, in this order (cheap and telling first, so that a deadline cuts the l
      the library does by default, which is learned with host homes learned in the run, used
      only where its simulation gives them a gain of 10% or more), learned (migration only:
      --policy learned --host-homes off), demand-lru (--host-homes off), and PyTorch's
-     save_on_cpu under the same cap. One more mode may be asked for: host-homes (learned with
-     the homes chosen on the recorded trace: --host-homes on --trace-in TRACE). 5 timed steps
+     save_on_cpu under the same cap. More modes may be asked for: offload (the saved activations
+     copied to the host on a side stream and fetched back ahead of need, under the same cap:
+     examples/activation_offload.py, the best a user can write instead, the alternative to beat);
+     host-homes (learned with the homes chosen on the recorded trace: --host-homes on --trace-in
+     TRACE). 5 timed steps
      after 8 untimed ones unless told: the default mode learns its homes in those (it goes over
      its budget in the first step, records two whole steps and searches the homes while the
      next runs; on the H200 GPT-2 small took its homes in steps 3-6, and the first step with
@@ -41,7 +44,8 @@ Targets (each a PASS/FAIL line of the final table):
     per steady step against S = peak live (native max_memory_allocated) less the budget, and the
     step against the floor S/e + S/f;
   - at each pressure budget, the default mode: a step below the migrate floor S/e + S/f, at
-    least 2x faster than demand-lru, faster than save_on_cpu (at peak/1.25 at least 1.5x), and
+    least 2x faster than demand-lru, faster than save_on_cpu (at peak/1.25 at least 1.5x) and
+    than the offload mode where it ran, and
     the bytes it homed on the host (from its stats file) shown beside;
   - losses identical to native's in every run (the runs of fewer steps against native's
     first steps: step k's loss depends on steps 1..k alone);
@@ -60,16 +64,15 @@ import argparse
 import math
 import os
 import re
-import signal
 import sys
 import tempfile
 
 from bench_common import (GIB, MIB, TRAIN_SCRIPT, TRAIN_WORKLOADS, Bench, add_output_arguments, execute,
-                          largest_file, parse_size, print_outcome, probe_link_rates, simulate, stop_running, text_table,
-                          training_summary)
+                          largest_file, measure_and_save, parse_size, print_outcome, print_report,
+                          simulate, training_summary)
 from pool_figures import format_gib, median_of, resolve_pressure, simulation_key
-from pool_modes import (ALLOC_CONF_NAMES, ASYNC_BACKEND, DEFAULT_PRESSURE_MODES, DEFAULT_WITH, FALLBACK_D2H_GBPS,
-                        FALLBACK_H2D_GBPS, FIT_FALLBACK_BYTES, LIBRARY_PRESSURE_MODES, MIN_RUN_SECONDS, NEEDS_TRACE,
+from pool_modes import (ALLOC_CONF_NAMES, ASYNC_BACKEND, CAPPED_OPTIONS, DEFAULT_PRESSURE_MODES, DEFAULT_WITH,
+                        FALLBACK_D2H_GBPS, FALLBACK_H2D_GBPS, FIT_FALLBACK_BYTES, LIBRARY_PRESSURE_MODES, MIN_RUN_SECONDS, NEEDS_TRACE,
                         PRESSURE_MODES, PRESSURE_OPTIONS, SIMULATED_HOMES, SIMULATED_PLACEMENT, WITHOUT_LIBRARY,
                         deadline_cut, expected_seconds, make_plan, measured_key)
 from pool_report import homes_choice_text, mode_label, notes, print_rows, save, table_cells, uvmrun_sets_text
@@ -147,9 +150,9 @@ class PoolBench(Bench):
             "--steps", str(entry["steps"]), "--warmup", str(entry["warmup"]), "--mark-iterations", "--deterministic"]
         if mode == "native":
             return command
-        if mode == "save-on-cpu":
+        if mode in CAPPED_OPTIONS:
             label, budget = self.budget_of(entry, resolve)
-            return command + ["--save-on-cpu", "--memory-cap", str(budget) if budget else label]
+            return command + [CAPPED_OPTIONS[mode], "--memory-cap", str(budget) if budget else label]
         stats = os.path.join(self.workdir, f"{run_id or 'RUN'}.stats.%p.json")
         wrapper = [self.args.uvmrun, "--stats-file", stats]
         label, budget = self.budget_of(entry, resolve)
@@ -273,17 +276,6 @@ class PoolBench(Bench):
                                      else {"trips": trips, "problem": problem})
         return out
 
-    def run_probe(self):
-        if not self.args.link_probe:
-            self.link["source"] = "given (no --link-probe)"
-            return
-        figures, problem = probe_link_rates(self.args.link_probe, timeout=min(60, max(1, self.seconds_left())),
-                                            mib=self.args.link_probe_mib)
-        if problem is None:
-            self.link = dict(figures, source="measured")
-        else:
-            self.link["source"] = f"given ({problem})"
-
     def run_simulations(self, workload, pressure):
         budget = self.pressure_bytes(pressure)
         for policy in self.args.pressure_policies:
@@ -401,6 +393,8 @@ def parse_arguments(argv=None):
                              "(uvmrun --budget B and nothing else: learned, with host homes learned in the run), "
                              "learned (--policy learned --host-homes off: migration only), demand-lru (--host-homes "
                              "off), save-on-cpu (PyTorch's save_on_cpu under the same cap, without the library), "
+                             "offload (the saved activations offloaded to the host, copies overlapped with compute "
+                             "and fetched back ahead of need, under the same cap, without the library), "
                              "host-homes (learned with the homes chosen on the recorded trace: --host-homes on "
                              "--trace-in TRACE), best-fit (the default with UVMP_POOL_PLACEMENT=best-fit: the "
                              "pool places blocks without regard to dead memory on the GPU), no-trial (the default "
@@ -526,24 +520,10 @@ def main(argv=None):
             print_plan(bench, plan)
             return 0
 
-        def stop(signum, _frame):
-            # An outer timeout: end the run in progress and keep what was measured.
-            stop_running()
-            save(bench)
-            print(f"stopped by signal {signum}; the report holds the runs finished before", flush=True)
-            sys.exit(124)
+        report = measure_and_save(bench, plan, save)
 
-        signal.signal(signal.SIGTERM, stop)
-        bench.measure(plan)
-        report = save(bench)
-
-    print(f"\n=== managed pool, frees visible ({report['elapsed_s']} s)")
-    print(text_table(table_cells(report)))
-    for line in notes(report):
-        print(line)
-    print()
-    print(text_table([["what", "value", "goal", "verdict"]] +
-                     [[c["what"], c["value"], c["goal"], c["verdict"]] for c in report["checks"]]))
+    print_report(f"managed pool, frees visible ({report['elapsed_s']} s)", table_cells(report), notes(report),
+                 report["checks"])
     problems = [f"{r['id']}: {r['status']}" for r in bench.runs if r["status"] in ("failed", "timeout")]
     return print_outcome(problems, report["loss_mismatches"], (args.json_out, args.markdown_out))
 

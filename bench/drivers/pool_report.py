@@ -3,12 +3,12 @@ and the JSON and Markdown files written after every run."""
 
 import json
 
-from bench_common import fmt, markdown_table, ratio, write_atomically
+from bench_common import check_cells, check_rows, fmt, markdown_table, print_report_rows, ratio, write_atomically
 from pool_figures import (SPEEDUP_AGAINST, format_gib, halfway_ms, losses_equal, pressure_figures, same_budget_row,
                           simulation_key, table_rows)
 from pool_modes import (ASYNC_BACKEND, DEFAULT_PRESSURE_LABEL, DEFAULT_RATIO_GOAL, DEFAULT_VS_DEMAND_LRU,
-                        DEFAULT_VS_SAVE_ON_CPU, FIT_RATIO_GOAL, LIBRARY_PRESSURE_MODES, MEMORY_TOLERANCE, MODE_LABELS,
-                        SIM_ERROR_GOAL, WITHOUT_LIBRARY)
+                        DEFAULT_VS_OFFLOAD, DEFAULT_VS_SAVE_ON_CPU, FIT_RATIO_GOAL, LIBRARY_PRESSURE_MODES,
+                        MEMORY_TOLERANCE, MODE_LABELS, SIM_ERROR_GOAL, WITHOUT_LIBRARY)
 
 
 def check(what, value, goal, passed, skip=False):
@@ -150,6 +150,8 @@ def speedup_goal(row, other):
         return DEFAULT_VS_DEMAND_LRU
     if other == "save-on-cpu":
         return DEFAULT_VS_SAVE_ON_CPU.get(row["pressure"], 1.0)
+    if other == "offload":
+        return DEFAULT_VS_OFFLOAD
     return None
 
 
@@ -372,6 +374,7 @@ TABLE_COLUMNS = [
     ("sim err", lambda r, c: (fmt(100 * r["sim_error"], 1) + "%" if r.get("sim_error") is not None else "n/a")
      if "sim_ms" in r else "-"),
     ("vs save_on_cpu", lambda r, c: speedup_cell(r, "save-on-cpu")),
+    ("vs offload", lambda r, c: speedup_cell(r, "offload")),
     ("vs demand-lru", lambda r, c: speedup_cell(r, "demand-lru")),
     ("losses = N", lambda r, c: "ref" if r["mode"] == "native" else
      ("-" if r["losses_equal"] is None else ("yes" if r["losses_equal"] else "NO"))),
@@ -432,7 +435,8 @@ def notes(report):
                      "per step after warm-up, by the first launch naming each (writing it) and by later ones "
                      "(reading it), one trip a launch, from the library's counters; in brackets the simulator's for "
                      "its own homes in the learned step. A kernel that re-reads what it names moves more over the "
-                     "link. vs save_on_cpu, vs demand-lru: how many times faster the step is than theirs at the same "
+                     "link. vs save_on_cpu, vs offload (activations offloaded, overlapped: the alternative to beat), "
+                     "vs demand-lru: how many times faster the step is than theirs at the same "
                      "budget.")
         for row in report["rows"]:
             if row["mode"] == "default" and row["pressure"] is not None and row["runs_started"]:
@@ -447,8 +451,7 @@ def notes(report):
 
 def markdown(report):
     cells = table_cells(report)
-    checks = [["what", "value", "goal", "verdict"]] + [[c["what"], c["value"], c["goal"], c["verdict"]]
-                                                       for c in report["checks"]]
+    checks = check_cells(report["checks"])
     lines = ["## Managed pool, frees visible", "", markdown_table(cells), ""]
     lines += ["- " + line for line in notes(report)]
     lines += ["- " + m.replace("\n", "\n  ") for m in report["loss_mismatches"]]
@@ -465,12 +468,4 @@ def save(bench):
 
 def print_rows(path):
     """The checks of a written report as lines for bench/device_run.sh's table."""
-    try:
-        with open(path, encoding="utf-8") as report_file:
-            report = json.load(report_file)
-    except (OSError, json.JSONDecodeError):
-        print("pool report\tmissing\tpresent\tFAIL")
-        return 0
-    for c in report["checks"]:
-        print("\t".join(str(c[key]).replace("\t", " ") for key in ("what", "value", "goal", "verdict")))
-    return 0
+    return print_report_rows(path, check_rows, "pool")

@@ -4,14 +4,17 @@ figures and verdicts, and whole runs against stand-ins for uvmrun, the training 
 link probe and uvmtrace that print what the real ones print; and one run of
 bench/drivers/oversubscription.py, which shares the run machinery, against the same stand-ins."""
 
+import contextlib
 import io
 import json
+import math
 import os
 import stat
 import subprocess
 import sys
 import tempfile
 import textwrap
+import types
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -90,6 +93,7 @@ parser.add_argument("--model"); parser.add_argument("--batch"); parser.add_argum
 parser.add_argument("--steps", type=int); parser.add_argument("--warmup", type=int)
 parser.add_argument("--mark-iterations", action="store_true"); parser.add_argument("--deterministic", action="store_true")
 parser.add_argument("--save-on-cpu", action="store_true"); parser.add_argument("--memory-cap", type=int, default=0)
+parser.add_argument("--offload-activations", action="store_true")
 args = parser.parse_args()
 library = os.environ.get("FAKE_LIBRARY") == "1"
 pressured = library and os.environ.get("FAKE_BUDGET") == "16384M"
@@ -100,8 +104,9 @@ if pressured:
         step = 800.0
     elif os.environ["FAKE_HOST_HOMES"] == "auto" and os.environ["FAKE_POLICY"] == "learned":
         step = float(os.environ.get("FAKE_DEFAULT_MS", "650"))
-if args.save_on_cpu:
+if args.save_on_cpu or args.offload_activations:
     step = 900.0 if not library and args.memory_cap == 16 * 2**30 else -1.0
+    step = step * 0.75 if args.offload_activations else step
 losses = [10.0 - 0.25 * k for k in range(args.steps)]
 if (pressured and os.environ["FAKE_POLICY"] == "learned" and os.environ["FAKE_HOST_HOMES"] == "off"
         and os.environ.get("FAKE_BAD_LOSSES") == "1"):
@@ -303,6 +308,23 @@ class PureLogic(unittest.TestCase):
         saving = options("save-on-cpu", "16G")
         self.assertEqual(saving[saving.index("--memory-cap") + 1], str(16 * GIB))
         self.assertNotIn(args.uvmrun, saving)
+
+    def test_offload_mode_in_the_plan(self):
+        args = pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__, "--workloads", "none",
+                                           "--pressure-workload", "bert-large", "--pressure-budget", "peak/1.25",
+                                           "--pressure-policies", "default,save-on-cpu,offload"])
+        bench = pool_frees.PoolBench(args, tempfile.mkdtemp(prefix="pool-frees-test-"))
+        plan = pool_modes.make_plan(args)
+        entry = next(e for e in plan if e.get("mode") == "offload")
+        self.assertEqual((entry["workload"], entry["pressure"]), ("bert-large", "peak/1.25"))
+        command = bench.command_for(entry, resolve=False)
+        # Without the library, under the same cap as save_on_cpu, the encoder's own arguments.
+        self.assertNotIn(args.uvmrun, command)
+        self.assertEqual(command[command.index("--memory-cap") + 1], "peak/1.25")
+        self.assertIn("--offload-activations", command)
+        self.assertEqual(command[command.index("--model") + 1], "bert-large")
+        self.assertIn("offload", pool_modes.WITHOUT_LIBRARY)
+        self.assertGreater(pool_modes.expected_seconds(entry, {}), pool_modes.STARTUP_S["bert-large"])
 
     def test_unknown_pressure_mode_is_refused(self):
         with self.assertRaises(SystemExit), redirect_stderr(io.StringIO()):
@@ -531,7 +553,7 @@ class WholeRun(unittest.TestCase):
             text = markdown.read()
         self.assertIn("| gpt2-small | default (learned, homes learned in the run) | 16G | 1x5 after 8 | 650.0 |", text)
         # Named remote bytes a step: the run's counters, then the simulator's (6 and 12 GiB) in brackets.
-        self.assertIn("| 2.15 | 2.00/5.00 (6.44/12.88) | 8.59 | 708.7 | 0.92 | 700.0 | 7.7% | 1.38x | 2.31x | yes | PASS |",
+        self.assertIn("| 2.15 | 2.00/5.00 (6.44/12.88) | 8.59 | 708.7 | 0.92 | 700.0 | 7.7% | 1.38x | n/a | 2.31x | yes | PASS |",
                       text)
         self.assertIn("| 0.00 | 0.00/0.00 | 8.59 |", text)  # learned: migration alone
         self.assertIn("Host homes of default (learned, homes learned in the run) at 16G: run: homes learned", text)
@@ -676,6 +698,18 @@ class WholeRun(unittest.TestCase):
         self.assertIn("host-homes at peak/1.5", report["simulations"])
         self.assertIn("pool gpt2-small demand-lru at peak/1.5 (16.0G) losses = native", verdicts)
 
+    def test_default_against_the_overlapped_offload(self):
+        status, report, printed, _ = self.run_bench("--rounds", "1", "--workloads", "none",
+                                                    "--pressure-policies", "default,save-on-cpu,offload")
+        self.assertEqual(status, 0, printed)
+        verdicts = self.verdicts(report)
+        # The fake offload takes 675 ms a step under the 16 GiB cap, the default 650 ms.
+        self.assertEqual(verdicts["pool gpt2-small default at 16G step vs offload"], "PASS")
+        self.assertEqual(verdicts["pool gpt2-small offload at 16G losses = native"], "PASS")
+        default = next(r for r in report["rows"] if r["mode"] == "default" and r["pressure"] == "16G")
+        self.assertAlmostEqual(default["speedup_vs_offload"], 675.0 / 650.0)
+        self.assertIn("activations offloaded, overlapped, capped", printed)
+
     def test_pressure_budget_specs(self):
         self.assertEqual(pool_figures.resolve_pressure("peak/2", 10 * GIB + 5), 5 * GIB)
         self.assertIsNone(pool_figures.resolve_pressure("peak/2", None))
@@ -690,6 +724,136 @@ class WholeRun(unittest.TestCase):
         skipped = [r for r in report["runs"] if r["status"] == "skipped (deadline)"]
         self.assertTrue(skipped)
         self.assertTrue(all(r["exit"] is None for r in skipped))
+
+
+class FakeTensor:
+    """Enough of a tensor for examples/activation_offload.py: a value, its size and strides."""
+
+    def __init__(self, value, size, stride=None, cuda=True, pointer=None):
+        self.value, self._size, self.is_cuda = value, tuple(size), cuda
+        self._stride = stride or tuple(
+            int(math.prod(self._size[i + 1:])) for i in range(len(self._size)))
+        self.dtype, self.grad_fn, self._version = "bf16", None, 0
+        self.pointer = pointer if pointer is not None else id(self)
+
+    def size(self):
+        return self._size
+
+    def stride(self):
+        return self._stride
+
+    def numel(self):
+        return int(math.prod(self._size))
+
+    def element_size(self):
+        return 2
+
+    def data_ptr(self):
+        return self.pointer
+
+    def copy_(self, other, non_blocking=False):
+        self.value = other.value
+        return self
+
+
+class FakeEvent:
+    def __init__(self):
+        self.done = False
+
+    def record(self, stream):
+        stream.recorded.append(self)
+
+    def query(self):
+        return self.done
+
+    def synchronize(self):
+        self.done = True
+
+
+class FakeStream:
+    def __init__(self):
+        self.recorded, self.waits = [], []
+
+    def wait_stream(self, other):
+        pass
+
+    def wait_event(self, event):
+        self.waits.append(event)
+
+
+class FakeTorch:
+    """The calls activation_offload.py makes, each recorded, on no GPU."""
+
+    def __init__(self):
+        self.compute = FakeStream()
+        self.allocations = []
+        fake = self
+
+        class Cuda:
+            Stream = FakeStream
+            Event = FakeEvent
+
+            @staticmethod
+            def current_stream():
+                return fake.compute
+
+            @staticmethod
+            def stream(_stream):
+                return contextlib.nullcontext()
+
+        self.cuda = Cuda
+        self.utils = types.SimpleNamespace(deterministic=types.SimpleNamespace(fill_uninitialized_memory=True))
+
+    def empty_strided(self, size, stride, dtype=None, pin_memory=False, device=None):
+        self.allocations.append(("host" if pin_memory else "gpu", self.utils.deterministic.fill_uninitialized_memory))
+        return FakeTensor(None, size, stride, cuda=not pin_memory)
+
+
+class ActivationOffloadLogic(unittest.TestCase):
+    def setUp(self):
+        sys.path.insert(0, os.path.join(REPO_ROOT, "examples"))
+        import activation_offload
+        self.module = activation_offload
+        self.torch = FakeTorch()
+
+    def test_dense_strides(self):
+        dense = self.module.dense_strides
+        self.assertTrue(dense(FakeTensor(0, (4, 8))))
+        self.assertTrue(dense(FakeTensor(0, (4, 8), stride=(1, 4))))  # a transpose
+        self.assertTrue(dense(FakeTensor(0, (1, 8), stride=(99, 1))))  # a dimension of one
+        self.assertFalse(dense(FakeTensor(0, (4, 8), stride=(24, 1))))  # a third of a wider tensor
+        self.assertFalse(dense(FakeTensor(0, (4, 8), stride=(0, 1))))  # expanded
+
+    def test_saved_tensors_come_back_in_backward_order_with_prefetch(self):
+        big = 1 << 20  # elements of 2 bytes: 2 MiB
+        parameter = FakeTensor("w", (big,))
+        offload = self.module.ActivationOffload(self.torch, [parameter], min_bytes=1 << 20, window_bytes=5 << 20)
+        offload()
+        saved = [FakeTensor(f"a{k}", (big,)) for k in range(6)]
+        small = FakeTensor("small", (16,))
+        handles = [offload.pack(t) for t in saved]
+        self.assertIs(offload.pack(small), small)
+        self.assertIs(offload.pack(parameter), parameter)
+        # The same tensor saved twice while still held: one copy. The oldest were dropped once the
+        # copies under way passed the window (the forward waited for them).
+        self.assertEqual(offload.pack(saved[5]), handles[5])
+        self.assertIsNone(offload.entries[0]["gpu"])
+        self.assertEqual(offload.offloaded_bytes, 6 * 2 * big)
+        # Copies under way are held on the GPU within the window: the forward waited for the oldest.
+        self.assertLessEqual(offload.copying_bytes, 5 << 20)
+        for event in self.torch.compute.recorded + offload.side.recorded:
+            event.done = True
+        # The backward: each comes back with its value; unpacking the last prefetches the ones
+        # before it up to the window (2 besides it: 3 x 2 MiB would pass 5 MiB).
+        self.assertEqual(offload.unpack(handles[5]).value, "a5")
+        fetched = [k for k, entry in enumerate(offload.entries) if entry["fetched"] is not None]
+        self.assertEqual(fetched, [3, 4])
+        self.assertEqual([offload.unpack(h).value for h in reversed(handles[:5])], ["a4", "a3", "a2", "a1", "a0"])
+        self.assertEqual(offload.fetched_bytes, 0)
+        # The compute stream waited for every fetch, and no buffer was filled before its copy.
+        self.assertEqual(len(self.torch.compute.waits), 6)
+        self.assertEqual({fill for _, fill in self.torch.allocations}, {False})
+        self.assertTrue(self.torch.utils.deterministic.fill_uninitialized_memory)
 
 
 class OversubscriptionRun(unittest.TestCase):
