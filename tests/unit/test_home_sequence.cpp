@@ -236,7 +236,7 @@ TEST_CASE("home sequence: a run that learned its step from itself starts part of
     CHECK(empty.next(kMiB) == G);
 }
 
-TEST_CASE("recorded homes in the run: only what the step makes is a candidate, routed from where the run is",
+TEST_CASE("recorded homes in the run: what the step makes, or all it reads, routed from where the run is",
           "[placement]") {
     // State made before the steps (an optimizer's) that every streaming launch
     // also reads: a host home for a trace learned beforehand, not for the run
@@ -260,8 +260,14 @@ TEST_CASE("recorded homes in the run: only what the step makes is a candidate, r
     // The prologue: the weights, the first step's pair, then the state (made last).
     REQUIRE(before->prologue.size() == 4);
     CHECK(before->prologue[3].home == H);
+    // Live in the step and homed on the host: what a run that learns from
+    // itself with UVMP_EARLIER_HOMES moves there once, by its id.
+    CHECK(before->earlier_host_ids == std::vector<uint32_t>{2});
+    CHECK(before->earlier_host_bytes == kGiB);
     REQUIRE(in_run->prologue.size() == 4);
     CHECK(in_run->prologue[3].home == G);
+    CHECK(in_run->earlier_host_ids.empty());
+    CHECK(in_run->earlier_host_bytes == 0);
     REQUIRE(in_run->step.size() == 2);
     CHECK(in_run->step[0].home == H);
     CHECK(in_run->step[1].home == G);
@@ -271,4 +277,37 @@ TEST_CASE("recorded homes in the run: only what the step makes is a candidate, r
     HomeSequence sequence(in_run->prologue, in_run->step);
     sequence.start_in_step(3);
     CHECK(route(sequence, {kGiB, kGiB, kGiB}) == std::vector<Home>{G, H, G});
+}
+
+TEST_CASE("recorded homes in the run: weights over the budget that each step streams once live on the host",
+          "[placement]") {
+    // A decode loop: four 1 GiB weights made before the steps, each read once a
+    // step by a kernel that streams it (1 GiB in 0.5 ms), and a small
+    // allocation a step. Under 3 GiB the weights cannot all stay: homed only
+    // from what the step makes, nothing can go to the host and the weights
+    // swap; homed from all the step reads, some of them live on the host.
+    using trace::fixtures::add_launch;
+    using A = trace::Access;
+    trace::Trace t;
+    for (uint32_t w = 1; w <= 4; ++w) add_alloc(t, w, kGiB, 0);
+    for (uint32_t step = 0; step < 4; ++step) {
+        const uint64_t base = t.launches.size();
+        t.iterations.push_back({step, base, 0});
+        const uint32_t token = 100 + step;
+        add_alloc(t, token, 2 * kMiB, base);
+        for (uint32_t w = 1; w <= 4; ++w) add_launch(t, 5, std::vector<A>{{w, 0, 0}, {token, 0, 0}}, 500'000);
+        t.frees.push_back({token, 0, base + 4});
+    }
+    t.iterations.push_back({4, t.launches.size(), 0});
+    std::string why;
+    const auto step_only = recorded_homes(t, 3 * kGiB, 2 << 20, &why, {}, HomeScope::MadeInStep);
+    const auto all_read = recorded_homes(t, 3 * kGiB, 2 << 20, &why, {}, HomeScope::LiveInStep);
+    REQUIRE(step_only);
+    REQUIRE(all_read);
+    CHECK(step_only->earlier_host_ids.empty());
+    CHECK_FALSE(homes_pay(*step_only));
+    CHECK(all_read->earlier_host_bytes >= kGiB);
+    CHECK(all_read->earlier_host_ids.size() == all_read->earlier_host_bytes / kGiB);
+    CHECK(homes_pay(*all_read));
+    CHECK(all_read->simulated_step_seconds < step_only->simulated_step_seconds);
 }

@@ -253,3 +253,25 @@ TEST_CASE("the physical guard counts slab bytes and the budget counts live block
     CHECK(why.find("allocation of 4.0 KiB") != std::string::npos);
     CHECK(why.find("UVMP_RESERVE") != std::string::npos);
 }
+
+TEST_CASE("an allocation is homed on the host in place only while it is the same allocation") {
+    uvmp::Registry r;
+    const uint32_t id = r.add(0x1000, 0x100, 0, nullptr);
+    const uint32_t host_slab_block = r.add(0x4000, 0x100, 0, nullptr, false, true);
+    CHECK_FALSE(r.home_in_place(0x1000, id + 7, true)); // another allocation's id
+    CHECK_FALSE(r.home_in_place(0x1000, id, false));    // on the GPU already
+    CHECK_FALSE(r.home_in_place(0x4000, host_slab_block, true));
+    CHECK_FALSE(r.home_in_place(0x4000, host_slab_block, false)); // a host slab's block stays there
+    const auto moved = r.home_in_place(0x1000, id, true);
+    REQUIRE(moved);
+    CHECK(moved->host_homed);
+    CHECK(moved->homed_in_place);
+    CHECK(r.find_base(0x1000)->homed_in_place);
+    CHECK_FALSE(r.home_in_place(0x1000, id, true));
+    const auto back = r.home_in_place(0x1000, id, false);
+    REQUIRE(back);
+    CHECK_FALSE(back->host_homed);
+    CHECK_FALSE(back->homed_in_place);
+    r.remove(0x1000);
+    CHECK_FALSE(r.home_in_place(0x1000, id, true));
+}

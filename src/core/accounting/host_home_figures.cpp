@@ -28,6 +28,12 @@ void HostHomeFigures::routed(const HostHomeRouting& routing) {
     routing_ = routing;
 }
 
+void HostHomeFigures::homed_in_place(uint64_t allocations, uint64_t bytes, bool to_host) {
+    std::lock_guard lock(mutex_);
+    (to_host ? in_place_to_host_ : in_place_to_gpu_) += allocations;
+    (to_host ? in_place_to_host_bytes_ : in_place_to_gpu_bytes_) += bytes;
+}
+
 void HostHomeFigures::trial_judged(const HostHomeTrial& trial) {
     std::lock_guard lock(mutex_);
     trial_ = trial;
@@ -40,6 +46,10 @@ void HostHomeFigures::add_json(nlohmann::ordered_json& j) const {
     j["host_homes_given_back"] = given_back_;
     j["host_homes_given_back_bytes"] = given_back_bytes_;
     j["host_homes_given_back_reverted"] = given_back_reverted_;
+    j["host_homes_earlier"] = {{"to_host", in_place_to_host_},
+                               {"to_host_bytes", in_place_to_host_bytes_},
+                               {"to_gpu", in_place_to_gpu_},
+                               {"to_gpu_bytes", in_place_to_gpu_bytes_}};
     if (trial_)
         j["host_homes_trial"] = {{"launches", trial_->launches},         {"kinds", trial_->kinds},
                                  {"kinds_slowed", trial_->kinds_slowed}, {"named_bytes", trial_->named_bytes},
@@ -81,6 +91,9 @@ std::optional<std::string> HostHomeFigures::summary_line() const {
                        " on; " + std::to_string(given_back_) + " allocations of a step (" +
                        format_size(given_back_bytes_) + ") given back their GPU home by remote trials";
     if (given_back_reverted_) line += ", then sent back to the host (the steps after were slower)";
+    if (in_place_to_host_)
+        line += "; " + std::to_string(in_place_to_host_) + " allocations made before the learned step (" +
+                format_size(in_place_to_host_bytes_) + ") moved to the host once";
     if (trial_) {
         char trips[32];
         std::snprintf(trips, sizeof trips, "%.1f", trial_->trips);
@@ -98,6 +111,7 @@ void HostHomeFigures::reset() {
     given_back_reverted_ = false;
     routing_ = {};
     trial_.reset();
+    in_place_to_host_ = in_place_to_host_bytes_ = in_place_to_gpu_ = in_place_to_gpu_bytes_ = 0;
 }
 
 } // namespace uvmp

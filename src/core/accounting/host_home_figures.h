@@ -67,6 +67,9 @@ public:
     // their GPU home; `reverted`: the steps after sent them back to the host.
     void given_back(uint64_t entries, uint64_t bytes, bool reverted);
     void routed(const HostHomeRouting& routing);
+    // Allocations made before the learned step homed where they lie: on the
+    // host (to_host), or back on the GPU after a remote trial.
+    void homed_in_place(uint64_t allocations, uint64_t bytes, bool to_host);
     void trial_judged(const HostHomeTrial& trial);
 
     // The stats file's keys (host_homes_learned, ..., host_homes: {...}).
@@ -83,6 +86,8 @@ private:
     uint64_t given_back_bytes_ = 0;
     bool given_back_reverted_ = false;
     HostHomeRouting routing_;
+    uint64_t in_place_to_host_ = 0, in_place_to_host_bytes_ = 0;
+    uint64_t in_place_to_gpu_ = 0, in_place_to_gpu_bytes_ = 0;
     std::optional<HostHomeTrial> trial_;
 };
 

@@ -101,13 +101,23 @@ RecordedHomes read_back(const trace::Trace& trace, const SearchedHomes& searched
     out.kernels_tried = prior.kernels_tried();
     out.candidates = outcome.order.size();
     out.kept_on_gpu = kept_on_gpu(trace, out.step_begin, out.step_end, prior);
+    // Made before the learned step and freed before it began: routed by the
+    // sequence like any step's, never moved where it lies.
+    std::unordered_set<uint32_t> gone_by_step;
+    for (const trace::Free& f : trace.frees)
+        if (f.launches_before <= out.step_begin) gone_by_step.insert(f.id);
     // The transform leaves the allocations in their places and marks the
     // host-homed ones as host memory: its homes are read off its trace.
     for (size_t i = 0; i < trace.allocs.size(); ++i) {
         const trace::Alloc& a = trace.allocs[i];
         if (!trace::is_managed(a.kind) || a.launches_before >= out.step_end) continue;
         const Home home = outcome.trace.allocs[i].kind == trace::AllocKind::Host ? Home::Host : Home::Gpu;
-        (a.launches_before < out.step_begin ? out.prologue : out.step).push_back({a.size, home});
+        const bool earlier = a.launches_before < out.step_begin;
+        (earlier ? out.prologue : out.step).push_back({a.size, home});
+        if (earlier && home == Home::Host && !gone_by_step.contains(a.id)) {
+            out.earlier_host_ids.push_back(a.id);
+            out.earlier_host_bytes += a.size;
+        }
     }
     return out;
 }

@@ -26,6 +26,11 @@ struct RecordedHomes {
     // those made within it, in order, each with the home the transform gave it.
     std::vector<HomeEntry> prologue;
     std::vector<HomeEntry> step;
+    // The trace's ids of the allocations made before the learned step and live
+    // in it that are homed on the host (HomeScope::LiveInStep only): a run
+    // learning from itself has made them on the GPU and moves them there once.
+    std::vector<uint32_t> earlier_host_ids;
+    uint64_t earlier_host_bytes = 0;
     HomeChoice choice;           // for the learned step's live allocations
     uint64_t step_begin = 0;     // the learned step: launches [step_begin, step_end)
     uint64_t step_end = 0;

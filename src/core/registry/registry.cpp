@@ -38,6 +38,16 @@ std::optional<Allocation> Registry::find_base(uint64_t base) const {
     return it->second;
 }
 
+std::optional<Allocation> Registry::home_in_place(uint64_t base, uint32_t id, bool on_host) {
+    std::unique_lock lock(mutex_);
+    auto it = by_base_.find(base);
+    if (it == by_base_.end() || it->second.id != id) return std::nullopt;
+    Allocation& a = it->second;
+    if (a.host_homed != a.homed_in_place || a.homed_in_place == on_host) return std::nullopt;
+    a.host_homed = a.homed_in_place = on_host;
+    return a;
+}
+
 std::optional<AccessHit> Registry::find(uint64_t address) const {
     if (!may_contain(address)) return std::nullopt;
     std::shared_lock lock(mutex_);

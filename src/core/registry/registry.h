@@ -25,6 +25,10 @@ struct Allocation {
     // A block of a host-homed slab: its pages live on the host and the GPU reaches
     // them remotely, so no residency policy ever moves or counts it.
     bool host_homed = false;
+    // Homed on the host after it was made (an allocation made before the step
+    // its home was learned in): its block stays in its GPU slab, whose range is
+    // advised to live on the host. host_homed is set too.
+    bool homed_in_place = false;
 };
 
 struct AccessHit {
@@ -40,6 +44,10 @@ public:
     // Removes the allocation that starts exactly at base.
     std::optional<Allocation> remove(uint64_t base);
     std::optional<Allocation> find_base(uint64_t base) const;
+    // Homes the allocation that starts at base, if it is still allocation
+    // `id`, on the host in place (or back on the GPU). nullopt where it is
+    // gone, already there, or a block of a host slab. Returns it as it is now.
+    std::optional<Allocation> home_in_place(uint64_t base, uint32_t id, bool on_host);
     // The allocation containing address, if any.
     std::optional<AccessHit> find(uint64_t address) const;
     // False when no live allocation can contain the address: a check without the lock.

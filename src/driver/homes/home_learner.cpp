@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 namespace uvmp::driver {
@@ -167,9 +168,10 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
                   logged_name(recording, kernel));
     }
     std::string why_not;
-    std::optional<placement::RecordedHomes> homes =
-        placement::recorded_homes(recording, bounds, budget_bytes_, config_.chunk_size, &why_not, {},
-                                  placement::HomeScope::MadeInStep, prior, config_.step_layout);
+    const placement::HomeScope scope =
+        config_.earlier_homes ? placement::HomeScope::LiveInStep : placement::HomeScope::MadeInStep;
+    std::optional<placement::RecordedHomes> homes = placement::recorded_homes(
+        recording, bounds, budget_bytes_, config_.chunk_size, &why_not, {}, scope, prior, config_.step_layout);
     if (!homes) {
         give_up(why_not);
         return true;
@@ -183,16 +185,40 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     }
     homes->waited_launches = cleaned.waited_launches;
     homes->kinds_from_waits = cleaned.kinds_from_waits;
+    const std::vector<EarlierHome> earlier = earlier_homes(recording, homes->earlier_host_ids);
     // Before routing begins, so that every allocation it homes on the host is noted.
     if (config_.remote_trial) phase_.store(Phase::Trialling, std::memory_order_release);
     router_.adopt_learned(device_, budget_bytes_, std::move(*homes), [this] { return recorder_->managed_allocs(); });
     trial_from_ = recorder_->launches();
+    if (router_.routing() && !earlier.empty() && callbacks_.home_in_place) {
+        uint64_t bytes = 0;
+        for (const EarlierHome& e : earlier) bytes += e.bytes;
+        log::info("host homes: {} allocations made before the learned step ({}) move to the host once and live "
+                  "there",
+                  earlier.size(), format_size(bytes));
+        {
+            std::lock_guard lock(host_mutex_);
+            for (const EarlierHome& e : earlier) host_homed_.emplace(e.id, std::nullopt);
+        }
+        earlier_ = earlier;
+        callbacks_.home_in_place(earlier_, placement::Home::Host);
+    }
     if (router_.routing() && callbacks_.routing) callbacks_.routing();
     if (!router_.routing() || !config_.remote_trial) {
         end();
         return true;
     }
     return false;
+}
+
+std::vector<HomeLearner::EarlierHome> HomeLearner::earlier_homes(const trace::Trace& recording,
+                                                                 std::span<const uint32_t> ids) {
+    std::vector<EarlierHome> out;
+    if (ids.empty()) return out;
+    const std::unordered_set<uint32_t> wanted(ids.begin(), ids.end());
+    for (const trace::Alloc& a : recording.allocs)
+        if (wanted.contains(a.id)) out.push_back({a.id, a.address, a.size});
+    return out;
 }
 
 namespace {
@@ -228,8 +254,12 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
     const placement::TrialVerdict verdict = placement::judge_remote_trial(
         recording, step_begin, step_end, [&](uint32_t id) { return host_homed.contains(id); }, trial);
     std::vector<size_t> entries;
-    for (const uint32_t id : verdict.gpu_again)
+    std::vector<EarlierHome> earlier_back;
+    for (const uint32_t id : verdict.gpu_again) {
         if (const auto it = host_homed.find(id); it != host_homed.end() && it->second) entries.push_back(*it->second);
+        const auto earlier = std::find_if(earlier_.begin(), earlier_.end(), [&](const EarlierHome& e) { return e.id == id; });
+        if (earlier != earlier_.end()) earlier_back.push_back(*earlier);
+    }
     std::sort(entries.begin(), entries.end());
     entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
     log::info("remote trial of launches [{}, {}) of the recording: {} launches of {} kinds read host-homed data, "
@@ -256,12 +286,15 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
                                  .named_bytes = verdict.named_bytes,
                                  .past_local_ms = verdict.past_local_seconds * 1e3,
                                  .trips = trips});
-    if (entries.empty()) {
+    if (entries.empty() && earlier_back.empty()) {
         end();
         return true;
     }
     router_.set_homes(entries, placement::Home::Gpu);
-    if (callbacks_.given_back) callbacks_.given_back(entries.size(), verdict.gpu_again_bytes, false);
+    if (!earlier_back.empty() && callbacks_.home_in_place) callbacks_.home_in_place(earlier_back, placement::Home::Gpu);
+    if (callbacks_.given_back)
+        callbacks_.given_back(entries.size() + earlier_back.size(), verdict.gpu_again_bytes, false);
+    earlier_given_back_ = std::move(earlier_back);
     judged_step_ns_ = step_ns(recording, step_begin, step_end);
     given_back_ = std::move(entries);
     given_back_bytes_ = verdict.gpu_again_bytes;
@@ -280,11 +313,14 @@ bool HomeLearner::check_verdict(const trace::Trace& recording, const std::vector
     const bool reverted = after_ns > judged_step_ns_;
     if (reverted) {
         router_.set_homes(given_back_, placement::Home::Host);
-        if (callbacks_.given_back) callbacks_.given_back(given_back_.size(), given_back_bytes_, true);
+        if (!earlier_given_back_.empty() && callbacks_.home_in_place)
+            callbacks_.home_in_place(earlier_given_back_, placement::Home::Host);
+        if (callbacks_.given_back)
+            callbacks_.given_back(given_back_.size() + earlier_given_back_.size(), given_back_bytes_, true);
     }
     log::info("remote trial: the step with {} allocations ({}) homed on the GPU again took {:.1f} ms, against "
               "{:.1f} ms for the judged one; {}",
-              given_back_.size(), format_size(given_back_bytes_), after_ns * 1e-6, judged_step_ns_ * 1e-6,
+              given_back_.size() + earlier_given_back_.size(), format_size(given_back_bytes_), after_ns * 1e-6, judged_step_ns_ * 1e-6,
               reverted ? "they live on the host again" : "the verdict stays");
     end();
     return true;

@@ -9,9 +9,10 @@
 // that pressure put in them (trace::use_fastest_durations, told which
 // launches waited for the planner's moves, as a model of the mover's stream
 // in time finds them: trace::mover_waits), and only the
-// allocations a step makes as candidates, since those made before are on the
-// GPU already. The router homes the allocations after that by order and size,
-// from the place in the step the run has reached.
+// allocations live in the step as candidates. The router homes the
+// allocations after that by order and size, from the place in the step the
+// run has reached; those made before the learned step that are chosen
+// (UVMP_EARLIER_HOMES) are moved to the host once, where they lie.
 //
 // With homes, a remote trial follows (core/placement/remote_trial.h): recording
 // and timing go on for the second full step whose allocations were all routed
@@ -51,6 +52,13 @@ public:
     // Whether learning may still begin.
     bool armed() const { return router_.learns_in_run() && !begun_.load(std::memory_order_acquire); }
 
+    // An allocation made before the learned step, homed where it lies.
+    struct EarlierHome {
+        uint32_t id = 0;
+        uint64_t address = 0;
+        uint64_t bytes = 0;
+    };
+
     struct Callbacks {
         // On the learner's thread, once the router routes by learned homes.
         std::function<void()> routing;
@@ -58,6 +66,9 @@ public:
         // learned step, of `bytes`, back their GPU home, and again with
         // `reverted` once the steps after sent them back to the host.
         std::function<void(uint64_t entries, uint64_t bytes, bool reverted)> given_back;
+        // On the learner's thread: allocations made before the learned step
+        // are to live at `home` from now on, in place (UVMP_EARLIER_HOMES).
+        std::function<void(std::span<const EarlierHome>, placement::Home home)> home_in_place;
         // On the learner's thread, with what the remote trial measured, whatever its verdict.
         std::function<void(const HostHomeTrial&)> trial_judged;
         // On the learner's thread once learning has ended, whatever its
@@ -100,6 +111,8 @@ private:
     // Sets the judged step against the second full step after the verdict.
     bool check_verdict(const trace::Trace& recording, const std::vector<uint64_t>& bounds);
     void trial_failed(const std::string& why);
+    // The recording's allocations of these ids, with their addresses.
+    static std::vector<EarlierHome> earlier_homes(const trace::Trace& recording, std::span<const uint32_t> ids);
     void end();
 
     const Config& config_;
@@ -116,6 +129,8 @@ private:
     uint64_t verdict_from_ = 0; // launches recorded when the verdict took effect
     uint64_t judged_step_ns_ = 0; // the judged step's time, launch to launch
     std::vector<size_t> given_back_; // the entries the verdict homed on the GPU
+    std::vector<EarlierHome> earlier_;   // made before the learned step, homed on the host in place
+    std::vector<EarlierHome> earlier_given_back_; // of them, those the verdict homed on the GPU
     uint64_t given_back_bytes_ = 0;
     std::mutex host_mutex_;
     // The host-homed allocations made since routing began, with their entries.

@@ -5,6 +5,7 @@
 
 #include "core/util/log.h"
 #include "core/util/size_parse.h"
+#include "driver/pool/host_advice.h"
 #include "driver/table/current_context.h"
 
 #include <algorithm>
@@ -243,15 +244,22 @@ void Interceptor::release_converted(const Allocation& allocation, uint64_t block
 }
 
 CUresult Interceptor::give_back(const Allocation& allocation, pool::StreamKey stream, pool::FenceKey fence) {
-    pool::PoolBook* book = pools_.existing_book(
-        allocation.device, allocation.host_homed ? placement::Home::Host : placement::Home::Gpu);
-    // Forgotten before the block can serve another allocation, which may get its address.
-    if (!book || !registry_.remove(allocation.base)) {
+    // A block homed on the host in place stays in its GPU slab.
+    const bool host_slab = allocation.host_homed && !allocation.homed_in_place;
+    pool::PoolBook* book =
+        pools_.existing_book(allocation.device, host_slab ? placement::Home::Host : placement::Home::Gpu);
+    // Forgotten before the block can serve another allocation, which may get
+    // its address; as it was at that moment, whatever home it had moved to.
+    const std::optional<Allocation> removed = book ? registry_.remove(allocation.base) : std::nullopt;
+    if (!removed) {
         // Freed twice at once by two threads: the other one gives it back.
         if (const DriverTable* table = driver_table_if_ready(); table && fence)
             table->cuEventDestroy_v2(reinterpret_cast<CUevent>(static_cast<uintptr_t>(fence)));
         return CUDA_ERROR_INVALID_VALUE;
     }
+    // The next block placed there is a GPU home.
+    if (const DriverTable* table = driver_table_if_ready(); table && removed->homed_in_place)
+        unadvise_host_home(*table, removed->base, removed->size, removed->device);
     t_slab_events.clear();
     const auto bytes = pools_.free(*book, allocation.base, stream, fence, now_ns(), t_slab_events);
     record_slab_events(allocation.device, t_slab_events);
@@ -260,7 +268,7 @@ CUresult Interceptor::give_back(const Allocation& allocation, pool::StreamKey st
                        static_cast<unsigned long long>(allocation.base));
         return CUDA_ERROR_INVALID_VALUE;
     }
-    release_converted(allocation, *bytes);
+    release_converted(*removed, *bytes);
     return CUDA_SUCCESS;
 }
 

@@ -197,6 +197,9 @@ private:
     // `fence` allow (the pool owns the fence from here on), and forgets the allocation.
     CUresult give_back(const Allocation& allocation, pool::StreamKey stream, pool::FenceKey fence);
     void release_converted(const Allocation& allocation, uint64_t block_bytes);
+    // Allocations made before the learned step on `device`, homed at `home`
+    // where they lie (in_place_homes.cpp); from the learner's thread.
+    void home_in_place(int device, std::span<const HomeLearner::EarlierHome> allocations, placement::Home home);
     // Every slab the pools made or gave back, with the device: logged, written to
     // the trace, and told to the planner (its dead bytes there are gone).
     void record_slab_events(int device, std::span<const pool::SlabEvent> events);

@@ -124,6 +124,8 @@ void Interceptor::learn_homes_if_over_budget(int device, const DeviceBudget& bud
         }
         HomeLearner::Callbacks callbacks;
         callbacks.routing = [this] { stats_.host_homes.used_from(launch_seq_.load(std::memory_order_relaxed)); };
+        callbacks.home_in_place = [this, device](std::span<const HomeLearner::EarlierHome> earlier,
+                                                 placement::Home home) { home_in_place(device, earlier, home); };
         callbacks.given_back = [this](uint64_t entries, uint64_t bytes, bool reverted) {
             stats_.host_homes.given_back(entries, bytes, reverted);
         };

@@ -3,6 +3,7 @@
 #include "core/util/log.h"
 #include "core/util/round_up.h"
 #include "core/util/size_parse.h"
+#include "driver/pool/host_advice.h"
 #include "driver/table/current_context.h"
 
 #include <algorithm>
@@ -57,8 +58,9 @@ public:
             t_refusal = {SlabRefusal::Reason::Driver, size, r};
             return std::nullopt;
         }
+        // Advised per slab, never per block: blocks come and go inside it.
         if (host_) {
-            if (const CUresult advised = advise_host_home(*table, base, size); advised != CUDA_SUCCESS) {
+            if (const CUresult advised = advise_host_home(*table, base, size, device_); advised != CUDA_SUCCESS) {
                 // Unadvised, the driver would migrate its pages like any other's:
                 // it is no host home, and the allocation takes a GPU slab instead.
                 // (Freed, its bytes leave the guard; else the driver may still hold them.)
@@ -135,22 +137,6 @@ private:
         uint64_t bytes;
         CUcontext context;
     };
-    // Preferred on the host, so that the driver keeps the pages there, and
-    // accessed by the device, so that its kernels map them rather than fault
-    // them over. Per slab, never per block: blocks come and go inside it.
-    CUresult advise_host_home(const DriverTable& table, CUdeviceptr base, uint64_t size) const {
-        if (!table.cuMemAdvise_v2) return CUDA_ERROR_NOT_SUPPORTED;
-        CUmemLocation host{};
-        host.type = CU_MEM_LOCATION_TYPE_HOST;
-        CUmemLocation gpu{};
-        gpu.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        gpu.id = device_;
-        if (const CUresult r = table.cuMemAdvise_v2(base, size, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, host);
-            r != CUDA_SUCCESS)
-            return r;
-        return table.cuMemAdvise_v2(base, size, CU_MEM_ADVISE_SET_ACCESSED_BY, gpu);
-    }
-
     int device_;
     bool host_;
     DeviceBudget& budget_;

@@ -118,6 +118,18 @@ void Planner::allocation_removed(uint32_t id) {
     allocations_.erase(it);
 }
 
+void Planner::allocation_homed_on_host(uint32_t id, uint64_t bytes) {
+    auto it = allocations_.find(id);
+    if (it != allocations_.end()) {
+        if (auto found = models_.find(it->second.device); found != models_.end()) {
+            found->second.residency->remove_allocation(id);
+            publish(found->second);
+        }
+        allocations_.erase(it);
+    }
+    host_traffic_.add(id, bytes);
+}
+
 void Planner::slab_changed(CUdevice device, uint64_t base, uint64_t bytes) {
     if (auto found = models_.find(device); found != models_.end()) {
         found->second.reuse->forget(*found->second.residency, base, bytes);

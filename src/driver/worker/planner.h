@@ -91,6 +91,10 @@ public:
     // brings it to the GPU.
     void allocation_added(const PlannedAllocation& allocation, uint64_t budget, bool populate = true);
     void allocation_removed(uint32_t id);
+    // A live allocation homed on the host in place: it leaves the model with
+    // its bytes, which go to the host with it (none stay behind as dead bytes
+    // for the next block), and from now on only what launches name of it counts.
+    void allocation_homed_on_host(uint32_t id, uint64_t bytes);
     // A block of a host-homed slab: never in the model, its bytes are counted
     // when launches name them (placement/host_traffic.h).
     void host_allocation_added(uint32_t id, uint64_t bytes) { host_traffic_.add(id, bytes); }
