@@ -261,7 +261,7 @@ CUresult Interceptor::give_back(const Allocation& allocation, pool::StreamKey st
     if (const DriverTable* table = driver_table_if_ready(); table && removed->homed_in_place)
         unadvise_host_home(*table, removed->base, removed->size, removed->device);
     t_slab_events.clear();
-    const auto bytes = pools_.free(*book, allocation.base, stream, fence, now_ns(), t_slab_events);
+    const auto bytes = pools_.free(allocation.device, *book, allocation.base, stream, fence, now_ns(), t_slab_events);
     record_slab_events(allocation.device, t_slab_events);
     if (!bytes) {
         UVMP_WARN_ONCE("a converted allocation at {:#x} was not in its device's pool; its bytes stay counted",

@@ -217,17 +217,19 @@ struct ManagedPools::Slabs {
 struct ManagedPools::Device {
     Device(int device, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing,
            const pool::PoolConfig& config)
-        : budget(budget), gpu(device, placement::Home::Gpu, budget, stats, finishing, config) {}
+        : budget(budget), gpu(device, placement::Home::Gpu, budget, stats, finishing, config),
+          view(config.chunk_bytes) {}
     ~Device() { delete host.load(std::memory_order_acquire); }
     DeviceBudget& budget;
     Slabs gpu;
     std::atomic<Slabs*> host{nullptr}; // made on the first host-homed allocation
     // With host slabs, what the application allocated is both books' figures
     // together; their high marks are kept here, since the sum of each book's
-    // marks would overstate them. Both only rise when a block is allocated.
+    // marks would overstate them. They only rise when a block is allocated.
     std::mutex highs_mutex;
     std::unordered_map<pool::PoolTag, uint64_t> used_high;
-    uint64_t reserved_high = 0;
+    // The reserved figure frameworks read: the blocks of both homes as one pool.
+    pool::SinglePoolView view;
     Device* next_parent = nullptr; // ManagedPools::parents_
     std::atomic<bool> arena_refused{false};
     // The GPU book's arena once made (0 before): a planned allocation then takes the book's lock once.
@@ -307,7 +309,7 @@ std::optional<pool::Block> ManagedPools::allocate(int device, pool::PoolBook& bo
     }
     if (!block && why) *why = t_refusal;
     if (block)
-        if (Device* d = device_of(device)) raise_highs(*d, tag);
+        if (Device* d = device_of(device)) note_allocated(*d, tag, block->size);
     return block;
 }
 
@@ -343,25 +345,33 @@ std::optional<pool::Block> ManagedPools::allocate_planned(int device, pool::Pool
         UVMP_WARN_ONCE("the managed pool failed a planned allocation ({})", e.what());
         return std::nullopt;
     }
-    if (block) raise_highs(*d, tag);
+    if (block) note_allocated(*d, tag, block->size);
     return block;
 }
 
-void ManagedPools::raise_highs(Device& d, pool::PoolTag tag) {
+void ManagedPools::note_allocated(Device& d, pool::PoolTag tag, uint64_t bytes) {
+    d.view.allocated(bytes);
     Slabs* h = d.host.load(std::memory_order_acquire);
     if (!h) return;
     const pool::PoolFigures gpu = d.gpu.book.figures(tag), host = h->book.figures(tag);
     std::lock_guard lock(d.highs_mutex);
     uint64_t& used = d.used_high[tag];
     used = std::max(used, gpu.used + host.used);
-    d.reserved_high = std::max(d.reserved_high, gpu.reserved + host.reserved);
 }
 
-std::optional<uint64_t> ManagedPools::free(pool::PoolBook& book, uint64_t address, pool::StreamKey stream,
-                                           pool::FenceKey fence, uint64_t now_ns,
+uint64_t ManagedPools::held_bytes(const Device& d) {
+    const Slabs* h = d.host.load(std::memory_order_acquire);
+    return d.gpu.book.figures().reserved + (h ? h->book.figures().reserved : 0);
+}
+
+std::optional<uint64_t> ManagedPools::free(int device, pool::PoolBook& book, uint64_t address,
+                                           pool::StreamKey stream, pool::FenceKey fence, uint64_t now_ns,
                                            std::vector<pool::SlabEvent>& events) {
     try {
-        return book.free(address, stream, fence, now_ns, &events);
+        const std::optional<uint64_t> bytes = book.free(address, stream, fence, now_ns, &events);
+        if (bytes)
+            if (Device* d = device_of(device)) d->view.freed(*bytes);
+        return bytes;
     } catch (const std::exception& e) {
         UVMP_WARN_ONCE("the managed pool failed a free ({}); the block stays in use", e.what());
         return std::nullopt;
@@ -437,9 +447,8 @@ std::optional<uint64_t> ManagedPools::attribute(CUmemoryPool pool, CUmemPool_att
                          attribute == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT;
     std::lock_guard lock(d->highs_mutex);
     if (is_reserved_attribute(attribute) && is_device_pool(*device, tag)) {
-        const pool::PoolFigures gpu = d->gpu.book.figures();
-        const pool::PoolFigures host = h ? h->book.figures() : pool::PoolFigures{};
-        return current ? gpu.reserved + host.reserved : std::max(gpu.reserved_high, d->reserved_high);
+        const uint64_t held = held_bytes(*d);
+        return current ? d->view.reserved(held) : d->view.reserved_high(held);
     }
     const pool::PoolFigures gpu = d->gpu.book.figures(tag);
     const pool::PoolFigures host = h ? h->book.figures(tag) : pool::PoolFigures{};
@@ -458,10 +467,7 @@ void ManagedPools::reset_high(CUmemoryPool pool, CUmemPool_attribute attribute) 
     std::lock_guard lock(d->highs_mutex);
     // A pool other than the device's reports its used bytes as reserved (see attribute()).
     if (attribute == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH && is_device_pool(*device, tag)) {
-        d->gpu.book.reset_reserved_high();
-        if (!h) return;
-        h->book.reset_reserved_high();
-        d->reserved_high = d->gpu.book.figures().reserved + h->book.figures().reserved;
+        d->view.reset_high(held_bytes(*d));
     } else {
         d->gpu.book.reset_used_high(tag);
         if (!h) return;
@@ -479,6 +485,7 @@ std::optional<int> ManagedPools::trim(CUmemoryPool pool, uint64_t keep_bytes, st
         const uint64_t kept = d->gpu.book.figures().reserved;
         h->book.trim(keep_bytes > kept ? keep_bytes - kept : 0, &events);
     }
+    d->view.trimmed(keep_bytes);
     return device;
 }
 

@@ -11,6 +11,7 @@
 #include "core/config/options.h"
 #include "core/placement/home_choice.h"
 #include "core/pool/pool_book.h"
+#include "core/pool/single_pool_view.h"
 #include "driver/table/driver_table.h"
 
 #include <array>
@@ -74,9 +75,9 @@ public:
                                                 uint64_t bytes, pool::StreamKey stream, pool::PoolTag tag,
                                                 std::vector<pool::SlabEvent>& events);
 
-    // Frees the live block at `address` (see PoolBook::free): its size, or nullopt
-    // when the book has no such block.
-    std::optional<uint64_t> free(pool::PoolBook& book, uint64_t address, pool::StreamKey stream,
+    // Frees the live block at `address` of `book`, one of the device's (see
+    // PoolBook::free): its size, or nullopt when the book has no such block.
+    std::optional<uint64_t> free(int device, pool::PoolBook& book, uint64_t address, pool::StreamKey stream,
                                  pool::FenceKey fence, uint64_t now_ns, std::vector<pool::SlabEvent>& events);
 
     // True when `base` starts one of the pools' slabs: a free of it that names no
@@ -96,9 +97,11 @@ public:
 
     // The library's answer to a memory-pool attribute query, or nullopt where it
     // has none: an attribute it does not keep, or a pool it never converted from.
-    // Used bytes are the pool's live blocks; reserved bytes are the device's slabs
-    // for its default and current pool, and a pool's used bytes for other pools
-    // (they share the device's slabs). Blocks and slabs of both homes count.
+    // Used bytes are the pool's live blocks of both homes; reserved bytes are, for
+    // the device's default and current pool, what one native pool would hold for
+    // the device's blocks (pool::SinglePoolView: never a book's slabs summed
+    // with the other's), and a pool's used bytes for other pools (they share the
+    // device's slabs). Host slabs show in the library's stats, not here.
     std::optional<uint64_t> attribute(CUmemoryPool pool, CUmemPool_attribute attribute) const;
     // A zero written to a high mark: the library's mark starts again from now.
     void reset_high(CUmemoryPool pool, CUmemPool_attribute attribute);
@@ -123,8 +126,11 @@ private:
     struct Device;
 
     Device* device_of(int device) const;
-    // After an allocation on a device with host slabs: the high marks of both books together.
-    void raise_highs(Device& device, pool::PoolTag tag);
+    // After an allocation: the single-pool view, and on a device with host
+    // slabs the used high marks of both books together.
+    void note_allocated(Device& device, pool::PoolTag tag, uint64_t bytes);
+    // What the device's books hold together: the most the single-pool view may read.
+    static uint64_t held_bytes(const Device& device);
 
     // The device whose pool allocations tagged `pool` came from, if any.
     std::optional<int> converted_device(CUmemoryPool pool) const;
