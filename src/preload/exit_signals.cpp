@@ -71,8 +71,8 @@ void die_of(int sig) {
 }
 
 // Async-signal-safe: the exit work itself is done by the watcher. A forked
-// child without a watcher of its own, a second signal, or a pipe that cannot
-// be written: the signal's default action at once.
+// child (no watcher), a second signal, or a pipe that cannot be written: the
+// signal's default action at once.
 void start_exit_work(int sig) {
     const int fd = g_wake_fd.load(std::memory_order_acquire);
     if (fd < 0 || getpid() != g_watched_pid.load(std::memory_order_acquire) || g_finishing.exchange(true)) {
@@ -172,13 +172,13 @@ void arm_exit_signals() {
 }
 
 void exit_signals_after_fork_in_child() {
+    // A child that never uses CUDA runs no thread of the library's: it keeps
+    // the program's actions, and the default one takes effect at once.
     const int wake = g_wake_fd.exchange(-1);
     if (wake < 0) return;
     ::close(wake);
     ::close(g_watch_fd.exchange(-1));
-    g_finishing.store(false);
     g_pending.store(0);
-    start_watcher();
 }
 
 void die_of_pending_exit_signal() {

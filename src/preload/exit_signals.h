@@ -18,8 +18,8 @@ namespace uvmp::preload {
 // driver is loaded (before that the library holds nothing to finish).
 void arm_exit_signals();
 
-// In a forked child: a watcher of its own (the parent's thread is not there,
-// and the parent's pipe must not be written from here).
+// In a forked child: the parent's watcher is not there and its pipe must not
+// be written from here; the child's default actions take effect at once.
 void exit_signals_after_fork_in_child();
 
 // At exit: when a signal's exit work is under way (the program went on to
