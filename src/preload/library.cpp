@@ -1,8 +1,9 @@
 // Set-up and tear-down of the preloaded library: configuration, logging, the
-// interceptor, fork handling and the exit summary.
+// interceptor, fork handling, exit signals and the exit summary.
 #include "core/util/log.h"
 #include "core/config/options.h"
 #include "driver/intercept/interceptor.h"
+#include "preload/exit_signals.h"
 #include "preload/framework_notice.h"
 
 #include <pthread.h>
@@ -32,10 +33,15 @@ void after_fork_in_parent() {
 
 void after_fork_in_child() {
     if (auto* icpt = uvmp::driver::interceptor()) icpt->after_fork_in_child();
+    uvmp::preload::exit_signals_after_fork_in_child();
 }
 
-// Until the driver is loaded the library holds nothing a child could inherit.
-void register_fork_handlers() { pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child); }
+// Until the driver is loaded the library holds nothing a child could inherit,
+// and nothing that a signal would need finished.
+void on_driver_loaded() {
+    pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child);
+    if (auto* icpt = uvmp::driver::interceptor(); icpt && icpt->active()) uvmp::preload::arm_exit_signals();
+}
 
 __attribute__((constructor)) void uvmp_library_start() {
     uvmp::Config config;
@@ -56,12 +62,13 @@ __attribute__((constructor)) void uvmp_library_start() {
     // Never freed: hooks may still run in other threads while the process exits.
     auto* icpt = new Interceptor(std::move(config), active);
     uvmp::driver::set_interceptor(icpt);
-    uvmp::driver::call_when_loaded(&register_fork_handlers);
+    uvmp::driver::call_when_loaded(&on_driver_loaded);
 }
 
 __attribute__((destructor)) void uvmp_library_stop() {
     if (auto* icpt = uvmp::driver::interceptor()) icpt->finish();
     uvmp::log::shutdown();
+    uvmp::preload::die_of_pending_exit_signal();
 }
 
 } // namespace

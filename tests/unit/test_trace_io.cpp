@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -43,17 +44,25 @@ std::vector<std::byte> preamble(uint16_t major, uint16_t minor) {
     return bytes;
 }
 
-// Offset just past the header record.
-size_t end_of_header(const std::vector<std::byte>& bytes) {
-    size_t at = format::kPreambleBytes + 1;
-    uint64_t length = 0;
-    for (unsigned shift = 0;; shift += 7) {
-        auto byte = static_cast<uint8_t>(bytes.at(at++));
-        length |= uint64_t{byte & 0x7fu} << shift;
-        if (byte < 0x80) break;
+// Where each record ends, the header's first.
+std::vector<size_t> record_ends(const std::vector<std::byte>& bytes) {
+    std::vector<size_t> ends;
+    for (size_t at = format::kPreambleBytes; at < bytes.size();) {
+        ++at; // the type
+        uint64_t length = 0;
+        for (unsigned shift = 0;; shift += 7) {
+            auto byte = static_cast<uint8_t>(bytes.at(at++));
+            length |= uint64_t{byte & 0x7fu} << shift;
+            if (byte < 0x80) break;
+        }
+        at += length;
+        ends.push_back(at);
     }
-    return at + length;
+    return ends;
 }
+
+// Offset just past the header record.
+size_t end_of_header(const std::vector<std::byte>& bytes) { return record_ends(bytes).front(); }
 
 std::string format_error_of(std::span<const std::byte> bytes) {
     try {
@@ -357,6 +366,40 @@ TEST_CASE("bad files are refused with a reason and an offset", "[trace_io]") {
         auto bytes = synthetic_trace_bytes("trailing.uvmt");
         bytes.push_back(std::byte{4});
         CHECK_THAT(format_error_of(bytes), Catch::Contains("after its end record"));
+    }
+}
+
+TEST_CASE("a trace cut at any byte reads up to its last whole record", "[trace_io]") {
+    const auto bytes = synthetic_trace_bytes("cut_anywhere.uvmt");
+    const std::vector<size_t> ends = record_ends(bytes);
+    const Trace whole = read_trace_bytes(bytes);
+    for (size_t size = 0; size <= bytes.size(); ++size) {
+        INFO("cut to " << size << " bytes");
+        std::optional<TraceCut> cut;
+        const auto first = std::span(bytes).first(size);
+        if (size < ends.front()) {
+            // Nothing to read without the header.
+            CHECK_THROWS_AS(read_trace_bytes(first, "cut.uvmt", cut), TraceFormatError);
+            continue;
+        }
+        const Trace read = read_trace_bytes(first, "cut.uvmt", cut);
+        if (size == bytes.size()) {
+            CHECK_FALSE(cut);
+            continue;
+        }
+        const auto whole_records = static_cast<size_t>(std::upper_bound(ends.begin(), ends.end(), size) - ends.begin());
+        REQUIRE(cut);
+        CHECK(cut->byte == ends[whole_records - 1]);
+        CHECK(cut->records == whole_records);
+        // The bytes of a partial record add nothing: the same as the whole records alone.
+        std::optional<TraceCut> at_boundary;
+        const Trace bounded = read_trace_bytes(std::span(bytes).first(cut->byte), "cut.uvmt", at_boundary);
+        CHECK(read.launches.size() == bounded.launches.size());
+        CHECK(read.accesses.size() == bounded.accesses.size());
+        CHECK(read.allocs.size() == bounded.allocs.size());
+        CHECK(read.iterations.size() == bounded.iterations.size());
+        REQUIRE(read.launches.size() <= whole.launches.size());
+        if (!read.launches.empty()) CHECK(read.launches.back().seq == whole.launches[read.launches.size() - 1].seq);
     }
 }
 

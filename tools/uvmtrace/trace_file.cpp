@@ -7,15 +7,20 @@
 
 #include <zstd.h>
 
+#include <iostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 namespace uvmp::tools {
 namespace {
 
-// Decompresses every frame; errors name the offset in the compressed file.
-LargeVector<std::byte> decompressed(std::span<const std::byte> compressed, const std::string& path) {
+// Decompresses every frame; errors name the offset in the compressed file. A
+// file cut inside a frame (compressed as it was written, then killed) gives what
+// was decompressed before the cut, and `cut_note` says where it is.
+LargeVector<std::byte> decompressed(std::span<const std::byte> compressed, const std::string& path,
+                                    std::string& cut_note) {
     std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> context(ZSTD_createDCtx(), ZSTD_freeDCtx);
     if (!context) throw std::runtime_error("cannot decompress '" + path + "': out of memory");
     LargeVector<std::byte> out;
@@ -38,8 +43,8 @@ LargeVector<std::byte> decompressed(std::span<const std::byte> compressed, const
                                                       " of the compressed file (" + ZSTD_getErrorName(unfinished) + ")");
         }
         if (in.pos == in.size && unfinished != 0 && piece.pos == 0) {
-            throw trace::TraceFormatError(in.pos, path + ": the compressed file is truncated at byte " +
-                                                      std::to_string(in.pos) + ", inside a zstd frame");
+            cut_note = "the compressed file is truncated at byte " + std::to_string(in.pos) + ", inside a zstd frame; ";
+            break;
         }
     }
     return out;
@@ -50,8 +55,30 @@ LargeVector<std::byte> decompressed(std::span<const std::byte> compressed, const
 trace::Trace load_trace(const std::string& path) {
     const FileBytes file(path, "trace file");
     const std::span<const std::byte> bytes = file.bytes();
-    if (!trace::format::is_zstd_compressed(bytes.data(), bytes.size())) return trace::read_trace_bytes(bytes, path);
-    return trace::read_trace_bytes(decompressed(bytes, path), path + " (decompressed)");
+    std::optional<trace::TraceCut> cut;
+    std::string cut_note;
+    trace::Trace trace;
+    if (!trace::format::is_zstd_compressed(bytes.data(), bytes.size())) {
+        trace = trace::read_trace_bytes(bytes, path, cut);
+    } else {
+        const LargeVector<std::byte> plain = decompressed(bytes, path, cut_note);
+        try {
+            trace = trace::read_trace_bytes(plain, path + " (decompressed)", cut);
+        } catch (const trace::TraceFormatError& error) {
+            if (cut_note.empty()) throw;
+            throw trace::TraceFormatError(error.offset(), path + ": " + cut_note + "what came before does not read (" +
+                                                              error.what() + ")");
+        }
+    }
+    // A job killed mid-run leaves its trace without an end record, and a record
+    // may be cut in two: what is whole is still worth reading.
+    if (cut) {
+        std::cerr << "uvmtrace: " << path << ": " << cut_note << "trace cut at byte " << cut->byte << " after "
+                  << cut->records << " records (the job was killed?); reading what is whole\n";
+    } else if (!cut_note.empty()) {
+        std::cerr << "uvmtrace: " << path << ": " << cut_note << "reading what is whole\n";
+    }
+    return trace;
 }
 
 } // namespace uvmp::tools

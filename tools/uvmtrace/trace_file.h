@@ -8,8 +8,10 @@
 
 namespace uvmp::tools {
 
-// Throws trace::TraceFormatError for bad content (a corrupt or truncated
-// compressed stream included) and std::runtime_error when the file cannot be read.
+// Throws trace::TraceFormatError for bad content (a corrupt compressed stream
+// included) and std::runtime_error when the file cannot be read. A trace cut
+// short is read up to its last whole record, with one line on stderr that says
+// where it was cut.
 trace::Trace load_trace(const std::string& path);
 
 } // namespace uvmp::tools

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <mutex>
 #include <utility>
 
 namespace uvmp::driver {
@@ -52,6 +53,10 @@ std::unique_ptr<Planner> Interceptor::make_planner() {
 uint64_t Interceptor::now_ns() const { return monotonic_ns() - start_ns_; }
 
 void Interceptor::finish() {
+    // A caller meanwhile (an exit signal's thread, or exit itself) returns only
+    // once the work is done: the process may end as soon as it returns.
+    static std::mutex finishing;
+    std::lock_guard lock(finishing);
     if (finished_.exchange(true)) return;
     executor_.stop();
     mover_.stop();

@@ -156,10 +156,26 @@ std::string describe_record(const void* subject) {
 std::string describe_file(const void*) { return "the trace "; }
 std::string describe_version(const void*) { return "the version "; }
 
+// Whether a whole record starts at `at`: its type byte, its length and as many
+// bytes as the length says. Never reads past `end`.
+bool whole_record_at(const uint8_t* at, const uint8_t* end) {
+    if (at == end) return false;
+    ++at;
+    uint64_t length = 0;
+    for (unsigned shift = 0;; shift += 7) {
+        if (at == end || shift > 63) return false;
+        const uint8_t byte = *at++;
+        length |= static_cast<uint64_t>(byte & 0x7f) << shift;
+        if (byte < 0x80) break;
+    }
+    return length <= static_cast<uint64_t>(end - at);
+}
+
 class TraceParser {
 public:
-    explicit TraceParser(std::span<const std::byte> bytes)
-        : begin_(reinterpret_cast<const uint8_t*>(bytes.data())), end_(begin_ + bytes.size()) {}
+    // With `cut`, a trace that ends early is read up to its last whole record.
+    explicit TraceParser(std::span<const std::byte> bytes, std::optional<TraceCut>* cut = nullptr)
+        : begin_(reinterpret_cast<const uint8_t*>(bytes.data())), end_(begin_ + bytes.size()), cut_(cut) {}
 
     Trace parse() {
         read_preamble();
@@ -167,8 +183,14 @@ public:
         Decoder file(begin_ + format::kPreambleBytes, end_, format::kPreambleBytes, describe_file, nullptr);
         bool seen_header = false;
         bool seen_end = false;
+        uint64_t records = 0;
         while (!file.at_end()) {
             uint64_t record_offset = file.offset();
+            if (cut_ && seen_header && !seen_end && !whole_record_at(file.cursor(), end_)) {
+                *cut_ = TraceCut{record_offset, records};
+                break;
+            }
+            ++records;
             if (seen_end) {
                 throw TraceFormatError(record_offset, "the trace has data after its end record at byte " +
                                                           std::to_string(record_offset));
@@ -215,7 +237,8 @@ public:
         }
         if (!seen_header) throw TraceFormatError(file.offset(), "the trace ends at byte " + std::to_string(file.offset()) +
                                                                       " before its header record: the file is truncated");
-        if (!seen_end) {
+        if (!seen_end && cut_ && !*cut_) *cut_ = TraceCut{file.offset(), records};
+        if (!seen_end && !cut_) {
             throw TraceFormatError(file.offset(), "the trace ends at byte " + std::to_string(file.offset()) +
                                                       " without its end record: the file is truncated "
                                                       "(was the recording cut short?)");
@@ -505,6 +528,7 @@ private:
 
     const uint8_t* begin_;
     const uint8_t* end_;
+    std::optional<TraceCut>* cut_;
     Trace trace_;
     std::vector<std::pair<uint64_t, uint64_t>> unplaced_durations_;
     uint64_t previous_seq_ = 0;
@@ -519,12 +543,26 @@ Trace read_trace_bytes(std::span<const std::byte> bytes) {
     return TraceParser(bytes).parse();
 }
 
-Trace read_trace_bytes(std::span<const std::byte> bytes, const std::string& source) {
+namespace {
+
+template <class Read>
+Trace with_source(const std::string& source, Read&& read) {
     try {
-        return read_trace_bytes(bytes);
+        return read();
     } catch (const TraceFormatError& error) {
         throw TraceFormatError(error.offset(), source + ": " + error.what());
     }
+}
+
+} // namespace
+
+Trace read_trace_bytes(std::span<const std::byte> bytes, const std::string& source) {
+    return with_source(source, [&] { return read_trace_bytes(bytes); });
+}
+
+Trace read_trace_bytes(std::span<const std::byte> bytes, const std::string& source, std::optional<TraceCut>& cut) {
+    cut.reset();
+    return with_source(source, [&] { return TraceParser(bytes, &cut).parse(); });
 }
 
 Trace read_trace_file(const std::string& path) {

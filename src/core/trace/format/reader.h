@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -29,5 +30,18 @@ Trace read_trace_file(const std::string& path);
 Trace read_trace_bytes(std::span<const std::byte> bytes);
 // The same, with `source` (a path) in front of every error message.
 Trace read_trace_bytes(std::span<const std::byte> bytes, const std::string& source);
+
+// Where a trace cut short ends (its job was killed, or the disk filled): its
+// last whole record ends at `byte`, and `records` records (the header among
+// them) come before.
+struct TraceCut {
+    uint64_t byte = 0;
+    uint64_t records = 0;
+};
+
+// The same for a trace that may have been cut short: read up to its last whole
+// record, with `cut` set when it ends early. One cut inside its header (nothing
+// to read) still throws.
+Trace read_trace_bytes(std::span<const std::byte> bytes, const std::string& source, std::optional<TraceCut>& cut);
 
 } // namespace uvmp::trace

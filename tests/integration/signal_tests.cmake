@@ -1,0 +1,16 @@
+# A job stopped by a signal mid-run (signal_test.sh, signal_target.cpp): SIGINT
+# and SIGTERM still give the summary, the stats file and a whole trace, after
+# the program's own handler where it has one, and the job dies of the signal;
+# SIGKILL leaves a trace uvmtrace reads up to its cut. Included from CMakeLists.txt.
+add_executable(signal_target signal_target.cpp robustness_support.cpp)
+target_link_libraries(signal_target PRIVATE uvmp_intercept_scenario uvmp_fake_cuda)
+target_compile_options(signal_target PRIVATE ${UVMP_WARNINGS})
+
+foreach(signal_case "INT;before" "TERM;none" "TERM;after" "KILL;none")
+  list(GET signal_case 0 signal)
+  list(GET signal_case 1 mode)
+  string(TOLOWER "${signal}" name)
+  uvmp_integration_test(integration.signal.sig${name}_${mode}
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/signal_test.sh ${signal} ${mode} $<TARGET_FILE:signal_target>
+            $<TARGET_FILE:uvmtrace> $<TARGET_FILE:uvmprefetch> ${CMAKE_CURRENT_BINARY_DIR}/signal-${name}-${mode})
+endforeach()
