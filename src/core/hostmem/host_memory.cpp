@@ -29,18 +29,26 @@ std::optional<uint64_t> parse_number(std::string_view text) {
     return value;
 }
 
-// A "key value" line of a memory.stat file.
-std::optional<uint64_t> stat_field(std::string_view stat, std::string_view key) {
+// The first value `pick` finds in a line of `text` (an optional), or nullopt.
+template <class Pick>
+auto first_in_lines(std::string_view text, Pick pick) -> decltype(pick(text)) {
     size_t start = 0;
-    while (start < stat.size()) {
-        size_t end = stat.find('\n', start);
-        if (end == std::string_view::npos) end = stat.size();
-        const std::string_view line = stat.substr(start, end - start);
-        if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ' ')
-            return parse_number(line.substr(key.size() + 1));
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) end = text.size();
+        if (auto value = pick(text.substr(start, end - start))) return value;
         start = end + 1;
     }
     return std::nullopt;
+}
+
+// A "key value" line of a memory.stat file.
+std::optional<uint64_t> stat_field(std::string_view stat, std::string_view key) {
+    return first_in_lines(stat, [&](std::string_view line) -> std::optional<uint64_t> {
+        if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ' ')
+            return parse_number(line.substr(key.size() + 1));
+        return std::nullopt;
+    });
 }
 
 // The limit and the room left under it of one cgroup folder: limit, usage and
@@ -104,14 +112,11 @@ std::optional<uint64_t> Reading::total() const {
 }
 
 std::optional<uint64_t> meminfo_field(std::string_view meminfo, std::string_view field) {
-    size_t start = 0;
-    while (start < meminfo.size()) {
-        size_t end = meminfo.find('\n', start);
-        if (end == std::string_view::npos) end = meminfo.size();
-        std::string_view line = meminfo.substr(start, end - start);
-        start = end + 1;
+    // Garbage in the field's line is read as the field missing.
+    std::optional<uint64_t> found;
+    first_in_lines(meminfo, [&](std::string_view line) -> std::optional<bool> {
         if (line.size() <= field.size() || line.substr(0, field.size()) != field || line[field.size()] != ':')
-            continue;
+            return std::nullopt;
         line = trim(line.substr(field.size() + 1));
         // The kernel writes "12345 kB"; a bare number is taken as bytes.
         uint64_t scale = 1;
@@ -120,34 +125,25 @@ std::optional<uint64_t> meminfo_field(std::string_view meminfo, std::string_view
             line = line.substr(0, line.size() - 2);
         }
         const auto value = parse_number(line);
-        if (!value || *value > ~uint64_t{0} / scale) return std::nullopt;
-        return *value * scale;
-    }
-    return std::nullopt;
+        if (value && *value <= ~uint64_t{0} / scale) found = *value * scale;
+        return true;
+    });
+    return found;
 }
 
 std::optional<std::string> cgroup_v2_path(std::string_view self_cgroup) {
-    size_t start = 0;
-    while (start < self_cgroup.size()) {
-        size_t end = self_cgroup.find('\n', start);
-        if (end == std::string_view::npos) end = self_cgroup.size();
-        const std::string_view line = self_cgroup.substr(start, end - start);
-        start = end + 1;
+    return first_in_lines(self_cgroup, [](std::string_view line) -> std::optional<std::string> {
         if (line.substr(0, 3) == "0::" && line.size() > 3 && line[3] == '/') return std::string(line.substr(3));
-    }
-    return std::nullopt;
+        return std::nullopt;
+    });
 }
 
 std::optional<std::string> cgroup_v1_path(std::string_view self_cgroup, std::string_view controller) {
-    size_t start = 0;
-    while (start < self_cgroup.size()) {
-        size_t end = self_cgroup.find('\n', start);
-        if (end == std::string_view::npos) end = self_cgroup.size();
-        const std::string_view line = self_cgroup.substr(start, end - start);
-        start = end + 1;
+    return first_in_lines(self_cgroup, [&](std::string_view line) -> std::optional<std::string> {
         const size_t first = line.find(':');
         const size_t second = first == std::string_view::npos ? first : line.find(':', first + 1);
-        if (second == std::string_view::npos || second + 1 >= line.size() || line[second + 1] != '/') continue;
+        if (second == std::string_view::npos || second + 1 >= line.size() || line[second + 1] != '/')
+            return std::nullopt;
         std::string_view controllers = line.substr(first + 1, second - first - 1);
         while (!controllers.empty()) {
             const size_t comma = controllers.find(',');
@@ -155,8 +151,8 @@ std::optional<std::string> cgroup_v1_path(std::string_view self_cgroup, std::str
             if (comma == std::string_view::npos) break;
             controllers.remove_prefix(comma + 1);
         }
-    }
-    return std::nullopt;
+        return std::nullopt;
+    });
 }
 
 Reading read_host_memory(const Sources& sources) {
