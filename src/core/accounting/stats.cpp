@@ -77,7 +77,7 @@ void Stats::host_block_freed(uint64_t bytes) {
 
 void Stats::host_slab_created(uint64_t bytes) {
     add(host_slabs_created);
-    add(host_slab_bytes, bytes);
+    add_with_peak(host_slab_bytes, host_memory.host_slab_bytes_peak, bytes);
 }
 
 void Stats::host_slab_released(uint64_t bytes) { host_slab_bytes.fetch_sub(bytes, std::memory_order_relaxed); }
@@ -110,16 +110,23 @@ void Stats::moved(int device, MoveCount what, uint64_t bytes) {
         add(bytes_populated, bytes);
         add(d.bytes_populated, bytes);
         break;
-    case MoveCount::Prefetch:
+    case MoveCount::Prefetch: {
         add(bytes_prefetched, bytes);
         add(d.bytes_prefetched, bytes);
+        // What comes back to the GPU no longer takes host memory.
+        std::atomic<uint64_t>& on_host = host_memory.evicted_bytes_on_host;
+        uint64_t held = on_host.load(std::memory_order_relaxed);
+        while (!on_host.compare_exchange_weak(held, held > bytes ? held - bytes : 0, std::memory_order_relaxed)) {
+        }
         break;
+    }
     case MoveCount::EvictDead:
         add(bytes_evicted_dead, bytes);
         [[fallthrough]]; // and evicted, as any eviction
     case MoveCount::Evict:
         add(bytes_evicted, bytes);
         add(d.bytes_evicted, bytes);
+        add(host_memory.evicted_bytes_on_host, bytes);
         break;
     }
 }
@@ -144,6 +151,7 @@ std::string Stats::to_json(bool active, int pid) const {
     UVMP_STAT_FIELDS(UVMP_JSON_COUNTER)
 #undef UVMP_JSON_COUNTER
     host_homes.add_json(j);
+    host_memory.add_json(j, host_slab_bytes.load(std::memory_order_relaxed));
     // Each device the job used, after the process-wide figures, which keep their names.
     nlohmann::ordered_json devices = nlohmann::ordered_json::array();
     for (size_t i = 0; i < devices_.size(); ++i) {
@@ -223,6 +231,7 @@ std::vector<std::string> Stats::summary_lines() const {
                         " held at exit; kernels named " + sz(remote_write_bytes_named) + " of them to write and " +
                         sz(remote_read_bytes_named) + " to read (one trip a launch)");
     if (std::optional<std::string> line = host_homes.summary_line()) lines.push_back(std::move(*line));
+    if (std::optional<std::string> line = host_memory.summary_line(v(host_slab_bytes))) lines.push_back(std::move(*line));
     lines.push_back("budget " + sz(budget_bytes) + ", physical guard " + sz(guard_limit_bytes) +
                     ", guard refusals: " + n(guard_refusals));
     std::vector<int> used;
@@ -260,6 +269,51 @@ void Stats::reset() {
     }
     budget_known_.store(false, std::memory_order_relaxed);
     host_homes.reset();
+    host_memory.reset();
+}
+
+void HostMemoryStats::add_json(nlohmann::ordered_json& j, uint64_t host_slab_bytes) const {
+    auto v = [](const auto& c) { return c.load(std::memory_order_relaxed); };
+    nlohmann::ordered_json h;
+    h["host_slab_bytes"] = host_slab_bytes;
+    h["host_slab_bytes_peak"] = v(host_slab_bytes_peak);
+    h["evicted_bytes_on_host"] = v(evicted_bytes_on_host);
+    if (v(available_bytes) == kUnknown) h["available_bytes"] = nullptr;
+    else h["available_bytes"] = v(available_bytes);
+    h["reserve_bytes"] = v(reserve_bytes);
+    h["short"] = v(short_seen);
+    h["host_slabs_refused"] = v(host_slabs_refused);
+    h["host_slab_bytes_refused"] = v(host_slab_bytes_refused);
+    h["evictions_not_made"] = v(evictions_not_made);
+    h["eviction_bytes_not_made"] = v(eviction_bytes_not_made);
+    j["host_memory"] = std::move(h);
+}
+
+std::optional<std::string> HostMemoryStats::summary_line(uint64_t host_slab_bytes) const {
+    auto v = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+    const bool short_of_it = short_seen.load(std::memory_order_relaxed);
+    if (!v(host_slab_bytes_peak) && !v(evicted_bytes_on_host) && !short_of_it) return std::nullopt;
+    std::string line = "host memory (not the GPU's): host slabs hold " + format_size(host_slab_bytes) + " at exit, peak " +
+                       format_size(v(host_slab_bytes_peak)) + "; evictions left about " +
+                       format_size(v(evicted_bytes_on_host)) + " on the host";
+    if (v(available_bytes) != kUnknown)
+        line += "; " + format_size(v(available_bytes)) + " available at the latest reading, reserve " +
+                format_size(v(reserve_bytes));
+    if (short_of_it)
+        line += "; short: " + std::to_string(v(host_slabs_refused)) + " host slabs (" +
+                format_size(v(host_slab_bytes_refused)) + ") homed on the GPU instead, " +
+                std::to_string(v(evictions_not_made)) + " evictions (" + format_size(v(eviction_bytes_not_made)) +
+                ") not made";
+    return line;
+}
+
+void HostMemoryStats::reset() {
+    for (std::atomic<uint64_t>* c : {&host_slab_bytes_peak, &evicted_bytes_on_host, &reserve_bytes,
+                                     &host_slabs_refused, &host_slab_bytes_refused, &evictions_not_made,
+                                     &eviction_bytes_not_made})
+        c->store(0, std::memory_order_relaxed);
+    available_bytes.store(kUnknown, std::memory_order_relaxed);
+    short_seen.store(false, std::memory_order_relaxed);
 }
 
 } // namespace uvmp

@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,32 @@ namespace uvmp {
     X(host_allocs) X(host_bytes_allocated) X(host_blocks_live) X(host_bytes_live)                  \
     X(host_slabs_created) X(host_slab_bytes) X(bytes_evicted_dead) X(bytes_dead_resident) X(bytes_held_peak)    \
     X(remote_write_bytes_named) X(remote_read_bytes_named)
+
+// The host memory the library takes (host-homed slabs, evictions) and what the
+// host memory guard (driver/hostmem/host_memory_guard.h) refused: host memory,
+// never counted as the device's. For the stats file and the exit summary; not
+// in the C API's struct.
+struct HostMemoryStats {
+    std::atomic<uint64_t> host_slab_bytes_peak{0};
+    // Evicted less prefetched back, never below 0: an estimate (the driver may
+    // move pages of its own accord, and dead bytes stay evicted until reused).
+    std::atomic<uint64_t> evicted_bytes_on_host{0};
+    // At the guard's latest reading: what the host had left for the job
+    // (kUnknown: nothing could be read) and the reserve kept.
+    static constexpr uint64_t kUnknown = ~uint64_t{0};
+    std::atomic<uint64_t> available_bytes{kUnknown};
+    std::atomic<uint64_t> reserve_bytes{0};
+    std::atomic<bool> short_seen{false};
+    std::atomic<uint64_t> host_slabs_refused{0};
+    std::atomic<uint64_t> host_slab_bytes_refused{0};
+    std::atomic<uint64_t> evictions_not_made{0};
+    std::atomic<uint64_t> eviction_bytes_not_made{0};
+
+    void add_json(nlohmann::ordered_json& j, uint64_t host_slab_bytes) const;
+    // A line for the exit summary, or nothing when the library put nothing on the host.
+    std::optional<std::string> summary_line(uint64_t host_slab_bytes) const;
+    void reset();
+};
 
 // What a move did, for the counters it adds to.
 enum class MoveCount { Populate, Prefetch, Evict, EvictDead };
@@ -70,6 +97,7 @@ struct Stats {
     void host_slab_released(uint64_t bytes);
     // What the host homes came to (JSON and summary only).
     HostHomeFigures host_homes;
+    HostMemoryStats host_memory;
 
     void fill(uvmp_stats& out, bool active) const;
     std::string to_json(bool active, int pid) const;

@@ -133,6 +133,16 @@ constexpr std::array kOptions = {
         "allow_physical_oversubscription", "UVMP_ALLOW_PHYSICAL_OVERSUBSCRIPTION", "0",
         "Lift the physical guard: let managed memory exceed the device's free memory. A "
         "shared GPU can stall for everyone; use the budget instead."),
+    option<OptionType::SizeOrPercent, &Config::host_reserve>("host_reserve", "UVMP_HOST_RESERVE", "5%",
+        "Host memory guard: host-homed slabs and evictions to the host are made only while the host "
+        "memory left to the job (MemAvailable, and the room under its cgroup's memory limit, the "
+        "smaller) stays above this reserve: a size, or a percentage of the job's host memory (the "
+        "smaller of MemTotal and the cgroup limit) of at least 1G. Short of it, allocations are "
+        "homed on the GPU and evictions are not made (the budget is exceeded rather than the job "
+        "killed for memory); 0 keeps no reserve."),
+    option<OptionType::Path, &Config::host_memory_root>("host_memory_root", "UVMP_HOST_MEMORY_ROOT", "",
+        "For tests only: the host memory guard reads proc/meminfo, proc/self/cgroup and sys/fs/cgroup "
+        "under this folder instead of the machine's own."),
     choice<&Config::policy, ResidencyPolicy::None, ResidencyPolicy::DemandLru, ResidencyPolicy::Learned>(
         "policy", "UVMP_POLICY", "learned", "none|demand-lru|learned",
         "Residency policy under the budget: none (convert only; past the budget the driver "

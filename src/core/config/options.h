@@ -70,6 +70,8 @@ struct Config {
     std::optional<SizeOrPercent> budget; // unset: the physical guard's limit
     uint64_t reserve{};
     bool allow_physical_oversubscription{};
+    std::optional<SizeOrPercent> host_reserve; // core/hostmem/host_memory.h; unset: the default 5%
+    std::string host_memory_root;              // tests only: a fake /proc and /sys/fs/cgroup
     ResidencyPolicy policy{};
     Populate populate{};
     LogLevel log_level{};

@@ -85,8 +85,9 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
             block = pools_.allocate(device, *host, bytes, stream, tag, now_ns(), t_slab_events, &why);
             host_homed = block.has_value();
         }
-        // A wrong home costs speed, never a result: the GPU serves it.
-        if (!host_homed)
+        // A wrong home costs speed, never a result: the GPU serves it. (The
+        // host memory guard said so itself when it refused the slab.)
+        if (!host_homed && why.reason != SlabRefusal::Reason::HostMemory)
             UVMP_WARN_ONCE("device {}: an allocation meant to live on the host got no host slab ({}); such "
                            "allocations are homed on the GPU",
                            device, why.reason == SlabRefusal::Reason::Advice ? "its advice was refused" : "none made");

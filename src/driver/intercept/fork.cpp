@@ -90,6 +90,7 @@ void Interceptor::after_fork_in_child() {
     // The parent's slabs and the guard's count of them are the parent's.
     pools_.forget_after_fork();
     host_homes_.forget_after_fork();
+    host_memory_.forget_after_fork();
     for (DeviceBudget& budget : budgets_) {
         std::destroy_at(&budget);
         new (&budget) DeviceBudget;

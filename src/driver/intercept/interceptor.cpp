@@ -28,7 +28,7 @@ void set_interceptor(Interceptor* instance) { g_interceptor.store(instance, std:
 Interceptor::Interceptor(Config config, bool active)
     : config_(std::move(config)), active_(active),
       kernels_([this](const void* handle, KernelInfo& info) { describe_kernel(handle, info); }),
-      pools_(config_, stats_), host_homes_(config_, stats_.host_homes), learner_(config_, host_homes_),
+      pools_(config_, stats_, host_memory_), host_homes_(config_, stats_.host_homes), learner_(config_, host_homes_),
       start_ns_(monotonic_ns()) {
     host_homes_.take_rates_from([this](int device) { return rates_.of(device); });
     planner_ = make_planner();
@@ -42,6 +42,7 @@ std::unique_ptr<Planner> Interceptor::make_planner() {
     auto planner = std::make_unique<Planner>(config_.policy, config_.chunk_size, config_.trace_in, stats_, registry_,
                                              fences_, mover_);
     planner->count_budget_bound_in(&budget_bound_);
+    planner->guard_host_memory_with(&host_memory_);
     // The device's pool exists by then: its blocks are what bound the budget.
     if (config_.pool_placement == PoolPlacement::OverDead)
         planner->on_dead_memory_known([this](CUdevice device, std::shared_ptr<const pool::PlacementHint> hint) {

@@ -17,6 +17,7 @@
 #include "driver/intercept/passthrough_ledger.h"
 #include "driver/homes/home_learner.h"
 #include "driver/homes/host_home_router.h"
+#include "driver/hostmem/host_memory_guard.h"
 #include "driver/worker/launch_lane.h"
 #include "driver/pool/managed_pool.h"
 #include "driver/rates/device_rates.h"
@@ -264,6 +265,7 @@ private:
 
     PassthroughLedger passthrough_{stats_};
 
+    HostMemoryGuard host_memory_{config_, stats_};
     ManagedPools pools_;
     HostHomeRouter host_homes_;
     // Stream-ordered frees of one stream reach the pool in the order of their

@@ -36,14 +36,21 @@ bool valid_device(int device) { return device >= 0 && static_cast<size_t>(device
 // on the host, but the guard counts them all the same: it bounds the managed
 // memory the library asks of the driver, which must never exceed what the
 // device had free, wherever the driver would put its pages.
+// A host-homed slab asks the host memory guard first: its pages take host RAM.
 class SlabMaker final : public pool::SlabSource {
 public:
-    SlabMaker(int device, placement::Home home, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing)
-        : device_(device), host_(home == placement::Home::Host), budget_(budget), stats_(stats),
+    // `host_memory`: the guard a host-homed slab asks; nullptr for a GPU home.
+    SlabMaker(int device, HostMemoryGuard* host_memory, DeviceBudget& budget, Stats& stats,
+              const std::atomic<bool>& finishing)
+        : device_(device), host_(host_memory != nullptr), host_memory_(host_memory), budget_(budget), stats_(stats),
           finishing_(finishing) {}
 
     std::optional<uint64_t> create(uint64_t bytes) override {
         const uint64_t size = round_up(bytes, kSlabGranularity);
+        if (host_memory_ && !host_memory_->admit_host_slab(size)) {
+            t_refusal = {SlabRefusal::Reason::HostMemory, size, CUDA_SUCCESS};
+            return std::nullopt;
+        }
         if (!budget_.try_reserve(size)) {
             t_refusal = {SlabRefusal::Reason::Guard, size, CUDA_SUCCESS};
             return std::nullopt;
@@ -139,6 +146,7 @@ private:
     };
     int device_;
     bool host_;
+    HostMemoryGuard* host_memory_;
     DeviceBudget& budget_;
     Stats& stats_;
     const std::atomic<bool>& finishing_;
@@ -206,9 +214,10 @@ pool::PoolConfig pool_config_from(const Config& config) {
 // neighbour would be migrated with its pages), and a separate book keeps that
 // by construction, leaving the pool's bookkeeping as it is.
 struct ManagedPools::Slabs {
-    Slabs(int device, placement::Home home, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing,
-          const pool::PoolConfig& config)
-        : slabs(device, home, budget, stats, finishing), fences(finishing), book(config, slabs, fences) {}
+    // `host_memory`: for a book of host-homed slabs, the guard they ask; nullptr for the GPU's.
+    Slabs(int device, HostMemoryGuard* host_memory, DeviceBudget& budget, Stats& stats,
+          const std::atomic<bool>& finishing, const pool::PoolConfig& config)
+        : slabs(device, host_memory, budget, stats, finishing), fences(finishing), book(config, slabs, fences) {}
     SlabMaker slabs;
     EventFences fences;
     pool::PoolBook book; // last: it gives its slabs back and its fences up first
@@ -217,8 +226,7 @@ struct ManagedPools::Slabs {
 struct ManagedPools::Device {
     Device(int device, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing,
            const pool::PoolConfig& config)
-        : budget(budget), gpu(device, placement::Home::Gpu, budget, stats, finishing, config),
-          view(config.chunk_bytes) {}
+        : budget(budget), gpu(device, nullptr, budget, stats, finishing, config), view(config.chunk_bytes) {}
     ~Device() { delete host.load(std::memory_order_acquire); }
     DeviceBudget& budget;
     Slabs gpu;
@@ -236,8 +244,8 @@ struct ManagedPools::Device {
     std::atomic<uint64_t> arena_base{0};
 };
 
-ManagedPools::ManagedPools(const Config& config, Stats& stats)
-    : pool_config_(pool_config_from(config)), host_config_(pool_config_), stats_(stats) {
+ManagedPools::ManagedPools(const Config& config, Stats& stats, HostMemoryGuard& host_memory)
+    : pool_config_(pool_config_from(config)), host_config_(pool_config_), stats_(stats), host_memory_(host_memory) {
     host_config_.first_slab_id = kFirstHostSlabId;
 }
 
@@ -276,7 +284,7 @@ pool::PoolBook* ManagedPools::host_book(int device) {
     std::lock_guard lock(make_mutex_);
     if (Slabs* h = d->host.load(std::memory_order_acquire)) return &h->book;
     try {
-        auto* made = new Slabs(device, placement::Home::Host, d->budget, stats_, finishing_, host_config_);
+        auto* made = new Slabs(device, &host_memory_, d->budget, stats_, finishing_, host_config_);
         d->host.store(made, std::memory_order_release);
         log::debug("device {}: host-homed slabs of {} for allocations that live on the host", device,
                    format_size(host_config_.slab_bytes));

@@ -12,6 +12,7 @@
 #include "core/placement/home_choice.h"
 #include "core/pool/pool_book.h"
 #include "core/pool/single_pool_view.h"
+#include "driver/hostmem/host_memory_guard.h"
 #include "driver/table/driver_table.h"
 
 #include <array>
@@ -37,7 +38,8 @@ inline constexpr uint32_t kFirstHostSlabId = 1u << 31;
 
 // Why an allocation got no block.
 struct SlabRefusal {
-    enum class Reason { None, Guard, Driver, Advice }; // Advice: a host slab's advice was refused
+    // Advice: a host slab's advice was refused; HostMemory: the host memory guard refused a host slab.
+    enum class Reason { None, Guard, Driver, Advice, HostMemory };
     Reason reason = Reason::None;
     uint64_t bytes = 0;             // the slab that was asked for
     CUresult result = CUDA_SUCCESS; // the driver's answer, for Reason::Driver
@@ -47,7 +49,8 @@ class ManagedPools {
 public:
     static constexpr size_t kMaxDevices = 64;
 
-    ManagedPools(const Config& config, Stats& stats);
+    // `host_memory`: asked before each host-homed slab is made.
+    ManagedPools(const Config& config, Stats& stats, HostMemoryGuard& host_memory);
     ~ManagedPools();
     ManagedPools(const ManagedPools&) = delete;
     ManagedPools& operator=(const ManagedPools&) = delete;
@@ -139,6 +142,7 @@ private:
     pool::PoolConfig pool_config_;
     pool::PoolConfig host_config_;
     Stats& stats_;
+    HostMemoryGuard& host_memory_;
     std::atomic<bool> finishing_{false};
     std::array<std::atomic<Device*>, kMaxDevices> devices_{};
     std::mutex make_mutex_;

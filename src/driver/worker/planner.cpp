@@ -346,6 +346,14 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
     if (!table || !table->cuMemPrefetchAsync_v2) return;
     CUstream stream = mover.stream_for(*table, order.context);
     if (!stream) return;
+    // An eviction the host cannot hold is not made, though the model counts it
+    // done: its pages stay on the GPU, the GPU holds more than the budget, and
+    // the driver still evicts of its own accord should the device fill. A move
+    // is a hint, so the data the kernels read is the same either way; an
+    // eviction made would have risked the job itself to the host's OOM killer.
+    // Asked here, as the move is issued, rather than as it is planned: the
+    // guard's figures are then those of the moves made before it.
+    if (!to_gpu && host_memory_ && !host_memory_->admit_eviction(bytes)) return;
     CUmemLocation location{};
     if (to_gpu) {
         location.type = CU_MEM_LOCATION_TYPE_DEVICE;

@@ -24,6 +24,7 @@
 #include "core/trace/format/writer.h"
 #include "driver/table/driver_table.h"
 #include "driver/worker/executor.h"
+#include "driver/hostmem/host_memory_guard.h"
 #include "driver/pool/fence_pool.h"
 
 #include <atomic>
@@ -125,6 +126,10 @@ public:
     // live or dead bytes: from then on a plan may evict, and launches need
     // fences. Set before the first allocation reaches the planner.
     void count_budget_bound_in(std::atomic<bool>* bound) { budget_bound_ = bound; }
+    // Asked before each eviction is issued (HostMemoryGuard: one it refuses is
+    // not made). Set before the first allocation reaches the planner; without
+    // one, every eviction is made.
+    void guard_host_memory_with(HostMemoryGuard* guard) { host_memory_ = guard; }
     double prediction_hit_rate() const;
     // Bytes of new blocks found resident where freed ones had left them: no move
     // made them so. Any thread.
@@ -229,6 +234,7 @@ private:
     std::atomic<uint64_t> bytes_reused_in_place_{0};
     DeadMemoryKnown dead_memory_known_;
     std::atomic<bool>* budget_bound_ = nullptr;
+    HostMemoryGuard* host_memory_ = nullptr;
     // Sets *budget_bound_ once the model's budget has bound.
     void note_budget_bound(DeviceModel& model);
 };
