@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <thread>
 
 #include <cstring>
 
@@ -274,4 +275,42 @@ TEST_CASE("an allocation is homed on the host in place only while it is the same
     CHECK_FALSE(back->homed_in_place);
     r.remove(0x1000);
     CHECK_FALSE(r.home_in_place(0x1000, id, true));
+}
+
+TEST_CASE("look-ups a thread answers from what it found lately follow every change of the map") {
+    uvmp::Registry r;
+    const uint32_t first = r.add(0x1000, 0x100, 0, nullptr);
+    std::vector<uvmp::AccessHit> hits;
+    const uint64_t words[] = {0x1010, 0x10f0};
+    for (int round = 0; round < 2; ++round) { // the second round is answered from the thread's recent hits
+        hits.clear();
+        r.find_all(words, hits);
+        REQUIRE(hits.size() == 2);
+        CHECK(hits[0].alloc_id == first);
+        CHECK(hits[1].offset == 0xf0);
+    }
+    r.remove(0x1000);
+    hits.clear();
+    r.find_all(words, hits);
+    CHECK(hits.empty());
+    const uint32_t again = r.add(0x1000, 0x20, 0, nullptr); // the same base, smaller
+    hits.clear();
+    r.find_all(words, hits);
+    REQUIRE(hits.size() == 1);
+    CHECK(hits[0].alloc_id == again);
+    // Another registry at the same addresses is never answered from this one's hits.
+    uvmp::Registry other;
+    other.add(0x2000, 0x100, 0, nullptr);
+    other.add(0x3000, 0x100, 0, nullptr);
+    const uint32_t its_own = other.add(0x1000, 0x100, 0, nullptr);
+    REQUIRE(its_own != again);
+    hits.clear();
+    other.find_all(words, hits);
+    REQUIRE(hits.size() == 2);
+    CHECK(hits[0].alloc_id == its_own);
+    // Seen from another thread, the map is the same.
+    std::vector<uvmp::AccessHit> elsewhere;
+    std::thread([&] { r.find_all(words, elsewhere); }).join();
+    REQUIRE(elsewhere.size() == 1);
+    CHECK(elsewhere[0].alloc_id == again);
 }

@@ -4,12 +4,65 @@
 #include <new>
 
 namespace uvmp {
+namespace {
+
+// The allocations this thread's look-ups found lately, as they were at `version`.
+// Trivially destructible, so that reaching it needs no check that it was made.
+struct RecentHits {
+    static constexpr size_t kEntries = 8;
+    struct Entry {
+        uint64_t base;
+        uint64_t end;
+        uint32_t id;
+    };
+    uint64_t version = 0; // no registry's
+    size_t count = 0;
+    size_t next = 0; // the entry a new one replaces once all are taken
+    Entry entries[kEntries];
+
+    const Entry* find(uint64_t address) const {
+        for (size_t i = 0; i < count; ++i)
+            if (address >= entries[i].base && address < entries[i].end) return &entries[i];
+        return nullptr;
+    }
+    // Appends a hit for each address, or nothing and false where one lies in
+    // none of these allocations.
+    bool find_all(std::span<const uint64_t> addresses, std::vector<AccessHit>& hits) const {
+        const size_t first_hit = hits.size();
+        for (uint64_t address : addresses) {
+            const Entry* entry = find(address);
+            if (!entry) {
+                hits.resize(first_hit);
+                return false;
+            }
+            hits.push_back({entry->id, address - entry->base});
+        }
+        return true;
+    }
+    void remember(uint64_t at_version, uint64_t base, uint64_t end, uint32_t id) {
+        if (version != at_version) {
+            version = at_version;
+            count = next = 0;
+        }
+        Entry& entry = count < kEntries ? entries[count++] : entries[next++ % kEntries];
+        entry = {base, end, id};
+    }
+};
+thread_local RecentHits t_recent;
+
+} // namespace
+
+void Registry::map_changed() {
+    static std::atomic<uint64_t> next{1};
+    version_.store(next.fetch_add(1, std::memory_order_relaxed), std::memory_order_release);
+}
 
 uint32_t Registry::add(uint64_t base, uint64_t size, int32_t device, void* context, bool stream_ordered,
                        bool host_homed) {
     std::unique_lock lock(mutex_);
     const uint32_t id = next_id_++;
     by_base_[base] = Allocation{id, base, size, device, context, stream_ordered, host_homed};
+    map_changed();
     if (base < low_.load(std::memory_order_relaxed)) low_.store(base, std::memory_order_relaxed);
     if (base + size > high_.load(std::memory_order_relaxed))
         high_.store(base + size, std::memory_order_relaxed);
@@ -22,6 +75,7 @@ std::optional<Allocation> Registry::remove(uint64_t base) {
     if (it == by_base_.end()) return std::nullopt;
     Allocation a = it->second;
     by_base_.erase(it);
+    map_changed();
     // The bounds only shrink when the map empties: a stale wider bound costs a
     // map look-up, never a wrong answer.
     if (by_base_.empty()) {
@@ -51,23 +105,34 @@ std::optional<Allocation> Registry::home_in_place(uint64_t base, uint32_t id, bo
 std::optional<AccessHit> Registry::find(uint64_t address) const {
     if (!may_contain(address)) return std::nullopt;
     std::shared_lock lock(mutex_);
-    return find_locked(address);
+    const Allocation* a = holder_locked(address);
+    if (!a) return std::nullopt;
+    return AccessHit{a->id, address - a->base};
 }
 
 void Registry::find_all(std::span<const uint64_t> addresses, std::vector<AccessHit>& hits) const {
     if (addresses.empty()) return;
+    // One look-up of the thread's storage: the compiler makes one a use otherwise.
+    RecentHits& recent = t_recent;
+    // What the thread found at this version still holds: the map is as it was
+    // then. (A change made after this load is one the look-up came before, as
+    // it would have under the lock.)
+    if (recent.version == version_.load(std::memory_order_acquire) && recent.find_all(addresses, hits)) return;
     std::shared_lock lock(mutex_);
-    for (uint64_t address : addresses)
-        if (auto hit = find_locked(address)) hits.push_back(*hit);
+    const uint64_t version = version_.load(std::memory_order_relaxed);
+    for (uint64_t address : addresses) {
+        const Allocation* a = holder_locked(address);
+        if (!a) continue;
+        hits.push_back({a->id, address - a->base});
+        if (recent.version != version || !recent.find(address)) recent.remember(version, a->base, a->base + a->size, a->id);
+    }
 }
 
-std::optional<AccessHit> Registry::find_locked(uint64_t address) const {
+const Allocation* Registry::holder_locked(uint64_t address) const {
     auto it = by_base_.upper_bound(address);
-    if (it == by_base_.begin()) return std::nullopt;
-    --it;
-    const Allocation& a = it->second;
-    if (address >= a.base + a.size) return std::nullopt;
-    return AccessHit{a.id, address - a.base};
+    if (it == by_base_.begin()) return nullptr;
+    const Allocation& a = (--it)->second;
+    return address < a.base + a.size ? &a : nullptr;
 }
 
 size_t Registry::size() const {
@@ -91,6 +156,7 @@ void Registry::unlock_after_fork(bool in_child) {
 void Registry::clear() {
     std::unique_lock lock(mutex_);
     by_base_.clear();
+    map_changed();
     low_.store(UINT64_MAX, std::memory_order_relaxed);
     high_.store(0, std::memory_order_relaxed);
 }

@@ -1,7 +1,11 @@
 // The converted allocations, as an interval map from device address to
 // allocation. Read on every launch (parameter words are looked up here), written
 // on allocation and free, so reads take a shared lock and a cheap range filter
-// rejects most words before any lock is taken.
+// rejects most words before any lock is taken. A launch's words mostly name the
+// allocations the thread's recent launches named: each thread keeps those it
+// found lately, valid while the map's version is unchanged, and finds them there
+// without the lock (whose shared count is a cache line every launching thread
+// writes).
 #pragma once
 
 #include <atomic>
@@ -71,7 +75,10 @@ public:
     void unlock_after_fork(bool in_child);
 
 private:
-    std::optional<AccessHit> find_locked(uint64_t address) const;
+    const Allocation* holder_locked(uint64_t address) const;
+    // A new version for a changed map: unique over every registry, so that what a
+    // thread found in one is never taken for another's.
+    void map_changed();
 
     mutable std::shared_mutex mutex_;
     std::map<uint64_t, Allocation> by_base_;
@@ -79,6 +86,8 @@ private:
     // Bounds of all live allocations: a word outside is not a pointer of ours.
     std::atomic<uint64_t> low_{UINT64_MAX};
     std::atomic<uint64_t> high_{0};
+    // Changed, under the lock, with every change of which allocation holds an address.
+    std::atomic<uint64_t> version_{0};
 };
 
 } // namespace uvmp

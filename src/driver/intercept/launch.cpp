@@ -107,18 +107,20 @@ const KernelInfo& Interceptor::kernel_info(const void* handle) {
 
 uint64_t Interceptor::observe_launch_untimed(const LaunchSite& site) {
     const KernelInfo& info = kernel_info(site.function);
-    t_hits.clear();
+    // Reached once: each use of a thread-local in a shared library looks it up anew.
+    std::vector<AccessHit>& hits = t_hits;
+    hits.clear();
     if (site.params) {
-        scan_kernel_params(info, site.params, registry_, t_hits);
+        scan_kernel_params(info, site.params, registry_, hits);
     } else if (site.extra) {
         const ParamBuffer buffer = param_buffer(site.extra);
-        scan_param_buffer(buffer.data, buffer.bytes, registry_, t_hits);
+        scan_param_buffer(buffer.data, buffer.bytes, registry_, hits);
     }
-    if (!t_hits.empty()) {
+    if (!hits.empty()) {
         stats_.add(stats_.launches_with_access);
-        stats_.add(stats_.access_entries, t_hits.size());
+        stats_.add(stats_.access_entries, hits.size());
     }
-    if (const CaptureState capture = capture_of(site.flavor, site.stream, !t_hits.empty()); capture.capturing) {
+    if (const CaptureState capture = capture_of(site.flavor, site.stream, !hits.empty()); capture.capturing) {
         // It runs only when a graph made of the capture is launched, where it is
         // planned and recorded; an event recorded into the capture would also
         // change the application's graph. It takes no sequence number: it is no
@@ -140,7 +142,7 @@ uint64_t Interceptor::observe_launch_untimed(const LaunchSite& site) {
         return kNotRun;
     }
     const uint64_t seq = launch_seq_.fetch_add(1, std::memory_order_relaxed);
-    if (!t_hits.empty() && planner_) post_to_planner(site, seq, info.id, t_hits);
+    if (!hits.empty() && planner_) post_to_planner(site, seq, info.id, hits);
     if (trace::TraceWriter* trace = this->trace())
         record_launch(*trace, seq, info.id, site.grid, site.block, site.stream, hits_as_accesses());
     return seq;
@@ -239,13 +241,13 @@ LaunchOrigin Interceptor::launch_origin() const {
     // context, not once a launch. (A context destroyed and made anew at the same
     // address on another device would keep the old device here: its launches'
     // moves would be planned on the wrong model, a loss of speed only.)
-    thread_local CUcontext t_context = nullptr;
-    thread_local CUdevice t_device = -1;
-    if (origin.context != t_context) {
-        if (table->cuCtxGetDevice(&t_device) != CUDA_SUCCESS) t_device = -1;
-        t_context = origin.context;
+    thread_local LaunchOrigin t_last{nullptr, -1};
+    LaunchOrigin& last = t_last;
+    if (origin.context != last.context) {
+        if (table->cuCtxGetDevice(&last.device) != CUDA_SUCCESS) last.device = -1;
+        last.context = origin.context;
     }
-    origin.device = t_device;
+    origin.device = last.device;
     return origin;
 }
 
