@@ -29,6 +29,13 @@ SERIES = [
     ("pool-run", r"pool-run-\d+",
      "`ONLY=pool bench/device_run.sh` or `POOL=1`, POOL_ARGS for pressure runs "
      "(bench/drivers/pool_frees.py) [pool.json, pool.md]"),
+    ("figures-run", r"figures-run-\d+",
+     "`bench/drivers/compat/memory_figures.py` natively and under `uvmrun --budget`, by hand; the .md by hand"),
+    ("infer-run", r"infer-run-\d+",
+     "`ONLY=infer bench/device_run.sh` (bench/drivers/inference.py) [infer.json, infer.md]"),
+    ("robust-run", r"robust-run-\d+",
+     "`ONLY=robust bench/device_run.sh` (compat.py --scenarios compile-modes, ddp_overhead.py, churn.py) "
+     "[robust-compile.*, robust-ddp.*, robust-churn.*]"),
     ("replay-run", r"replay-run-\d+",
      "`ONLY=replay bench/device_run.sh` (bench/drivers/replay.py) [replay.json]; the .md by hand"),
     ("probe-run", r"probe-run-\d+",

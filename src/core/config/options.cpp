@@ -241,11 +241,11 @@ constexpr std::array kOptions = {
         "cost; if the steps after run slower, those allocations go back to the host. 0 keeps the "
         "homes the timing prior chose."),
     option<OptionType::Bool, &Config::earlier_homes>("earlier_homes", "UVMP_EARLIER_HOMES", "1",
-        "With host homes learned in the run: allocations made before the learned step and live in it "
-        "(weights, optimizer state, caches) are candidates too. Those chosen are moved to the host "
-        "once, where they stay in their place (advised to live on the host and be reached by the "
-        "GPU); remote trials give them back the GPU as they do the step's own. 0 homes only what "
-        "the step makes."),
+        "With host homes learned in the run, where the step's own allocations gain too little on the "
+        "host: allocations made before the learned step and live in it (weights, optimizer state, "
+        "caches) are candidates too. Those chosen are moved to the host once, where they stay in "
+        "their place (advised to live on the host and be reached by the GPU); remote trials give "
+        "them back the GPU as they do the step's own. 0 homes only what the step makes."),
     option<OptionType::Bool, &Config::verbose>("verbose", "UVMP_VERBOSE", "0",
         "Print every option's effective value at start."),
     option<OptionType::Text, &Config::framework_settings>("framework_settings", "UVMP_FRAMEWORK_SETTINGS", "",
