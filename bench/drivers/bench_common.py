@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 MIB = 1 << 20
@@ -326,6 +327,27 @@ def measure_and_save(bench, plan, save):
     signal.signal(signal.SIGTERM, stop)
     bench.measure(plan)
     return save(bench)
+
+
+def run_driver(args, scratch_prefix, make_bench, make_plan, print_plan, save):
+    """A driver's body: its plan made in a work folder (--workdir, else a scratch one that goes
+    after), or printed with --dry-run. Returns (bench, report), or None for a dry run."""
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix) as scratch:
+        workdir = args.workdir or scratch
+        os.makedirs(workdir, exist_ok=True)
+        bench = make_bench(args, workdir)
+        plan = make_plan(args)
+        if args.dry_run:
+            print_plan(bench, plan)
+            return None
+        return bench, measure_and_save(bench, plan, save)
+
+
+def finish_driver(args, bench, report, title, cells, note_lines, mismatches):
+    """A driver's closing table and outcome: exit status 1 where a run failed or results differ."""
+    print_report(title, cells, note_lines, report["checks"])
+    problems = [f"{r['id']}: {r['status']}" for r in bench.runs if r["status"] in ("failed", "timeout")]
+    return print_outcome(problems, mismatches, (args.json_out, args.markdown_out))
 
 
 def check_cells(checks):

@@ -40,11 +40,10 @@ import os
 import re
 import shlex
 import sys
-import tempfile
 
-from bench_common import (GIB, MIB, REPO_ROOT, Bench, add_output_arguments, check_cells, fmt, markdown_table,
-                          measure_and_save, parse_size, print_report_rows, check_rows, print_outcome, print_report,
-                          ratio, tagged_json_line, write_atomically)
+from bench_common import (GIB, MIB, REPO_ROOT, Bench, add_output_arguments, check_cells, check_rows, finish_driver,
+                          fmt, markdown_table, parse_size, print_report_rows, ratio, run_driver, tagged_json_line,
+                          write_atomically)
 from pool_figures import floor_ms, format_gib
 from pool_modes import ALLOC_CONF_NAMES, ASYNC_BACKEND, FALLBACK_D2H_GBPS, FALLBACK_H2D_GBPS, deadline_cut
 from pool_report import check, gb, speedup_text
@@ -516,21 +515,12 @@ def main(argv=None):
     args = parse_arguments(argv)
     if args.rows:
         return print_report_rows(args.rows, check_rows, "inference")
-    with tempfile.TemporaryDirectory(prefix="uvmp-infer-") as scratch:
-        workdir = args.workdir or scratch
-        os.makedirs(workdir, exist_ok=True)
-        bench = InferenceBench(args, workdir)
-        plan = make_plan(args)
-        if args.dry_run:
-            print_plan(bench, plan)
-            return 0
-
-        report = measure_and_save(bench, plan, save)
-
-    print_report(f"inference, weights over the budget ({report['elapsed_s']} s)", table_cells(report), notes(report),
-                 report["checks"])
-    problems = [f"{r['id']}: {r['status']}" for r in bench.runs if r["status"] in ("failed", "timeout")]
-    return print_outcome(problems, report["token_mismatches"], (args.json_out, args.markdown_out))
+    outcome = run_driver(args, "uvmp-infer-", InferenceBench, make_plan, print_plan, save)
+    if outcome is None:
+        return 0
+    bench, report = outcome
+    return finish_driver(args, bench, report, f"inference, weights over the budget ({report['elapsed_s']} s)", table_cells(report), notes(report),
+                         report["token_mismatches"])
 
 
 if __name__ == "__main__":

@@ -65,11 +65,9 @@ import math
 import os
 import re
 import sys
-import tempfile
 
 from bench_common import (GIB, MIB, TRAIN_SCRIPT, TRAIN_WORKLOADS, Bench, add_output_arguments, execute,
-                          largest_file, measure_and_save, parse_size, print_outcome, print_report,
-                          simulate, training_summary)
+                          finish_driver, largest_file, parse_size, run_driver, simulate, training_summary)
 from pool_figures import format_gib, median_of, resolve_pressure, simulation_key
 from pool_modes import (ALLOC_CONF_NAMES, ASYNC_BACKEND, CAPPED_OPTIONS, DEFAULT_PRESSURE_MODES, DEFAULT_WITH,
                         FALLBACK_D2H_GBPS, FALLBACK_H2D_GBPS, FIT_FALLBACK_BYTES, LIBRARY_PRESSURE_MODES, MIN_RUN_SECONDS, NEEDS_TRACE,
@@ -511,21 +509,12 @@ def main(argv=None):
     args = parse_arguments(argv)
     if args.rows:
         return print_rows(args.rows)
-    with tempfile.TemporaryDirectory(prefix="uvmp-pool-") as scratch:
-        workdir = args.workdir or scratch
-        os.makedirs(workdir, exist_ok=True)
-        bench = PoolBench(args, workdir)
-        plan = make_plan(args)
-        if args.dry_run:
-            print_plan(bench, plan)
-            return 0
-
-        report = measure_and_save(bench, plan, save)
-
-    print_report(f"managed pool, frees visible ({report['elapsed_s']} s)", table_cells(report), notes(report),
-                 report["checks"])
-    problems = [f"{r['id']}: {r['status']}" for r in bench.runs if r["status"] in ("failed", "timeout")]
-    return print_outcome(problems, report["loss_mismatches"], (args.json_out, args.markdown_out))
+    outcome = run_driver(args, "uvmp-pool-", PoolBench, make_plan, print_plan, save)
+    if outcome is None:
+        return 0
+    bench, report = outcome
+    return finish_driver(args, bench, report, f"managed pool, frees visible ({report['elapsed_s']} s)", table_cells(report), notes(report),
+                         report["loss_mismatches"])
 
 
 if __name__ == "__main__":
