@@ -1,5 +1,6 @@
 #include "core/placement/home_sequence.h"
 #include "core/homesearch/recorded_homes.h"
+#include "core/trace/analysis/iteration_bounds.h"
 #include "trace_fixtures.h"
 
 #include <catch2/catch.hpp>
@@ -272,6 +273,13 @@ TEST_CASE("recorded homes in the run: what the step makes, or all it reads, rout
     CHECK(in_run->step[0].home == H);
     CHECK(in_run->step[1].home == G);
 
+    // The step's own homes pay: a run learning from itself keeps the state
+    // made before the step on the GPU even where it may widen its search.
+    const auto own_first = homes_in_run(t, iteration_bounds(t), 3 * kGiB, 2 << 20, &why, {}, {}, LayoutChoice::Off, true);
+    REQUIRE(own_first);
+    CHECK(homes_used(*own_first));
+    CHECK(own_first->earlier_host_ids.empty());
+
     // The run has made the prologue's allocations and three more: routing
     // starts at the step's second entry.
     HomeSequence sequence(in_run->prologue, in_run->step);
@@ -310,4 +318,14 @@ TEST_CASE("recorded homes in the run: weights over the budget that each step str
     CHECK(all_read->earlier_host_ids.size() == all_read->earlier_host_bytes / kGiB);
     CHECK(homes_pay(*all_read));
     CHECK(all_read->simulated_step_seconds < step_only->simulated_step_seconds);
+
+    // A run learning from itself widens the search only because the step's own gave nothing.
+    const std::vector<uint64_t> bounds = iteration_bounds(t);
+    const auto in_run = homes_in_run(t, bounds, 3 * kGiB, 2 << 20, &why, {}, {}, LayoutChoice::Off, true);
+    REQUIRE(in_run);
+    CHECK(in_run->earlier_host_ids == all_read->earlier_host_ids);
+    const auto without = homes_in_run(t, bounds, 3 * kGiB, 2 << 20, &why, {}, {}, LayoutChoice::Off, false);
+    REQUIRE(without);
+    CHECK(without->earlier_host_ids.empty());
+    CHECK_FALSE(homes_used(*without));
 }

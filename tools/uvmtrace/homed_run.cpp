@@ -96,9 +96,17 @@ std::optional<HomedRun> homed_run(const SimulateOptions& o, const trace::Trace& 
                                        o.homes == "auto" ? placement::HomeScope::MadeInStep
                                                          : placement::HomeScope::LiveInStep);
     // What the library's default does: homes only where they pay enough.
-    if (o.homes == "auto" && !run.chosen_by_bytes && !run.layout_used)
-        run.used = placement::homes_pay(run.homes.choice.host_bytes > 0, run.gain);
-    return run;
+    const auto judge = [&](HomedRun& r) {
+        if (!r.chosen_by_bytes && !r.layout_used) r.used = placement::homes_pay(r.homes.choice.host_bytes > 0, r.gain);
+    };
+    if (o.homes != "auto") return run;
+    judge(run);
+    // And where the step's own allocations give nothing worth using, it
+    // searches every allocation the step reads (placement::homes_in_run).
+    if (run.used || run.layout_used) return run;
+    HomedRun all = run_with_host_homes(o, trace, bounds, config, placement::HomeScope::LiveInStep);
+    judge(all);
+    return all.used || all.layout_used ? all : run;
 }
 
 nlohmann::json homes_json(const HomedRun& run) {

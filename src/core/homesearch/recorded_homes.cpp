@@ -151,6 +151,7 @@ std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, const std
     SimConfig config;
     config.budget_bytes = budget_bytes;
     config.chunk_bytes = chunk_bytes;
+    config.link = LinkModel(rates); // the link the homes will run on, as their trips are
     config.policy = PolicyKind::Learned;
     if (layout == LayoutChoice::Off) {
         const SearchedHomes searched = search_host_homes(trace, bounds, config, prior, rates, scope);
@@ -198,6 +199,20 @@ std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, const std
     }
     laid_out.arena_bytes = plan.layout.arena_bytes;
     return laid_out;
+}
+
+bool homes_used(const RecordedHomes& homes) { return homes.planned() || homes_pay(homes); }
+
+std::optional<RecordedHomes> homes_in_run(const trace::Trace& trace, const std::vector<uint64_t>& bounds,
+                                          uint64_t budget_bytes, uint64_t chunk_bytes, std::string* why_not,
+                                          const Rates& rates, const TimingPriorConfig& prior, LayoutChoice layout,
+                                          bool earlier) {
+    std::optional<RecordedHomes> own =
+        recorded_homes(trace, bounds, budget_bytes, chunk_bytes, why_not, rates, HomeScope::MadeInStep, prior, layout);
+    if (!earlier || (own && homes_used(*own))) return own;
+    std::optional<RecordedHomes> all =
+        recorded_homes(trace, bounds, budget_bytes, chunk_bytes, why_not, rates, HomeScope::LiveInStep, prior, layout);
+    return all && homes_used(*all) ? all : own;
 }
 
 } // namespace uvmp::placement

@@ -168,28 +168,9 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
                   logged_name(recording, kernel));
     }
     std::string why_not;
-    const auto search = [&](placement::HomeScope scope) {
-        return placement::recorded_homes(recording, bounds, budget_bytes_, config_.chunk_size, &why_not, {}, scope,
-                                         prior, config_.step_layout);
-    };
-    const auto used = [](const std::optional<placement::RecordedHomes>& h) {
-        return h && (h->planned() || placement::homes_pay(*h));
-    };
-    std::optional<placement::RecordedHomes> homes = search(placement::HomeScope::MadeInStep);
-    // Allocations made before the step are homed only where the step's own
-    // cannot be: their ranges, advised inside GPU slabs, cost what the
-    // simulator does not see (GPT-2 small at peak/1.5 on an H100 ran 1434 ms
-    // a step with them, simulated at 704, against 569 without, simulated at
-    // 853), while a decode loop whose weights exceed the budget has nothing
-    // else to home.
-    if (config_.earlier_homes && !used(homes)) {
-        std::optional<placement::RecordedHomes> all = search(placement::HomeScope::LiveInStep);
-        if (used(all)) {
-            log::info("host homes: the step's own allocations gain too little on the host; allocations made "
-                      "before it are candidates too");
-            homes = std::move(all);
-        }
-    }
+    std::optional<placement::RecordedHomes> homes =
+        placement::homes_in_run(recording, bounds, budget_bytes_, config_.chunk_size, &why_not, link, prior,
+                                config_.step_layout, config_.earlier_homes);
     if (!homes) {
         give_up(why_not);
         return true;

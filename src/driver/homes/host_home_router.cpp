@@ -80,7 +80,8 @@ void HostHomeRouter::set_up(int device, uint64_t budget_bytes) {
     prior.streaming_gbps = config_.streaming_gbps.line_gbps(rates(device));
     try {
         homes = placement::recorded_homes(trace::read_trace_file(config_.trace_in), budget_bytes, config_.chunk_size,
-                                          &why_not, {}, placement::HomeScope::LiveInStep, prior, config_.step_layout);
+                                          &why_not, rates(device), placement::HomeScope::LiveInStep, prior,
+                                          config_.step_layout);
     } catch (const std::exception& e) {
         why_not = e.what();
     }
