@@ -329,6 +329,17 @@ def measure_and_save(bench, plan, save):
     return save(bench)
 
 
+def add_link_arguments(parser, fetch_gbps, evict_gbps):
+    """The link probe a driver runs first, and the fetch and eviction rates it takes where none ran."""
+    parser.add_argument("--link-probe", help="bench/link_probe program: measure the link's rates first (else "
+                        "--h2d-gbps and --d2h-gbps)")
+    parser.add_argument("--link-probe-mib", type=int, default=2048, help="MiB the link probe moves (default 2048)")
+    parser.add_argument("--h2d-gbps", type=float, default=fetch_gbps,
+                        help=f"fetch rate f when not measured (default {fetch_gbps:g})")
+    parser.add_argument("--d2h-gbps", type=float, default=evict_gbps,
+                        help=f"eviction rate e when not measured (default {evict_gbps:g})")
+
+
 def run_driver(args, scratch_prefix, make_bench, make_plan, print_plan, save):
     """A driver's body: its plan made in a work folder (--workdir, else a scratch one that goes
     after), or printed with --dry-run. Returns (bench, report), or None for a dry run."""

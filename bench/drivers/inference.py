@@ -41,9 +41,9 @@ import re
 import shlex
 import sys
 
-from bench_common import (GIB, MIB, REPO_ROOT, Bench, add_output_arguments, check_cells, check_rows, finish_driver,
-                          fmt, markdown_table, parse_size, print_report_rows, ratio, run_driver, tagged_json_line,
-                          write_atomically)
+from bench_common import (GIB, MIB, REPO_ROOT, Bench, add_link_arguments, add_output_arguments, check_cells,
+                          check_rows, finish_driver, fmt, markdown_table, parse_size, print_report_rows, ratio,
+                          run_driver, tagged_json_line, write_atomically)
 from pool_figures import floor_ms, format_gib
 from pool_modes import ALLOC_CONF_NAMES, ASYNC_BACKEND, FALLBACK_D2H_GBPS, FALLBACK_H2D_GBPS, deadline_cut
 from pool_report import check, gb, speedup_text
@@ -446,10 +446,7 @@ def parse_arguments(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--uvmrun", help="path of the uvmrun program (required but with --rows)")
     parser.add_argument("--lib", help="libuvmprefetch.so for uvmrun to preload (default: the one it finds)")
-    parser.add_argument("--link-probe", help="bench/link_probe program: measure f, e and r first")
-    parser.add_argument("--link-probe-mib", type=int, default=2048, help="MiB the link probe moves (default 2048)")
-    parser.add_argument("--h2d-gbps", type=float, default=FALLBACK_H2D_GBPS, help="f when not measured")
-    parser.add_argument("--d2h-gbps", type=float, default=FALLBACK_D2H_GBPS, help="e when not measured")
+    add_link_arguments(parser, FALLBACK_H2D_GBPS, FALLBACK_D2H_GBPS)
     parser.add_argument("--generate-script", default=GENERATE_SCRIPT, help="the Python generation workload")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the workload")
     parser.add_argument("--workload-args", default="",

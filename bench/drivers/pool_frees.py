@@ -66,8 +66,8 @@ import os
 import re
 import sys
 
-from bench_common import (GIB, MIB, TRAIN_SCRIPT, TRAIN_WORKLOADS, Bench, add_output_arguments, execute,
-                          finish_driver, largest_file, parse_size, run_driver, simulate, training_summary)
+from bench_common import (GIB, MIB, TRAIN_SCRIPT, TRAIN_WORKLOADS, Bench, add_link_arguments, add_output_arguments,
+                          execute, finish_driver, largest_file, parse_size, run_driver, simulate, training_summary)
 from pool_figures import format_gib, median_of, resolve_pressure, simulation_key
 from pool_modes import (ALLOC_CONF_NAMES, ASYNC_BACKEND, CAPPED_OPTIONS, DEFAULT_PRESSURE_MODES, DEFAULT_WITH,
                         FALLBACK_D2H_GBPS, FALLBACK_H2D_GBPS, FIT_FALLBACK_BYTES, LIBRARY_PRESSURE_MODES, MIN_RUN_SECONDS, NEEDS_TRACE,
@@ -363,13 +363,7 @@ def parse_arguments(argv=None):
     parser.add_argument("--uvmrun", help="path of the uvmrun program (required but with --rows)")
     parser.add_argument("--uvmtrace", help="path of the uvmtrace program (required but with --rows)")
     parser.add_argument("--lib", help="libuvmprefetch.so for uvmrun to preload (default: the one it finds)")
-    parser.add_argument("--link-probe", help="bench/link_probe program: measure f and e first (else --h2d-gbps "
-                        "and --d2h-gbps)")
-    parser.add_argument("--link-probe-mib", type=int, default=2048, help="MiB the link probe moves (default 2048)")
-    parser.add_argument("--h2d-gbps", type=float, default=FALLBACK_H2D_GBPS,
-                        help=f"fetch rate f when not measured (default {FALLBACK_H2D_GBPS:g})")
-    parser.add_argument("--d2h-gbps", type=float, default=FALLBACK_D2H_GBPS,
-                        help=f"eviction rate e when not measured (default {FALLBACK_D2H_GBPS:g})")
+    add_link_arguments(parser, FALLBACK_H2D_GBPS, FALLBACK_D2H_GBPS)
     parser.add_argument("--train-script", default=TRAIN_SCRIPT, help="the Python training workload")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the workloads")
     parser.add_argument("--workloads", default="gpt2-small,resnet50", help="comma-separated, in the order they run "

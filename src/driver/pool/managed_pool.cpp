@@ -42,7 +42,7 @@ public:
     // `host_memory`: the guard a host-homed slab asks; nullptr for a GPU home.
     SlabMaker(int device, HostMemoryGuard* host_memory, DeviceBudget& budget, Stats& stats,
               const std::atomic<bool>& finishing)
-        : device_(device), host_(host_memory != nullptr), host_memory_(host_memory), budget_(budget), stats_(stats),
+        : device_(device), host_memory_(host_memory), budget_(budget), stats_(stats),
           finishing_(finishing) {}
 
     std::optional<uint64_t> create(uint64_t bytes) override {
@@ -66,7 +66,7 @@ public:
             return std::nullopt;
         }
         // Advised per slab, never per block: blocks come and go inside it.
-        if (host_) {
+        if (host()) {
             if (const CUresult advised = advise_host_home(*table, base, size, device_); advised != CUDA_SUCCESS) {
                 // Unadvised, the driver would migrate its pages like any other's:
                 // it is no host home, and the allocation takes a GPU slab instead.
@@ -92,7 +92,7 @@ public:
             std::lock_guard lock(mutex_);
             slabs_[base] = {size, context};
         }
-        if (host_) stats_.host_slab_created(size);
+        if (host()) stats_.host_slab_created(size);
         else stats_.slab_created(size);
         return base;
     }
@@ -135,7 +135,7 @@ public:
             }
         }
         budget_.release(slab.bytes);
-        if (host_) stats_.host_slab_released(slab.bytes);
+        if (host()) stats_.host_slab_released(slab.bytes);
         else stats_.slab_released(slab.bytes);
     }
 
@@ -144,9 +144,10 @@ private:
         uint64_t bytes;
         CUcontext context;
     };
+    bool host() const { return host_memory_ != nullptr; }
+
     int device_;
-    bool host_;
-    HostMemoryGuard* host_memory_;
+    HostMemoryGuard* host_memory_; // a host-homed slab's guard; nullptr for a GPU home
     DeviceBudget& budget_;
     Stats& stats_;
     const std::atomic<bool>& finishing_;
