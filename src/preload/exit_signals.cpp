@@ -17,6 +17,14 @@
 extern "C" int __sigaction(int sig, const struct sigaction* action, struct sigaction* old);
 extern "C" sighandler_t bsd_signal(int sig, sighandler_t handler) noexcept;
 
+#define UVMP_UNINSTRUMENTED __attribute__((no_sanitize("thread", "address", "undefined")))
+
+namespace {
+// Set once arm_exit_signals has taken SIGINT or SIGTERM over; plain, so that
+// the entry points can read it before anything else exists.
+bool g_exit_signals_armed = false;
+} // namespace
+
 namespace uvmp::preload {
 namespace {
 
@@ -169,6 +177,7 @@ void arm_exit_signals() {
         program->set(current);
         if (install_for(program->sig, current) == 0) program->taken_over.store(true, std::memory_order_release);
     }
+    __atomic_store_n(&g_exit_signals_armed, true, __ATOMIC_RELEASE);
 }
 
 void exit_signals_after_fork_in_child() {
@@ -187,13 +196,12 @@ void die_of_pending_exit_signal() {
 
 } // namespace uvmp::preload
 
-using uvmp::preload::install_for;
-using uvmp::preload::program_action;
+namespace uvmp::preload {
 
 // The program's view of SIGINT and SIGTERM once they are taken over: what it
 // set is what it reads back, and what its handler is called with.
-extern "C" int sigaction(int sig, const struct sigaction* action, struct sigaction* old) noexcept {
-    uvmp::preload::ProgramAction* program = program_action(sig);
+int program_sigaction(int sig, const struct sigaction* action, struct sigaction* old) {
+    ProgramAction* program = program_action(sig);
     if (!program || !program->taken_over.load(std::memory_order_acquire)) return __sigaction(sig, action, old);
     const struct sigaction previous = program->get();
     if (action) {
@@ -207,8 +215,8 @@ extern "C" int sigaction(int sig, const struct sigaction* action, struct sigacti
     return 0;
 }
 
-extern "C" sighandler_t signal(int sig, sighandler_t handler) noexcept {
-    uvmp::preload::ProgramAction* program = program_action(sig);
+sighandler_t program_signal(int sig, sighandler_t handler) {
+    ProgramAction* program = program_action(sig);
     if (!program || !program->taken_over.load(std::memory_order_acquire)) return bsd_signal(sig, handler);
     // What the C library's signal() asks for: BSD semantics.
     struct sigaction action{};
@@ -217,6 +225,23 @@ extern "C" sighandler_t signal(int sig, sighandler_t handler) noexcept {
     sigemptyset(&action.sa_mask);
     sigaddset(&action.sa_mask, sig);
     action.sa_flags = SA_RESTART;
-    if (sigaction(sig, &action, &old) != 0) return SIG_ERR;
+    if (program_sigaction(sig, &action, &old) != 0) return SIG_ERR;
     return old.sa_handler;
+}
+
+} // namespace uvmp::preload
+
+// The exported entry points are called by whatever loads first, a sanitizer's
+// runtime included, before any constructor of this library has run. Until
+// arm_exit_signals they touch nothing but one plain flag, and they carry no
+// instrumentation that would need such a runtime initialized.
+extern "C" UVMP_UNINSTRUMENTED int sigaction(int sig, const struct sigaction* action,
+                                             struct sigaction* old) noexcept {
+    if (!__atomic_load_n(&g_exit_signals_armed, __ATOMIC_ACQUIRE)) return __sigaction(sig, action, old);
+    return uvmp::preload::program_sigaction(sig, action, old);
+}
+
+extern "C" UVMP_UNINSTRUMENTED sighandler_t signal(int sig, sighandler_t handler) noexcept {
+    if (!__atomic_load_n(&g_exit_signals_armed, __ATOMIC_ACQUIRE)) return bsd_signal(sig, handler);
+    return uvmp::preload::program_signal(sig, handler);
 }
