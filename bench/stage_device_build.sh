@@ -6,7 +6,7 @@ set -euo pipefail
 build=$1
 stage=$2
 rm -rf "$stage"
-for path in tools/uvmrun/uvmrun tools/uvmtrace/uvmtrace src/preload/libuvmprefetch.so \
+for path in tools/uvmrun/uvmrun tools/uvmrun/python/sitecustomize.py tools/uvmtrace/uvmtrace src/preload/libuvmprefetch.so \
     examples/layers_static examples/layers_shared bench/empty_launch bench/populate_probe \
     bench/wait_or_fault_probe bench/link_probe bench/page_release_probe; do
   if [ -f "$build/$path" ]; then

@@ -57,12 +57,12 @@ void note_stream_ordered_allocation() {
     if (!g_pending.exchange(false, std::memory_order_acq_rel)) return;
     std::span<const std::string_view> libraries = framework_libraries(g_setting);
     if (libraries.empty() || dl_iterate_phdr(&find_loaded, &libraries) == 0) return;
-    // PyTorch's CUDA graph trees do not run on its cudaMallocAsync backend.
+    // PyTorch's CUDA-graph trees do not run on its cudaMallocAsync backend, so
+    // uvmrun's sitecustomize turns them off.
     const bool pytorch = g_setting.starts_with("PYTORCH_");
-    log::raw_stderr_line(log::prefix() + "uvmrun set " + g_setting +
-                         " so that the library sees every free (uvmrun --framework-settings off keeps "
-                         "the framework's own allocator" +
-                         (pytorch ? std::string(", which torch.compile(mode=\"reduce-overhead\") needs)") : ")"));
+    log::raw_stderr_line(log::prefix() + "uvmrun set " + g_setting + " so that the library sees every free" +
+                         (pytorch ? std::string(", with torch.compile's CUDA-graph trees off") : std::string()) +
+                         " (uvmrun --framework-settings off keeps the framework's own allocator)");
 }
 
 } // namespace uvmp::preload

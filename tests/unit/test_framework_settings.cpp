@@ -26,6 +26,7 @@ TEST_CASE("uvmrun sets PyTorch's stream-ordered backend and announces it when th
     CHECK(plan.set[0].name == "PYTORCH_CUDA_ALLOC_CONF");
     CHECK(plan.set[0].value == "backend:cudaMallocAsync");
     CHECK(plan.announce == "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync");
+    CHECK(plan.python_site);
     CHECK_FALSE(plan.warning);
 }
 
@@ -37,6 +38,7 @@ TEST_CASE("a user's PyTorch allocator setting, under either name, is left alone"
                 const FrameworkPlan plan = plan_for(mode, {{name, value}});
                 CHECK(plan.set.empty());
                 CHECK(plan.announce.empty());
+                CHECK_FALSE(plan.python_site);
                 CHECK_FALSE(plan.warning);
             }
         }
@@ -49,6 +51,7 @@ TEST_CASE("off keeps PyTorch's caching allocator convertible and announces nothi
     CHECK(plan.set[0].name == "PYTORCH_CUDA_ALLOC_CONF");
     CHECK(plan.set[0].value == "expandable_segments:False");
     CHECK(plan.announce.empty());
+    CHECK_FALSE(plan.python_site);
 }
 
 TEST_CASE("expandable segments asked for by the user are warned about, naming the variable PyTorch reads") {

@@ -85,6 +85,23 @@ std::string find_library(const std::string& tool_path) {
     return {};
 }
 
+std::string find_python_site(const std::string& tool_path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path self = fs::canonical(tool_path, ec);
+    if (ec) return {};
+    const fs::path dir = self.parent_path();
+    for (const fs::path& candidate : {dir / "python", dir / ".." / "share" / "uvmprefetch" / "python"}) {
+        if (fs::exists(candidate / "sitecustomize.py", ec)) return fs::canonical(candidate, ec).string();
+    }
+    return {};
+}
+
+void prepend_python_path(JobEnvironment& env, const std::string& directory) {
+    const std::string* path = env.get("PYTHONPATH");
+    env.set("PYTHONPATH", path && !path->empty() ? directory + ":" + *path : directory);
+}
+
 std::string own_path(const char* argv0) {
     return argv0[0] == '/' || std::strchr(argv0, '/') ? argv0 : "/proc/self/exe";
 }

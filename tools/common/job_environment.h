@@ -45,6 +45,13 @@ private:
 // build tree. Empty when not found.
 std::string find_library(const std::string& tool_path);
 
+// uvmrun's Python directory (the one holding its sitecustomize.py): next to the
+// tool, in ../share/uvmprefetch, or in the build tree. Empty when not found.
+std::string find_python_site(const std::string& tool_path);
+
+// Puts a directory first on PYTHONPATH.
+void prepend_python_path(JobEnvironment& env, const std::string& directory);
+
 // The tool's own path as find_library takes it: argv[0] when it names a file,
 // else the running executable.
 std::string own_path(const char* argv0);

@@ -49,7 +49,10 @@ FrameworkPlan plan_framework_settings(FrameworkSettingsMode mode, const Environm
                                                                        : kTorchNoExpandableSegments;
     plan.set.push_back({std::string(kTorchConfName), std::string(value)});
     // Only the stream-ordered backend changes what the library sees, so only it is announced.
-    if (mode == FrameworkSettingsMode::Auto) plan.announce = std::string(kTorchConfName) + "=" + std::string(value);
+    if (mode == FrameworkSettingsMode::Auto) {
+        plan.announce = std::string(kTorchConfName) + "=" + std::string(value);
+        plan.python_site = true;
+    }
     return plan;
 }
 

@@ -31,6 +31,9 @@ struct FrameworkPlan {
     // A line for uvmrun to print before the job starts, when the user's own
     // setting keeps memory from being converted.
     std::optional<std::string> warning;
+    // Put uvmrun's Python directory first on PYTHONPATH: its sitecustomize turns
+    // off what the stream-ordered backend cannot run (PyTorch's CUDA-graph trees).
+    bool python_site = false;
 };
 
 // The job's variable of that name, or nullptr when it is not set.

@@ -132,7 +132,8 @@ std::optional<std::string> set_library_options(const RunOptions& o, uvmp::tools:
 // Nor does a job without a budget: nothing is moved, so seeing frees buys nothing, while
 // the stream-ordered backend breaks programs that run natively (PyTorch's CUDA-graph
 // trees refuse it: torch.compile(mode="reduce-overhead")).
-void set_framework_settings(const RunOptions& o, const uvmp::Config& effective, uvmp::tools::JobEnvironment& env) {
+void set_framework_settings(const RunOptions& o, const uvmp::Config& effective, const std::string& tool_path,
+                            uvmp::tools::JobEnvironment& env) {
     const bool helps = effective.enable && effective.budget.has_value();
     const auto mode = helps ? *uvmp::tools::parse_framework_settings_mode(o.framework_settings)
                             : uvmp::tools::FrameworkSettingsMode::Off;
@@ -141,6 +142,13 @@ void set_framework_settings(const RunOptions& o, const uvmp::Config& effective, 
     for (const uvmp::tools::EnvironmentSetting& setting : plan.set) env.set(setting.name, setting.value);
     if (!plan.announce.empty()) env.set_option("framework_settings", plan.announce);
     if (plan.warning) std::cerr << "uvmrun: " << *plan.warning << "\n";
+    if (!plan.python_site) return;
+    const std::string site = uvmp::tools::find_python_site(tool_path);
+    if (site.empty())
+        std::cerr << "uvmrun: cannot find its python/sitecustomize.py; torch.compile's CUDA-graph trees "
+                     "stay on and fail on the stream-ordered backend\n";
+    else
+        uvmp::tools::prepend_python_path(env, site);
 }
 
 int print_dry_run(const RunOptions& o, const uvmp::tools::JobEnvironment& env) {
@@ -182,7 +190,7 @@ int main(int argc, char** argv) {
         return fail("cannot find libuvmprefetch.so next to uvmrun, in ../lib, or in the build "
                     "tree; set UVMP_LIBRARY to its path");
     uvmp::tools::preload_library(env, library);
-    set_framework_settings(o, effective, env);
+    set_framework_settings(o, effective, uvmp::tools::own_path(argv[0]), env);
     if (o.dry_run) return print_dry_run(o, env);
 
     const int status = uvmp::tools::exec_with(env, o.command);
