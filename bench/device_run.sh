@@ -54,7 +54,8 @@
 #              under a budget above the footprint with and without --framework-settings off
 #              (bench/drivers/ddp_overhead.py); eight jobs under budgets killed and restarted at random
 #              for 60 s (bench/drivers/churn.py): $OUT/robust-{compile,ddp,churn}.{json,md}, the
-#              runs' logs in $OUT/robust-runs
+#              runs' logs in $OUT/robust-runs; ROBUST_PARTS picks and orders them (default
+#              compile,ddp,churn)
 #   ONLY=tests  run the GPU tests and no overhead benchmark (with OVERSUB=1, then the
 #              oversubscription benchmark)
 #   OVERHEAD_ROUNDS  alternating rounds of the overhead benchmark (default 2)
@@ -84,6 +85,7 @@ POOL=${POOL:-0}
 POOL_ROUNDS=${POOL_ROUNDS:-3}
 POOL_BUDGET=${POOL_BUDGET:-16G}
 POOL_ARGS=${POOL_ARGS:-}
+ROBUST_PARTS=${ROBUST_PARTS:-compile,ddp,churn}
 INFER_ARGS=${INFER_ARGS:-}
 REPLAY_TRACES=${REPLAY_TRACES:-$REPO_ROOT/examples/traces/gpt2-small-b16-pooled.uvmt $REPO_ROOT/examples/traces/resnet50-b256-pooled.uvmt}
 REPLAY_REAL_JOB=${REPLAY_REAL_JOB:-}
@@ -482,20 +484,36 @@ add_rows_of() {
 robust_section() {
     local runs=$OUT/robust-runs
     local common=(--uvmrun "$UVMRUN" --lib "$LIBRARY")
+    local part
     rm -f "$OUT"/robust-*.json "$OUT"/robust-*.md
+    for part in ${ROBUST_PARTS//,/ }; do
+        case $part in
+        compile) robust_compile ;;
+        ddp) robust_ddp ;;
+        churn) robust_churn ;;
+        *) add_row "robust: part '$part'" "unknown" "compile, ddp or churn" "FAIL" ;;
+        esac
+    done
+}
+
+robust_compile() {
     run_step "robust: torch.compile modes, native / plain uvmrun / --budget peak/1.5" 210 \
         "$PYTHON" "$REPO_ROOT/bench/drivers/compat.py" "${common[@]}" --scenarios compile-modes \
         --deadline-s 195 --timeout-s 120 --workdir "$runs/compile" \
         --json-out "$OUT/robust-compile.json" --markdown-out "$OUT/robust-compile.md"
     add_row "robust: compile modes ran, results equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
     add_rows_of compat.py "$OUT/robust-compile.json"
+}
 
+robust_ddp() {
     run_step "robust: DDP overhead (native, async, plain uvmrun, budget, budget + caching)" 140 \
         "$PYTHON" "$REPO_ROOT/bench/drivers/ddp_overhead.py" "${common[@]}" --deadline-s 125 --timeout-s 100 \
         --workdir "$runs/ddp" --json-out "$OUT/robust-ddp.json" --markdown-out "$OUT/robust-ddp.md"
     add_row "robust: DDP runs succeeded, losses equal" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
     add_rows_of ddp_overhead.py "$OUT/robust-ddp.json"
+}
 
+robust_churn() {
     run_step "robust: churn (8 jobs under budgets, killed and restarted)" 140 \
         "$PYTHON" "$REPO_ROOT/bench/drivers/churn.py" "${common[@]}" --duration-s 60 --drain-s 20 --leak-wait-s 10 \
         --workdir "$runs/churn" --json-out "$OUT/robust-churn.json" --markdown-out "$OUT/robust-churn.md"

@@ -35,7 +35,7 @@ def build(args, torch):
                          num_hidden_layers=args.layers, num_attention_heads=args.heads,
                          num_key_value_heads=args.kv_heads or args.heads,
                          max_position_embeddings=max(4096, args.prompt + args.new_tokens + 1),
-                         tie_word_embeddings=False)
+                         tie_word_embeddings=False, attn_implementation=args.attention)
     default_dtype = torch.get_default_dtype()
     torch.set_default_dtype(torch.bfloat16)  # made in bf16: never the fp32 model's twice the bytes
     try:
@@ -91,6 +91,8 @@ def main():
     parser.add_argument("--prompt", type=int, default=512, help="prompt tokens (default 512)")
     parser.add_argument("--new-tokens", type=int, default=32, help="decode steps (default 32)")
     parser.add_argument("--warmup", type=int, default=8, help="decode steps left out of the median (default 8)")
+    parser.add_argument("--attention", choices=("sdpa", "eager"), default="sdpa",
+                        help="transformers' attention implementation (default sdpa)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--deterministic", action="store_true",
                         help="deterministic kernels, so that runs can be compared token for token")

@@ -42,6 +42,8 @@ public:
     bool observe(Move move, uint64_t bytes, double seconds);
     std::optional<double> estimate_gbps(Move move) const;
     size_t moves_counted(Move move) const;
+    // Moves the estimate is the median of, at most.
+    size_t window() const { return settings_.window; }
 
     // `base` with fetch and eviction from the run where enough moves counted
     // (Source::Refined), else `base` unchanged.

@@ -43,6 +43,9 @@ std::unique_ptr<Planner> Interceptor::make_planner() {
                                              fences_, mover_);
     planner->count_budget_bound_in(&budget_bound_);
     planner->guard_host_memory_with(&host_memory_);
+    planner->report_move_times_to([this](int device, rates::Move move, uint64_t bytes, double seconds) {
+        rates_.observe_move(device, move, bytes, seconds);
+    });
     // The device's pool exists by then: its blocks are what bound the budget.
     if (config_.pool_placement == PoolPlacement::OverDead)
         planner->on_dead_memory_known([this](CUdevice device, std::shared_ptr<const pool::PlacementHint> hint) {

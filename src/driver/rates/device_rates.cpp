@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
 namespace uvmp::driver {
@@ -94,6 +95,31 @@ std::vector<std::pair<int, rates::LinkRates>> DeviceRates::all() const {
         if (const rates::LinkRates* settled = rates_[i].load(std::memory_order_acquire))
             out.emplace_back(static_cast<int>(i), *settled);
     return out;
+}
+
+void DeviceRates::observe_move(int device, rates::Move move, uint64_t bytes, double seconds) {
+    if (device < 0 || static_cast<size_t>(device) >= kMaxDevices) return;
+    const auto index = static_cast<size_t>(device);
+    std::lock_guard lock(refine_mutex_);
+    Refinement& r = refinements_[index];
+    if (!r.base) {
+        const auto current = settled(device);
+        if (!current || (current->source != rates::Source::Probe && current->source != rates::Source::Cache)) return;
+        r.base = *current;
+    }
+    if (!r.refiner.observe(move, bytes, seconds) || r.published >= kMaxPublished) return;
+    const size_t counted = r.refiner.moves_counted(rates::Move::Fetch) + r.refiner.moves_counted(rates::Move::Evict);
+    if (r.published > 0 && counted - r.counted_at_publish < r.refiner.window()) return;
+    const rates::LinkRates refined = r.refiner.refined(*r.base);
+    if (refined.source != rates::Source::Refined) return;
+    const rates::LinkRates current = of(device);
+    const auto moved = [](double now, double was) { return was <= 0 || std::abs(now - was) >= 0.01 * was; };
+    if (!moved(refined.fetch_gbps, current.fetch_gbps) && !moved(refined.evict_gbps, current.evict_gbps)) return;
+    r.counted_at_publish = counted;
+    ++r.published;
+    // The value it replaces stays allocated: a reader may be copying it.
+    rates_[index].store(new rates::LinkRates(refined), std::memory_order_release);
+    log::info("device {}: link rates refined from {} timed moves: {}", device, counted, rates::describe(refined));
 }
 
 std::vector<std::string> DeviceRates::summary_lines() const {

@@ -4,17 +4,17 @@
 // Every consumer asks here, so that a device nobody measured runs on the
 // reference figures and says so, and one that was measured never does.
 //
-// Not done yet: refining fetch and eviction from the run's own moves
-// (rates::RateRefiner). The mover (worker/planner.cpp, Planner::issue) queues
-// its prefetches asynchronously and knows only how long each call took, not
-// when the transfer ended; it would need an event pair a move or batch on its
-// stream, read back later off the critical path, before the refiner has
-// anything to count.
+// Rates measured on this machine (probe or cache) are then corrected from the
+// run's own moves: the mover times its large moves on the GPU
+// (driver/rates/move_timer.h) and the fetch and eviction figures follow the
+// median of the latest (rates::RateRefiner). A rates file or the reference
+// figures stand as given.
 #pragma once
 
 #include "core/accounting/device_budget.h"
 #include "core/config/options.h"
 #include "core/rates/link_rates.h"
+#include "core/rates/rate_refiner.h"
 #include "driver/table/driver_table.h"
 
 #include <array>
@@ -45,6 +45,14 @@ public:
     // Every settled device's rates, by device.
     std::vector<std::pair<int, rates::LinkRates>> all() const;
 
+    // A move of the library's that the GPU timed: `bytes` in `seconds`. Where
+    // the device's rates were measured here, the refined figures replace them
+    // once a refiner's window of moves has counted since the last change, and
+    // only where one moved by at least 1%: readers keep every published value
+    // (they take no lock), so publishing is kept to what changes a decision.
+    // Any thread; serialised.
+    void observe_move(int device, rates::Move move, uint64_t bytes, double seconds);
+
     // For the exit summary: one line a settled device.
     std::vector<std::string> summary_lines() const;
     // The stats file's JSON with the settled rates added under "link_rates"
@@ -65,6 +73,17 @@ private:
     // once and never freed.
     std::mutex settle_mutex_;
     std::array<std::atomic<const rates::LinkRates*>, kMaxDevices> rates_{};
+    // The refinement of one device: the rates it started from and the moves counted.
+    struct Refinement {
+        std::optional<rates::LinkRates> base;
+        rates::RateRefiner refiner;
+        size_t counted_at_publish = 0;
+        size_t published = 0;
+    };
+    // Past this many publications a device keeps its last refined figures.
+    static constexpr size_t kMaxPublished = 1024;
+    std::mutex refine_mutex_;
+    std::array<Refinement, kMaxDevices> refinements_;
     // UVMP_RATES=FILE: read once, for every device.
     std::optional<rates::LinkRates> file_rates_;
     bool file_read_ = false;

@@ -339,6 +339,10 @@ void Planner::evict_dead(DeadPiece piece, DeviceModel& model, CUcontext context)
     mover_.post([this, order](Executor& mover) { issue(order, mover); });
 }
 
+void Planner::report_move_times_to(MoveTimer::Sink sink) {
+    move_timer_ = std::make_unique<MoveTimer>(rates::RateRefiner::Settings{}.min_bytes, std::move(sink));
+}
+
 void Planner::issue(const MoveOrder& order, Executor& mover) {
     const bool to_gpu = order.kind != trace::MoveKind::Evict;
     const uint64_t bytes = order.bytes;
@@ -362,8 +366,17 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
         location.type = CU_MEM_LOCATION_TYPE_HOST;
         location.id = 0;
     }
+    // A population places fresh memory and moves no data: it says nothing of the link.
+    std::optional<MoveTimer::Started> timing;
+    if (move_timer_) {
+        move_timer_->poll(*table);
+        if (order.kind != trace::MoveKind::Populate) timing = move_timer_->begin(*table, stream, bytes);
+    }
     const auto call_start = std::chrono::steady_clock::now();
     const CUresult r = table->cuMemPrefetchAsync_v2(order.allocation.base + order.offset, bytes, location, 0, stream);
+    if (timing)
+        move_timer_->finish(*table, stream, *timing, r == CUDA_SUCCESS, order.device,
+                            to_gpu ? rates::Move::Fetch : rates::Move::Evict, bytes);
     stats_.add(stats_.move_calls);
     stats_.add(stats_.device(order.device).move_calls);
     stats_.add(stats_.move_call_ns, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(

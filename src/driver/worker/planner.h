@@ -26,6 +26,7 @@
 #include "driver/worker/executor.h"
 #include "driver/hostmem/host_memory_guard.h"
 #include "driver/pool/fence_pool.h"
+#include "driver/rates/move_timer.h"
 
 #include <atomic>
 #include <deque>
@@ -130,6 +131,10 @@ public:
     // not made). Set before the first allocation reaches the planner; without
     // one, every eviction is made.
     void guard_host_memory_with(HostMemoryGuard* guard) { host_memory_ = guard; }
+    // Times the large prefetches and evictions on the GPU and reports each to
+    // `sink` once read back (driver/rates/move_timer.h). Set before the first
+    // allocation reaches the planner; without it nothing is timed.
+    void report_move_times_to(MoveTimer::Sink sink);
     double prediction_hit_rate() const;
     // Bytes of new blocks found resident where freed ones had left them: no move
     // made them so. Any thread.
@@ -235,6 +240,7 @@ private:
     DeadMemoryKnown dead_memory_known_;
     std::atomic<bool>* budget_bound_ = nullptr;
     HostMemoryGuard* host_memory_ = nullptr;
+    std::unique_ptr<MoveTimer> move_timer_; // used on the mover only
     // Sets *budget_bound_ once the model's budget has bound.
     void note_budget_bound(DeviceModel& model);
 };
