@@ -185,16 +185,15 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     homes->waited_launches = cleaned.waited_launches;
     homes->kinds_from_waits = cleaned.kinds_from_waits;
     const std::vector<EarlierHome> earlier = earlier_homes(recording, homes->earlier_host_ids);
+    const uint64_t earlier_bytes = homes->earlier_host_bytes;
     // Before routing begins, so that every allocation it homes on the host is noted.
     if (config_.remote_trial) phase_.store(Phase::Trialling, std::memory_order_release);
     router_.adopt_learned(device_, budget_bytes_, std::move(*homes), [this] { return recorder_->managed_allocs(); });
     trial_from_ = recorder_->launches();
     if (router_.routing() && !earlier.empty() && callbacks_.home_in_place) {
-        uint64_t bytes = 0;
-        for (const EarlierHome& e : earlier) bytes += e.bytes;
         log::info("host homes: {} allocations made before the learned step ({}) move to the host once and live "
                   "there",
-                  earlier.size(), format_size(bytes));
+                  earlier.size(), format_size(earlier_bytes));
         {
             std::lock_guard lock(host_mutex_);
             for (const EarlierHome& e : earlier) host_homed_.emplace(e.id, std::nullopt);
@@ -216,7 +215,7 @@ std::vector<HomeLearner::EarlierHome> HomeLearner::earlier_homes(const trace::Tr
     if (ids.empty()) return out;
     const std::unordered_set<uint32_t> wanted(ids.begin(), ids.end());
     for (const trace::Alloc& a : recording.allocs)
-        if (wanted.contains(a.id)) out.push_back({a.id, a.address, a.size});
+        if (wanted.contains(a.id)) out.push_back({a.id, a.address});
     return out;
 }
 

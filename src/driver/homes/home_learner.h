@@ -52,11 +52,11 @@ public:
     // Whether learning may still begin.
     bool armed() const { return router_.learns_in_run() && !begun_.load(std::memory_order_acquire); }
 
-    // An allocation made before the learned step, homed where it lies.
+    // An allocation made before the learned step, homed where it lies (its
+    // size is the registry's, as it is when it moves).
     struct EarlierHome {
         uint32_t id = 0;
         uint64_t address = 0;
-        uint64_t bytes = 0;
     };
 
     struct Callbacks {

@@ -17,11 +17,11 @@ namespace uvmp::driver {
 void Interceptor::home_in_place(int device, std::span<const HomeLearner::EarlierHome> allocations,
                                 placement::Home home) {
     const bool on_host = home == placement::Home::Host;
-    const std::vector<HomeLearner::EarlierHome> moving(allocations.begin(), allocations.end());
     // On the worker, after every move queued so far: the planner's model and
     // the registry change together, and a free of one of these (whose record
     // the worker takes after this) finds the allocation as it left it.
-    executor_.post([this, device, moving, on_host](Executor& executor) {
+    executor_.post([this, device, moving = std::vector(allocations.begin(), allocations.end()),
+                    on_host](Executor& executor) {
         const DriverTable* table = driver_table_if_ready();
         pool::PoolBook* book = pools_.existing_book(device, placement::Home::Gpu);
         if (!table || !book) return;

@@ -1,5 +1,7 @@
 #include "driver/rates/link_probe.h"
 
+#include "driver/table/event_timing.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -119,7 +121,7 @@ double median(std::vector<double> values) {
 class ProbeRun {
 public:
     ProbeRun(const DriverTable& table, CUdevice device, DeviceBudget& guard) : t_(table), device_(device), guard_(guard) {
-        elapsed_ = t_.cuEventElapsedTime_v2 ? t_.cuEventElapsedTime_v2 : t_.cuEventElapsedTime;
+        elapsed_ = event_elapsed_time(t_);
         // The probe runs on an application thread, which may be capturing a
         // stream or share the process with one that does: in the relaxed mode
         // its own calls cannot invalidate any capture.
@@ -242,7 +244,7 @@ private:
     const DriverTable& t_;
     CUdevice device_;
     DeviceBudget& guard_;
-    CUresult (*elapsed_)(float*, CUevent, CUevent) = nullptr;
+    EventElapsedTime elapsed_ = nullptr;
     std::optional<CUstreamCaptureMode> application_mode_;
     CUstream stream_ = nullptr;
     std::array<CUevent, 2> events_{};

@@ -1,6 +1,7 @@
 #include "driver/rates/move_timer.h"
 
 #include "core/util/log.h"
+#include "driver/table/event_timing.h"
 
 #include <algorithm>
 
@@ -8,8 +9,8 @@ namespace uvmp::driver {
 
 std::optional<MoveTimer::Started> MoveTimer::begin(const DriverTable& table, CUstream stream, uint64_t bytes) {
     if (cannot_time_ || bytes < min_bytes_ || pending_.size() >= kMaxPending) return std::nullopt;
-    auto elapsed = table.cuEventElapsedTime_v2 ? table.cuEventElapsedTime_v2 : table.cuEventElapsedTime;
-    if (!table.cuEventCreate || !table.cuEventRecord || !table.cuEventQuery || !elapsed) return std::nullopt;
+    if (!table.cuEventCreate || !table.cuEventRecord || !table.cuEventQuery || !event_elapsed_time(table))
+        return std::nullopt;
     Started events;
     if (table.cuEventCreate(&events.start, 0) != CUDA_SUCCESS) return std::nullopt;
     if (table.cuEventCreate(&events.end, 0) != CUDA_SUCCESS ||
@@ -31,7 +32,7 @@ void MoveTimer::finish(const DriverTable& table, CUstream stream, const Started&
 
 void MoveTimer::poll(const DriverTable& table) {
     if (pending_.empty()) return;
-    auto elapsed = table.cuEventElapsedTime_v2 ? table.cuEventElapsedTime_v2 : table.cuEventElapsedTime;
+    const EventElapsedTime elapsed = event_elapsed_time(table);
     // Pairs complete in the order they were queued on one stream (and a job of one
     // device has one): the first one not done ends the scan.
     size_t done = 0;
