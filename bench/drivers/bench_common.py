@@ -75,14 +75,20 @@ def run_verdict(status, output, parsed, stats, under_library):
     return "ok", None
 
 
+def kill_group(process):
+    """SIGKILL to the process group of a process started in a session of its own (every
+    process it started), if it is still there."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def stop_running():
     """Ends the command that execute() waits for, with every process it started, if any."""
     process = _running
     if process is not None and process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_group(process)
 
 
 def tagged_json_line(output, tag):
