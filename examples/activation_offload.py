@@ -99,23 +99,17 @@ class ActivationOffload:
             return tensor
         # The same tensor saved twice (an input of two operations) is copied once; the key is
         # only trusted while the tensor is held, so that its address cannot have been reused.
-        known = self.held.get(self.key(tensor))
+        key = self.key(tensor)
+        known = self.held.get(key)
         if known is not None:
             return known
-        torch = self.torch
-        with unfilled(torch):
-            host = torch.empty_strided(tensor.size(), tensor.stride(), dtype=tensor.dtype, pin_memory=True)
-        self.side.wait_stream(torch.cuda.current_stream())  # after the kernels that made it
-        with torch.cuda.stream(self.side):
-            host.copy_(tensor, non_blocking=True)
-        copied = torch.cuda.Event()
-        copied.record(self.side)
+        host, copied = self.copy_on_side(tensor, pin_memory=True)
         size = tensor.numel() * tensor.element_size()
         entry = {"gpu": tensor, "host": host, "copied": copied, "bytes": size, "fetched": None, "used": False,
-                 "key": self.key(tensor)}
+                 "key": key}
         self.entries.append(entry)
         index = len(self.entries) - 1
-        self.held[entry["key"]] = index
+        self.held[key] = index
         self.copying.append(entry)
         self.copying_bytes += size
         self.offloaded_bytes += size
@@ -136,22 +130,26 @@ class ActivationOffload:
             oldest["gpu"] = None
             self.held.pop(oldest["key"], None)
 
+    def copy_on_side(self, source, **placement):
+        """A new tensor of the source's strides (placement: pin_memory=True or device="cuda")
+        filled from it on the side stream, and the event that ends the copy. The copy starts
+        after the compute stream's work so far: the kernels that made the source, and the last
+        use of the memory the new tensor takes (it is allocated in the compute stream's order)."""
+        torch = self.torch
+        with unfilled(torch):
+            target = torch.empty_strided(source.size(), source.stride(), dtype=source.dtype, **placement)
+        self.side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(self.side):
+            target.copy_(source, non_blocking=True)
+        done = torch.cuda.Event()
+        done.record(self.side)
+        return target, done
+
     def fetch(self, index, needed=False):
         entry = self.entries[index]
         if entry["gpu"] is not None or entry["fetched"] is not None or (entry["used"] and not needed):
             return
-        torch = self.torch
-        host = entry["host"]
-        # Allocated in the compute stream's order; the side stream waits for that order, so the
-        # memory's last use in the compute stream is over before the copy writes it.
-        with unfilled(torch):
-            gpu = torch.empty_strided(host.size(), host.stride(), dtype=host.dtype, device="cuda")
-        self.side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(self.side):
-            gpu.copy_(host, non_blocking=True)
-        fetched = torch.cuda.Event()
-        fetched.record(self.side)
-        entry["fetched"] = (gpu, fetched)
+        entry["fetched"] = self.copy_on_side(entry["host"], device="cuda")
         self.fetched_bytes += entry["bytes"]
 
     def unpack(self, handle):

@@ -188,8 +188,7 @@ def main():
         print(json.dumps(line), flush=True)
     steady = times[args.warmup:] or times
     summary = {
-        "model": args.model, "batch": args.batch,
-        "steps": args.steps, "warmup": args.warmup,
+        "model": args.model, "batch": args.batch, "steps": args.steps, "warmup": args.warmup,
         "saved_tensors": "save_on_cpu" if args.save_on_cpu else "offload" if args.offload_activations else "gpu",
         "median_ms": statistics.median(steady), "step_ms": [round(ms, 3) for ms in times],
         "losses": losses, "launches_per_step": launches,

@@ -75,14 +75,20 @@ def run_verdict(status, output, parsed, stats, under_library):
     return "ok", None
 
 
+def kill_group(process):
+    """SIGKILL to the process group of a process started in a session of its own (every
+    process it started), if it is still there."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def stop_running():
     """Ends the command that execute() waits for, with every process it started, if any."""
     process = _running
     if process is not None and process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_group(process)
 
 
 def tagged_json_line(output, tag):
@@ -340,9 +346,26 @@ def add_link_arguments(parser, fetch_gbps, evict_gbps):
                         help=f"eviction rate e when not measured (default {evict_gbps:g})")
 
 
-def run_driver(args, scratch_prefix, make_bench, make_plan, print_plan, save):
+def check_program_paths(parser, required, optional=()):
+    """Stops with a usage error where a (label, path) of `required` is not given, or one given
+    (of either list) is no file."""
+    for label, path in list(required) + [(label, path) for label, path in optional if path]:
+        if not path:
+            parser.error(f"{label} is required")
+        if not os.path.isfile(path):
+            parser.error(f"{label} {path}: no such file")
+
+
+def link_probe_plan_text(args):
+    """The link probe's line of a dry run's plan (add_link_arguments' options)."""
+    return f"link probe: {args.link_probe or '(none: given rates)'} {args.link_probe_mib}"
+
+
+def run_driver(args, scratch_prefix, make_bench, make_plan, print_plan, save, closing):
     """A driver's body: its plan made in a work folder (--workdir, else a scratch one that goes
-    after), or printed with --dry-run. Returns (bench, report), or None for a dry run."""
+    after), then its closing table and outcome; or the plan printed with --dry-run (exit status 0).
+    closing(report) gives the table's (title, cells, note lines, results that differ). Returns the
+    exit status: 1 where a run failed or results differ."""
     with tempfile.TemporaryDirectory(prefix=scratch_prefix) as scratch:
         workdir = args.workdir or scratch
         os.makedirs(workdir, exist_ok=True)
@@ -350,15 +373,23 @@ def run_driver(args, scratch_prefix, make_bench, make_plan, print_plan, save):
         plan = make_plan(args)
         if args.dry_run:
             print_plan(bench, plan)
-            return None
-        return bench, measure_and_save(bench, plan, save)
-
-
-def finish_driver(args, bench, report, title, cells, note_lines, mismatches):
-    """A driver's closing table and outcome: exit status 1 where a run failed or results differ."""
+            return 0
+        report = measure_and_save(bench, plan, save)
+    title, cells, note_lines, mismatches = closing(report)
     print_report(title, cells, note_lines, report["checks"])
     problems = [f"{r['id']}: {r['status']}" for r in bench.runs if r["status"] in ("failed", "timeout")]
     return print_outcome(problems, mismatches, (args.json_out, args.markdown_out))
+
+
+def print_timed_plan(plan, expected_seconds, describe, deadline_s):
+    """A dry run's plan: each entry's expected seconds, the running total and what it runs
+    (describe(entry)), then the whole against the deadline (0: none)."""
+    total = 0.0
+    for number, entry in enumerate(plan, 1):
+        expected = expected_seconds(entry)
+        total += expected
+        print(f"{number:2d}. ~{expected:3.0f} s (cumulative {total:4.0f} s)  {describe(entry)}")
+    print(f"expected in all: about {total:.0f} s" + (f" of the {deadline_s:g} s deadline" if deadline_s > 0 else ""))
 
 
 def check_cells(checks):
@@ -378,9 +409,6 @@ def print_report(title, cells, note_lines, checks):
 def check_rows(report):
     """A written report's checks as rows what, value, goal, verdict (for print_report_rows)."""
     return [[str(c[key]).replace("\t", " ") for key in ("what", "value", "goal", "verdict")] for c in report["checks"]]
-    for c in report["checks"]:
-        print("\t".join(str(c[key]).replace("\t", " ") for key in ("what", "value", "goal", "verdict")))
-    return 0
 
 
 def write_atomically(path, text):

@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-from bench_common import GIB, MIB, fmt, markdown_table, print_report_rows, text_table, write_atomically
+from bench_common import GIB, MIB, fmt, kill_group, markdown_table, print_report_rows, text_table, write_atomically
 from compat import ASYNC, HERE, Runner, busiest_stats, ddp_budget, gpu_free_bytes, python, result_of
 
 JOB_SCRIPT = os.path.join(HERE, "churn_mlp.py")
@@ -296,13 +296,6 @@ class Churn:
         while self.alive and self.now() < until:
             self.reap()
             time.sleep(self.args.poll_s)
-
-
-def kill_group(process):
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def wait_for_free(method, before, tolerance_bytes, wait_s):

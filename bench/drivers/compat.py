@@ -40,13 +40,12 @@ import argparse
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-from bench_common import (GIB, MIB, REPO_ROOT, Clock, fmt, markdown_table, print_report_rows, ratio,
+from bench_common import (GIB, MIB, REPO_ROOT, Clock, fmt, kill_group, markdown_table, print_report_rows, ratio,
                           tagged_json_line, text_table, write_atomically)
 
 HERE = os.path.join(REPO_ROOT, "bench", "drivers", "compat")
@@ -164,10 +163,7 @@ def end_run(process, grace_s=45):
         process.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
         pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    kill_group(process)
     process.wait()
 
 
@@ -387,6 +383,20 @@ def ddp_program(args, ranks):
                        "--seq", str(args.ddp_seq), "--steps", str(args.ddp_steps), "--warmup", str(args.ddp_warmup)]
 
 
+def ddp_imports_work():
+    """Whether this Python imports what the DDP program needs (torch and transformers)."""
+    probe = subprocess.run([sys.executable, "-c", "import torch, transformers"], capture_output=True, text=True)
+    return probe.returncode == 0
+
+
+def ddp_local_environment():
+    """The caller's OMP_NUM_THREADS and GLOO_SOCKET_IFNAME, else what ranks on one host need:
+    torchrun sets OMP_NUM_THREADS=1 for more than one rank (a single rank gets the same), and
+    gloo's ranks connect over the loopback interface."""
+    return {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
+            "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME", "lo")}
+
+
 def ddp_peak(results):
     """The largest rank's torch.cuda.max_memory_allocated, or None when a rank lacks it."""
     peaks = [result.get("max_memory_allocated") for result in results.values()]
@@ -485,15 +495,10 @@ def scenario_ddp(runner):
            f"seq {a.ddp_seq}, {a.ddp_steps - a.ddp_warmup} steps after {a.ddp_warmup}")
     if runner.clock.left() < DDP_NEEDS_S:
         return {"ran": ran, "result": "skipped (deadline)", "matched": None, "runs": []}
-    if not a.dry_run:
-        probe = subprocess.run([sys.executable, "-c", "import torch, transformers"], capture_output=True, text=True)
-        if probe.returncode != 0:
-            return {"ran": ran, "result": "skipped: torch or transformers cannot be imported", "matched": None,
-                    "runs": []}
-    # torchrun sets OMP_NUM_THREADS=1 for more than one rank: the single rank gets the same.
-    # gloo's ranks all run on this host: they connect over the loopback interface.
-    env = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
-           "GLOO_SOCKET_IFNAME": os.environ.get("GLOO_SOCKET_IFNAME", "lo")}
+    if not a.dry_run and not ddp_imports_work():
+        return {"ran": ran, "result": "skipped: torch or transformers cannot be imported", "matched": None,
+                "runs": []}
+    env = ddp_local_environment()
     native = runner.run(ddp_program(a, ranks), False, extra_env=env)
     reference = rank_results(native["output"]) if native["status"] == "ok" else {}
     peak = ddp_peak(reference) if len(reference) == ranks else None

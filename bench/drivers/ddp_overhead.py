@@ -27,13 +27,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 from bench_common import (GIB, MIB, fmt, markdown_table, parse_size, print_report_rows, ratio, rotated, text_table,
                           write_atomically)
-from compat import (ASYNC, Runner, async_picked, compare_ranks, ddp_memory_problem, ddp_program, ddp_step_ms,
-                    gpu_free_bytes, rank_results, stats_by_rank)
+from compat import (ASYNC, Runner, async_picked, compare_ranks, ddp_imports_work, ddp_local_environment,
+                    ddp_memory_problem, ddp_program, ddp_step_ms, gpu_free_bytes, rank_results, stats_by_rank)
 
 # Each way of running: under the library or not, the budget (None: none, "above": --budget),
 # uvmrun's options and the environment added.
@@ -189,10 +188,8 @@ def run_mode(runner, native, key, round_index, budget):
         by_rank = rank_counters(run)
         entry["counters"] = counters_summary(by_rank, a.ddp_steps)
         entry["rank_stats"] = {str(rank): stats for rank, stats in sorted(by_rank.items())}
-    if async_picked(run["output"]) or mode["env"].get("PYTORCH_CUDA_ALLOC_CONF") == ASYNC:
-        entry["backend"] = "async"
-    else:
-        entry["backend"] = "caching"
+    picked = async_picked(run["output"]) or mode["env"].get("PYTORCH_CUDA_ALLOC_CONF") == ASYNC
+    entry["backend"] = "async" if picked else "caching"
     run["counters"] = entry.get("counters")
     entry["losses"], entry["problem"] = judge(native, run, key, a.ranks)
     return run, entry
@@ -270,15 +267,11 @@ def main(argv=None):
         parser.error("--uvmrun and --lib are needed to run")
     if args.ranks < 1 or args.rounds < 1 or args.ddp_warmup < 0 or args.ddp_steps <= args.ddp_warmup:
         parser.error("--ranks and --rounds must be at least 1, --steps more than --warmup")
-    if not args.dry_run:
-        probe = subprocess.run([sys.executable, "-c", "import torch, transformers"], capture_output=True, text=True)
-        if probe.returncode != 0:
-            print("ddp overhead: torch or transformers cannot be imported", flush=True)
-            write_atomically(args.json_out, json.dumps(finish_report({"runs": [], "skipped": True}), indent=1))
-            return 1
-    # torchrun sets OMP_NUM_THREADS=1 for more than one rank; gloo's ranks connect over loopback.
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    if not args.dry_run and not ddp_imports_work():
+        print("ddp overhead: torch or transformers cannot be imported", flush=True)
+        write_atomically(args.json_out, json.dumps(finish_report({"runs": [], "skipped": True}), indent=1))
+        return 1
+    os.environ.update(ddp_local_environment())
     runner = Runner(args)
     report = measure(runner)
     cells, ratio_cells = table(report)

@@ -42,10 +42,11 @@ import shlex
 import sys
 
 from bench_common import (GIB, MIB, REPO_ROOT, Bench, add_link_arguments, add_output_arguments, check_cells,
-                          check_rows, finish_driver, fmt, markdown_table, parse_size, print_report_rows, ratio,
-                          run_driver, tagged_json_line, write_atomically)
+                          check_program_paths, check_rows, fmt, link_probe_plan_text, markdown_table, parse_size,
+                          print_report_rows, print_timed_plan, ratio, run_driver, tagged_json_line,
+                          write_atomically)
 from pool_figures import floor_ms, format_gib
-from pool_modes import ALLOC_CONF_NAMES, ASYNC_BACKEND, FALLBACK_D2H_GBPS, FALLBACK_H2D_GBPS, deadline_cut
+from pool_modes import ASYNC_BACKEND, FALLBACK_D2H_GBPS, FALLBACK_H2D_GBPS, clean_environment, deadline_cut
 from pool_report import check, gb, speedup_text
 
 GENERATE_SCRIPT = os.path.join(REPO_ROOT, "examples", "generate_workload.py")
@@ -129,22 +130,15 @@ class InferenceBench(Bench):
         super().__init__(args, workdir)
         self.link = {"h2d_gbps": args.h2d_gbps, "d2h_gbps": args.d2h_gbps, "source": "given"}
         self.fit = None  # {"bytes", "source"}
-        base = {name: value for name, value in os.environ.items()
-                if not name.startswith("UVMP_") and name not in ALLOC_CONF_NAMES}
-        if args.lib:
-            base["UVMP_LIBRARY"] = os.path.abspath(args.lib)
-        self.env = dict(base, PYTORCH_CUDA_ALLOC_CONF=ASYNC_BACKEND)
-
-    def native(self):
-        return next((r for r in self.runs if r["mode"] == "native" and r["status"] == "ok"), None)
+        self.env = dict(clean_environment(args.lib), PYTORCH_CUDA_ALLOC_CONF=ASYNC_BACKEND)
 
     def weight_bytes(self):
-        native = self.native()
+        native = native_run(self.runs)
         return native.get("weight_bytes") if native else None
 
     def fit_budget(self):
         if self.fit is None:
-            figures = [(self.native() or {}).get("peak_reserved_bytes") or 0]
+            figures = [(native_run(self.runs) or {}).get("peak_reserved_bytes") or 0]
             default = next((r for r in self.runs if r["mode"] == "default" and r["pressure"] is None
                             and r["status"] == "ok"), None)
             figures += [((default or {}).get("stats") or {}).get(key) or 0
@@ -230,6 +224,11 @@ SUMMARY_KEYS = ("median_ms", "token_ms", "tokens", "prefill_ms", "weight_bytes",
                 "deterministic", "moved_after_warmup", "accelerate_placement", "warmup", "new_tokens", "build_s")
 
 
+def native_run(runs):
+    """The native run that succeeded (the reference of every other), or None."""
+    return next((r for r in runs if r["mode"] == "native" and r["status"] == "ok"), None)
+
+
 def take_summary(record, output):
     """The workload's SUMMARY line into the run's record; returns it (None when missing)."""
     summary = tagged_json_line(output, "SUMMARY")
@@ -250,7 +249,7 @@ def per_token(run):
 
 
 def table_rows(runs, link):
-    native = next((r for r in runs if r["mode"] == "native" and r["status"] == "ok"), None)
+    native = native_run(runs)
     native_ms = native["median_ms"] if native else None
     rows = []
     for run in runs:
@@ -333,7 +332,7 @@ def target_checks(report):
     finished = [r for r in made if r["status"] == "ok"]
     lines.append(check("infer: runs finished", f"{len(finished)} of {len(made)} started, {len(runs)} planned",
                        "all started", len(finished) == len(made) if made else None, skip=not made))
-    native = next((r for r in runs if r["mode"] == "native" and r["status"] == "ok"), None)
+    native = native_run(runs)
     if native:
         lines.append(check("infer: weights / KV cache GB, native ms/token",
                            f"{gb(native.get('weight_bytes'))} / {gb(native.get('kv_bytes'))}, "
@@ -344,7 +343,7 @@ def target_checks(report):
 
 
 def token_mismatches(runs):
-    native = next((r for r in runs if r["mode"] == "native" and r["status"] == "ok"), None)
+    native = native_run(runs)
     return [f"{r['id']}: tokens differ from native\n  native: {native['tokens']}\n  {r['mode']}: {r['tokens']}"
             for r in runs if native and r is not native and r["status"] == "ok" and r.get("tokens") is not None
             and r["tokens"] != native["tokens"]]
@@ -482,42 +481,31 @@ def parse_arguments(argv=None):
         parser.error("--fit-factor must be larger than 1 (a budget above the footprint)")
     if min(args.h2d_gbps, args.d2h_gbps, args.timeout_s) <= 0:
         parser.error("link rates and timeouts must be positive")
-    for label, path in (("--uvmrun", args.uvmrun), ("--generate-script", args.generate_script),
-                        ("--link-probe", args.link_probe)):
-        if label == "--link-probe" and not path:
-            continue
-        if not path:
-            parser.error(f"{label} is required")
-        if not os.path.isfile(path):
-            parser.error(f"{label} {path}: no such file")
+    check_program_paths(parser, [("--uvmrun", args.uvmrun), ("--generate-script", args.generate_script)],
+                        [("--link-probe", args.link_probe)])
     return args
 
 
 def print_plan(bench, plan):
-    total = 0.0
-    for number, entry in enumerate(plan, 1):
-        expected = expected_seconds(entry, bench.args)
-        total += expected
+    def describe(entry):
         if entry["kind"] == "probe":
-            what = f"link probe: {bench.args.link_probe or '(none: given rates)'} {bench.args.link_probe_mib}"
-        else:
-            at = f" at {entry['pressure']}" if entry["pressure"] else ""
-            what = (f"{MODE_LABELS[entry['mode']]}{at}\n      $ " + " ".join(bench.command_for(entry, resolve=False)))
-        print(f"{number:2d}. ~{expected:3.0f} s (cumulative {total:4.0f} s)  {what}")
-    print(f"expected in all: about {total:.0f} s"
-          + (f" of the {bench.args.deadline_s:g} s deadline" if bench.args.deadline_s > 0 else ""))
+            return link_probe_plan_text(bench.args)
+        at = f" at {entry['pressure']}" if entry["pressure"] else ""
+        return f"{MODE_LABELS[entry['mode']]}{at}\n      $ " + " ".join(bench.command_for(entry, resolve=False))
+
+    print_timed_plan(plan, lambda entry: expected_seconds(entry, bench.args), describe, bench.args.deadline_s)
+
+
+def closing(report):
+    return (f"inference, weights over the budget ({report['elapsed_s']} s)", table_cells(report), notes(report),
+            report["token_mismatches"])
 
 
 def main(argv=None):
     args = parse_arguments(argv)
     if args.rows:
         return print_report_rows(args.rows, check_rows, "inference")
-    outcome = run_driver(args, "uvmp-infer-", InferenceBench, make_plan, print_plan, save)
-    if outcome is None:
-        return 0
-    bench, report = outcome
-    return finish_driver(args, bench, report, f"inference, weights over the budget ({report['elapsed_s']} s)", table_cells(report), notes(report),
-                         report["token_mismatches"])
+    return run_driver(args, "uvmp-infer-", InferenceBench, make_plan, print_plan, save, closing)
 
 
 if __name__ == "__main__":

@@ -67,12 +67,13 @@ import re
 import sys
 
 from bench_common import (GIB, MIB, TRAIN_SCRIPT, TRAIN_WORKLOADS, Bench, add_link_arguments, add_output_arguments,
-                          execute, finish_driver, largest_file, parse_size, run_driver, simulate, training_summary)
+                          check_program_paths, execute, largest_file, link_probe_plan_text, parse_size,
+                          print_timed_plan, run_driver, simulate, training_summary)
 from pool_figures import format_gib, median_of, resolve_pressure, simulation_key
 from pool_modes import (ALLOC_CONF_NAMES, ASYNC_BACKEND, CAPPED_OPTIONS, DEFAULT_PRESSURE_MODES, DEFAULT_WITH,
                         FALLBACK_D2H_GBPS, FALLBACK_H2D_GBPS, FIT_FALLBACK_BYTES, LIBRARY_PRESSURE_MODES, MIN_RUN_SECONDS, NEEDS_TRACE,
                         PRESSURE_MODES, PRESSURE_OPTIONS, SIMULATED_HOMES, SIMULATED_PLACEMENT, WITHOUT_LIBRARY,
-                        deadline_cut, expected_seconds, make_plan, measured_key)
+                        clean_environment, deadline_cut, expected_seconds, make_plan, measured_key)
 from pool_report import homes_choice_text, mode_label, notes, print_rows, save, table_cells, uvmrun_sets_text
 
 
@@ -86,11 +87,7 @@ class PoolBench(Bench):
         self.fit_budgets = {}  # workload -> {"bytes", "source"}
         self.simulations = {}  # policy -> {"step_ms", "in_bytes", "out_bytes", "problem", ...}
         self.trace = None
-        base = {name: value for name, value in os.environ.items()
-                if not name.startswith("UVMP_") and name not in ALLOC_CONF_NAMES
-                and name != "PYTORCH_NO_CUDA_MEMORY_CACHING"}
-        if args.lib:
-            base["UVMP_LIBRARY"] = os.path.abspath(args.lib)
+        base = clean_environment(args.lib, also_drop=("PYTORCH_NO_CUDA_MEMORY_CACHING",))
         self.native_env = dict(base, PYTORCH_CUDA_ALLOC_CONF=ASYNC_BACKEND)
         self.allocator = uvmrun_allocator_choice(args.uvmrun, base)
         # Every run sees PyTorch's frees: uvmrun picks the backend only for a job with a budget
@@ -453,62 +450,50 @@ def parse_arguments(argv=None):
         parser.error("--fit-factor must be larger than 1 (a budget above the footprint)")
     if min(args.h2d_gbps, args.d2h_gbps, args.timeout_s, args.pressure_timeout_s) <= 0:
         parser.error("link rates and timeouts must be positive")
-    paths = [("--uvmrun", args.uvmrun), ("--uvmtrace", args.uvmtrace), ("--train-script", args.train_script)]
-    if args.link_probe:
-        paths.append(("--link-probe", args.link_probe))
-    for label, path in paths:
-        if not path:
-            parser.error(f"{label} is required")
-        if not os.path.isfile(path):
-            parser.error(f"{label} {path}: no such file")
+    check_program_paths(parser, [("--uvmrun", args.uvmrun), ("--uvmtrace", args.uvmtrace),
+                                 ("--train-script", args.train_script)], [("--link-probe", args.link_probe)])
     return args
 
 
 def print_plan(bench, plan):
     args = bench.args
-    allocator = bench.allocator
-    print(f"uvmrun for PyTorch: {uvmrun_sets_text(allocator)}; its runs "
-          + (f"get PYTORCH_CUDA_ALLOC_CONF={ASYNC_BACKEND} from the benchmark" if allocator["set_by_benchmark"]
-             else "use uvmrun's choice"))
+    print(f"uvmrun for PyTorch: {uvmrun_sets_text(bench.allocator)}; its runs "
+          f"get PYTORCH_CUDA_ALLOC_CONF={ASYNC_BACKEND} from the benchmark")
     print(f"native runs: PYTORCH_CUDA_ALLOC_CONF={ASYNC_BACKEND}; "
           + (f"deadline {args.deadline_s:g} s" if args.deadline_s > 0 else "no deadline"))
-    total = 0.0
-    for number, entry in enumerate(plan, 1):
-        expected = expected_seconds(entry, {})
-        total += expected
+
+    def describe(entry):
         if entry["kind"] == "probe":
-            what = f"link probe: {args.link_probe or '(none: given rates)'} {args.link_probe_mib}"
-        elif entry["kind"] == "simulate":
+            return link_probe_plan_text(args)
+        if entry["kind"] == "simulate":
             simulated = [mode + (f" (learned --homes {SIMULATED_HOMES[mode]}" if SIMULATED_HOMES[mode] else "")
                          + (f" --placement {SIMULATED_PLACEMENT[mode]}" if mode in SIMULATED_PLACEMENT else "")
                          + (")" if SIMULATED_HOMES[mode] else "")
                          for mode in args.pressure_policies if mode in LIBRARY_PRESSURE_MODES]
-            what = (f"uvmtrace simulate the recorded trace at {entry['pressure']}: "
+            return (f"uvmtrace simulate the recorded trace at {entry['pressure']}: "
                     f"{', '.join(simulated) or 'nothing'} (--repeat-last {args.sim_repeat_last})")
-        else:
-            extra = {"record": " UVMP_TRACE_TIMING=1"}.get(entry["mode"], "")
-            if entry["mode"] in DEFAULT_WITH:
-                extra = "".join(f" {k}={v}" for k, v in DEFAULT_WITH[entry["mode"]].items())
-            round_text = f" round {entry['round']}" if entry["round"] else ""
-            budget = f" at {entry['pressure']}" if entry.get("pressure") else ""
-            what = (f"{entry['workload']} {mode_label(entry['mode'], entry.get('pressure'))}{budget}{round_text}, "
-                    f"{entry['steps'] - entry['warmup']} steps after {entry['warmup']}{extra}\n      $ "
-                    + " ".join(bench.command_for(entry, resolve=False)))
-        print(f"{number:2d}. ~{expected:3.0f} s (cumulative {total:4.0f} s)  {what}")
-    print(f"expected in all: about {total:.0f} s"
-          + (f" of the {args.deadline_s:g} s deadline" if args.deadline_s > 0 else ""))
+        extra = {"record": " UVMP_TRACE_TIMING=1"}.get(entry["mode"], "")
+        if entry["mode"] in DEFAULT_WITH:
+            extra = "".join(f" {k}={v}" for k, v in DEFAULT_WITH[entry["mode"]].items())
+        round_text = f" round {entry['round']}" if entry["round"] else ""
+        budget = f" at {entry['pressure']}" if entry.get("pressure") else ""
+        return (f"{entry['workload']} {mode_label(entry['mode'], entry.get('pressure'))}{budget}{round_text}, "
+                f"{entry['steps'] - entry['warmup']} steps after {entry['warmup']}{extra}\n      $ "
+                + " ".join(bench.command_for(entry, resolve=False)))
+
+    print_timed_plan(plan, lambda entry: expected_seconds(entry, {}), describe, args.deadline_s)
+
+
+def closing(report):
+    return (f"managed pool, frees visible ({report['elapsed_s']} s)", table_cells(report), notes(report),
+            report["loss_mismatches"])
 
 
 def main(argv=None):
     args = parse_arguments(argv)
     if args.rows:
         return print_rows(args.rows)
-    outcome = run_driver(args, "uvmp-pool-", PoolBench, make_plan, print_plan, save)
-    if outcome is None:
-        return 0
-    bench, report = outcome
-    return finish_driver(args, bench, report, f"managed pool, frees visible ({report['elapsed_s']} s)", table_cells(report), notes(report),
-                         report["loss_mismatches"])
+    return run_driver(args, "uvmp-pool-", PoolBench, make_plan, print_plan, save, closing)
 
 
 if __name__ == "__main__":

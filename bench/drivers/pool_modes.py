@@ -1,6 +1,8 @@
 """The managed-pool benchmark's modes (what each runs, what it is simulated as, its targets and
 expected times) and its plan: which runs are made, in which order, and how long each should take."""
 
+import os
+
 from bench_common import GIB, rotated
 
 ASYNC_BACKEND = "backend:cudaMallocAsync"
@@ -77,6 +79,16 @@ HOME_SEARCH_S = 3.0
 FALLBACK_H2D_GBPS = 49.0
 FALLBACK_D2H_GBPS = 15.0
 FIT_FALLBACK_BYTES = 48 * GIB
+
+
+def clean_environment(lib, also_drop=()):
+    """The caller's environment without the library's settings and PyTorch's allocator's (each
+    run sets its own), and with UVMP_LIBRARY where --lib names the library."""
+    base = {name: value for name, value in os.environ.items()
+            if not name.startswith("UVMP_") and name not in ALLOC_CONF_NAMES and name not in also_drop}
+    if lib:
+        base["UVMP_LIBRARY"] = os.path.abspath(lib)
+    return base
 
 
 # ---------------------------------------------------------------- the plan

@@ -51,6 +51,17 @@ children = [subprocess.Popen([sys.executable, os.environ["FAKE_DDP_RANK"]] + scr
 sys.exit(max(child.wait() for child in children))
 '''
 
+# The options of bench/drivers/compat/ddp_gpt2.py, as every stand-in for a rank reads them
+# (argparse imported before).
+DDP_RANK_ARGUMENTS = r'''
+parser = argparse.ArgumentParser()
+for name in ("--backend", "--model"):
+    parser.add_argument(name)
+for name in ("--batch", "--seq", "--steps", "--warmup"):
+    parser.add_argument(name, type=int)
+args = parser.parse_args()
+'''
+
 # One rank of bench/drivers/compat/ddp_gpt2.py: its RESULT line, and under the library (UVMP_LIBRARY) a
 # rank-marked summary line and its stats file. Steps take 100 ms natively, 102 ms with a budget
 # above the footprint, 180 ms (two ranks) and 150 ms (one) with one below it. FAKE_DDP_FAULT:
@@ -59,12 +70,7 @@ sys.exit(max(child.wait() for child in children))
 # hang (every rank writes its pid to FAKE_DDP_PIDS and sleeps).
 FAKE_DDP_RANK = r'''
 import argparse, json, os, sys, time
-parser = argparse.ArgumentParser()
-for name in ("--backend", "--model"):
-    parser.add_argument(name)
-for name in ("--batch", "--seq", "--steps", "--warmup"):
-    parser.add_argument(name, type=int)
-args = parser.parse_args()
+''' + DDP_RANK_ARGUMENTS + r'''
 rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 if os.environ.get("NCCL_NVLS_ENABLE") != "0" or os.environ.get("TORCH_SYMM_MEM_DISABLE_MULTICAST") != "1":
     sys.exit("NVLink multicast is not off")

@@ -13,7 +13,7 @@ import unittest.mock
 from contextlib import redirect_stdout
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_pool_frees import DRIVERS, FAKE_LINK_PROBE, FAKE_UVMRUN, write_script  # noqa: E402
+from test_pool_frees import DRIVERS, FAKE_LINK_PROBE, FAKE_UVMRUN, run_main, write_script  # noqa: E402
 
 sys.path.insert(0, DRIVERS)
 import inference  # noqa: E402
@@ -221,17 +221,9 @@ class WholeRun(unittest.TestCase):
         folder = tempfile.mkdtemp(prefix="infer-test-")
         fakes = Fakes(folder)
         workdir = os.path.join(folder, "out")
-        saved = dict(os.environ)
-        os.environ.update(env or {})
-        try:
-            with redirect_stdout(io.StringIO()) as printed:
-                status = inference.main(fakes.arguments(workdir, "--tokens", "6", "--warmup", "2", *extra))
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        with open(os.path.join(workdir, "infer.json"), encoding="utf-8") as report_file:
-            report = json.load(report_file)
-        return status, report, printed.getvalue(), workdir
+        arguments = fakes.arguments(workdir, "--tokens", "6", "--warmup", "2", *extra)
+        status, report, printed = run_main(inference.main, arguments, os.path.join(workdir, "infer.json"), env)
+        return status, report, printed, workdir
 
     def test_every_target_met(self):
         status, report, printed, workdir = self.run_bench()

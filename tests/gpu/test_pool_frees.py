@@ -16,6 +16,7 @@ import tempfile
 import textwrap
 import types
 import unittest
+import unittest.mock
 from contextlib import redirect_stderr, redirect_stdout
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -171,6 +172,16 @@ def write_script(folder, name, body):
         out.write(f"#!{sys.executable}\n" + textwrap.dedent(body))
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
     return path
+
+
+def run_main(main, argv, report_path, env=None):
+    """A driver's main(argv) with its printing caught and env added to the environment for the
+    run alone: (exit status, its JSON report, what it printed)."""
+    with unittest.mock.patch.dict(os.environ, env or {}), redirect_stdout(io.StringIO()) as printed:
+        status = main(argv)
+    with open(report_path, encoding="utf-8") as report_file:
+        report = json.load(report_file)
+    return status, report, printed.getvalue()
 
 
 class Fakes:
@@ -464,17 +475,10 @@ class WholeRun(unittest.TestCase):
         folder = tempfile.mkdtemp(prefix="pool-frees-test-")
         fakes = Fakes(folder)
         workdir = os.path.join(folder, "out")
-        saved = dict(os.environ)
-        os.environ.update({"FAKE_TRACE": fakes.trace, **(env or {})})
-        try:
-            with redirect_stdout(io.StringIO()) as printed:
-                status = pool_frees.main(fakes.arguments(workdir, *extra))
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        with open(os.path.join(workdir, "pool.json"), encoding="utf-8") as report_file:
-            report = json.load(report_file)
-        return status, report, printed.getvalue(), workdir
+        status, report, printed = run_main(pool_frees.main, fakes.arguments(workdir, *extra),
+                                           os.path.join(workdir, "pool.json"),
+                                           {"FAKE_TRACE": fakes.trace, **(env or {})})
+        return status, report, printed, workdir
 
     def verdicts(self, report):
         return {c["what"]: c["verdict"] for c in report["checks"]}
@@ -864,25 +868,16 @@ class OversubscriptionRun(unittest.TestCase):
         folder = tempfile.mkdtemp(prefix="oversub-test-")
         fakes = Fakes(folder)
         report_path = os.path.join(folder, "oversub.json")
-        saved = dict(os.environ)
-        os.environ["FAKE_TRACE"] = fakes.trace
-        try:
-            with redirect_stdout(io.StringIO()) as printed:
-                status = oversubscription.main([
-                    "--uvmrun", fakes.uvmrun, "--uvmtrace", fakes.uvmtrace, "--link-probe", fakes.link_probe,
-                    "--train-script", fakes.train, "--workloads", "gpt2-small", "--divisors", "1.5",
-                    "--steps", "2", "--json-out", report_path,
-                    "--markdown-out", os.path.join(folder, "oversub.md")])
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-        self.assertEqual(status, 0, printed.getvalue())
-        with open(report_path, encoding="utf-8") as report_file:
-            report = json.load(report_file)
+        status, report, printed = run_main(oversubscription.main, [
+            "--uvmrun", fakes.uvmrun, "--uvmtrace", fakes.uvmtrace, "--link-probe", fakes.link_probe,
+            "--train-script", fakes.train, "--workloads", "gpt2-small", "--divisors", "1.5",
+            "--steps", "2", "--json-out", report_path,
+            "--markdown-out", os.path.join(folder, "oversub.md")], report_path, {"FAKE_TRACE": fakes.trace})
+        self.assertEqual(status, 0, printed)
         self.assertEqual(report["settings"]["link_speeds"], "measured")
         self.assertEqual([r["status"] for r in report["runs"]], ["ok"] * 5)
         self.assertTrue(report["checks"]["gpt2-small"]["losses_all_equal"])
-        self.assertIn("=== oversubscription", printed.getvalue())
+        self.assertIn("=== oversubscription", printed)
         with open(os.path.join(folder, "oversub.md"), encoding="utf-8") as markdown:
             self.assertIn("| workload | budget | mode |", markdown.read())
 

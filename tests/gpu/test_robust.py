@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 from contextlib import redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,7 +25,7 @@ sys.path.insert(0, HERE)
 import churn  # noqa: E402
 import compat  # noqa: E402
 import ddp_overhead  # noqa: E402
-from test_compat import FAKE_TORCHRUN, still_runs, write_script  # noqa: E402
+from test_compat import DDP_RANK_ARGUMENTS, FAKE_TORCHRUN, still_runs, write_script  # noqa: E402
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -88,13 +89,7 @@ write_stats(launches_seen=100)
 # the library, whose stats file counts converted frees on cudaMallocAsync only.
 FAKE_DDP_RANK = r'''
 import argparse, json, os, sys
-''' + WRITE_STATS + r'''
-parser = argparse.ArgumentParser()
-for name in ("--backend", "--model"):
-    parser.add_argument(name)
-for name in ("--batch", "--seq", "--steps", "--warmup"):
-    parser.add_argument(name, type=int)
-args = parser.parse_args()
+''' + WRITE_STATS + DDP_RANK_ARGUMENTS + r'''
 rank = int(os.environ["RANK"])
 async_backend = "cudaMallocAsync" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
 library = bool(os.environ.get("UVMP_LIBRARY"))
@@ -136,6 +131,14 @@ for step in range(args.steps):
 print("RESULT " + json.dumps({"losses": losses, "max_memory_reserved": 1 << 30, "max_memory_allocated": 1 << 29}))
 write_stats(bytes_prefetched=1 << 28, bytes_evicted=1 << 27, guard_refusals=0, frees_converted=9)
 '''
+
+
+def run_driver_script(command, env, report_path):
+    """A driver run as its own process: (exit status, its JSON report, its output)."""
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
+    with open(report_path, encoding="utf-8") as handle:
+        report = json.load(handle)
+    return completed.returncode, report, completed.stdout + completed.stderr
 
 
 def fake_modules(directory):
@@ -192,13 +195,8 @@ class CompileModesTests(unittest.TestCase):
             args = argparse.Namespace(deadline_s=0, workdir=os.path.join(directory, "runs"), uvmrun=uvmrun,
                                       lib="/fake/lib.so", budget="16G", dry_run=False, timeout_s=60,
                                       compile_modes="default,reduce-overhead", compile_steps=5, compile_divisor=1.5)
-            saved = compat.COMPILE_SCRIPT
-            compat.COMPILE_SCRIPT = script
-            try:
-                with redirect_stdout(io.StringIO()):
-                    entry = compat.scenario_compile_modes(compat.Runner(args))
-            finally:
-                compat.COMPILE_SCRIPT = saved
+            with unittest.mock.patch.object(compat, "COMPILE_SCRIPT", script), redirect_stdout(io.StringIO()):
+                entry = compat.scenario_compile_modes(compat.Runner(args))
         self.assertFalse(entry["matched"])
         default, graphs = entry["modes"]["default"], entry["modes"]["reduce-overhead"]
         self.assertEqual(default["budget"], "200M")
@@ -269,10 +267,7 @@ class DdpOverheadTests(unittest.TestCase):
         command = [sys.executable, os.path.join(DRIVERS, "ddp_overhead.py"), "--uvmrun", uvmrun, "--lib",
                    "/fake/lib.so", "--torchrun", torchrun, "--steps", "10", "--warmup", "2",
                    "--workdir", os.path.join(directory, "runs"), "--json-out", report_path]
-        completed = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
-        with open(report_path, encoding="utf-8") as handle:
-            report = json.load(handle)
-        return completed.returncode, report, completed.stdout + completed.stderr
+        return run_driver_script(command, env, report_path)
 
     def test_the_driver_against_stand_ins(self):
         with tempfile.TemporaryDirectory() as directory:
@@ -397,13 +392,11 @@ class ChurnRunTests(unittest.TestCase):
                    "--job-script", job, "--free-bytes", str(80 * GIB), "--jobs", "3", "--duration-s", duration,
                    "--mean-gap-s", "0.6", "--steps", "6", "--drain-s", "4", "--grace-s", "1.5",
                    "--leak-wait-s", "0", "--workdir", os.path.join(directory, "runs"), "--json-out", report_path]
-        completed = subprocess.run(command, capture_output=True, text=True, timeout=120, env=env)
-        with open(report_path, encoding="utf-8") as handle:
-            report = json.load(handle)
+        status, report, output = run_driver_script(command, env, report_path)
         rows = subprocess.run([sys.executable, os.path.join(DRIVERS, "churn.py"), "--rows", report_path],
                               capture_output=True, text=True, timeout=60).stdout
         rows = {line.split("\t")[0]: line.split("\t")[1:] for line in rows.splitlines()}
-        return completed.returncode, report, rows, completed.stdout + completed.stderr, pids
+        return status, report, rows, output, pids
 
     def test_a_clean_churn(self):
         with tempfile.TemporaryDirectory() as directory:
