@@ -93,6 +93,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=8, help="decode steps left out of the median (default 8)")
     parser.add_argument("--attention", choices=("sdpa", "eager"), default="sdpa",
                         help="transformers' attention implementation (default sdpa)")
+    parser.add_argument("--blas", choices=("default", "cublas", "cublaslt"), default="default",
+                        help="PyTorch's BLAS library for matrix products (torch.backends.cuda."
+                             "preferred_blas_library; default: PyTorch's choice)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--deterministic", action="store_true",
                         help="deterministic kernels, so that runs can be compared token for token")
@@ -116,6 +119,8 @@ def main():
         # Only the forward runs; an operation without a deterministic kernel warns rather than
         # stops the run (the token check across runs says whether it mattered).
         torch.use_deterministic_algorithms(True, warn_only=True)
+    if args.blas != "default":
+        torch.backends.cuda.preferred_blas_library(args.blas)
     torch.manual_seed(args.seed)
     torch.backends.cudnn.benchmark = False
     counters = LibraryCounters()
