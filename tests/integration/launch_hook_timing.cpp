@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
                   wall_ns / static_cast<double>(launches), static_cast<unsigned long long>(median(call_ns)));
     checks.note(line);
     if (api.present()) {
-        const uvmp_stats s = policy_on() ? settled_stats(api) : library_stats(api);
+        const uvmp_stats s = plans_launches() ? settled_stats(api) : library_stats(api);
         const uint64_t timed = s.hooks_timed - before.hooks_timed;
         std::snprintf(line, sizeof line, "launch hook: %.0f ns of the library's own work a launch (%llu timed)",
                       timed ? static_cast<double>(s.hook_ns - before.hook_ns) / static_cast<double>(timed) : 0.0,
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
         checks.note(line);
         checks.expect_eq("launches the library saw", s.launches_seen - before.launches_seen, total);
         checks.expect_eq("launches with an access", s.launches_with_access - before.launches_with_access, total);
-        if (policy_on()) {
+        if (plans_launches()) {
             std::snprintf(line, sizeof line, "%llu launches planned, %llu unplanned",
                           static_cast<unsigned long long>(s.launches_planned),
                           static_cast<unsigned long long>(s.launches_unplanned));

@@ -32,9 +32,10 @@ uvmp_stats library_stats(const LibraryApi& api) {
     return api.stats().value_or(none);
 }
 
-bool policy_on() {
+bool plans_launches() {
     const char* policy = std::getenv("UVMP_POLICY");
-    return !policy || std::string(policy) != "none";
+    const char* budget = std::getenv("UVMP_BUDGET");
+    return (!policy || std::string(policy) != "none") && budget && *budget;
 }
 
 uvmp_stats settled_stats(const LibraryApi& api) {

@@ -38,7 +38,11 @@ Interceptor::Interceptor(Config config, bool active)
 }
 
 std::unique_ptr<Planner> Interceptor::make_planner() {
-    if (!active_ || config_.policy == ResidencyPolicy::None) return nullptr;
+    // Without a budget the physical guard is the only bound, and the library
+    // never allocates past it: no plan could ever evict or fetch, so nothing is
+    // planned and no launch pays for handing itself to the worker. Allocations
+    // are populated as under policy none.
+    if (!active_ || config_.policy == ResidencyPolicy::None || !config_.budget) return nullptr;
     auto planner = std::make_unique<Planner>(config_.policy, config_.chunk_size, config_.trace_in, stats_, registry_,
                                              fences_, mover_);
     planner->count_budget_bound_in(&budget_bound_);
