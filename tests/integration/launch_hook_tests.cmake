@@ -1,7 +1,8 @@
 # The launch hook's own work a launch on the fake driver (launch_hook_timing.cpp, the loop of
 # bench/probes/empty_launch.cu): printed, not checked, with a budget the one allocation fits under and
 # the default policy, as uvmrun runs. Each run also checks that the planner was handed, or
-# counted as unplanned, every launch, the threaded one with four threads launching at once.
+# counted as unplanned, every launch, the threaded one with four threads launching at once;
+# without a budget, that none was.
 # Included from CMakeLists.txt, after robustness_tests.cmake.
 add_executable(launch_hook_timing launch_hook_timing.cpp robustness_support.cpp)
 target_link_libraries(launch_hook_timing PRIVATE uvmp_intercept_scenario uvmp_fake_cuda Threads::Threads)
@@ -15,6 +16,10 @@ uvmp_integration_checked_test(integration.launch_hook.timing
 uvmp_integration_checked_test(integration.launch_hook.threads
   CHECKS "${UVMP_ALL_CHECKS_PASSED}" "${UVMP_HOOK_FIGURE}"
   COMMAND env ${UVMP_PRELOAD_ENV} UVMP_BUDGET=1G ${UVMP_LAUNCH_HOOK_TIMING} 50000 4)
+# Without a budget nothing is planned: no launch is handed to the worker.
+uvmp_integration_checked_test(integration.launch_hook.no_budget
+  CHECKS "${UVMP_ALL_CHECKS_PASSED}" "${UVMP_HOOK_FIGURE}"
+  COMMAND env ${UVMP_PRELOAD_ENV} ${UVMP_LAUNCH_HOOK_TIMING})
 uvmp_integration_checked_test(integration.launch_hook.without_library
   CHECKS "${UVMP_ALL_CHECKS_PASSED}"
   COMMAND ${UVMP_LAUNCH_HOOK_TIMING})

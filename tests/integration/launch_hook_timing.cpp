@@ -118,6 +118,9 @@ int main(int argc, char** argv) {
             checks.note(line);
             checks.expect_eq("launches planned or counted unplanned", s.launches_planned + s.launches_unplanned,
                              s.launches_with_access);
+        } else {
+            // Nothing to plan for (no budget, or policy none): no launch reaches a planner.
+            checks.expect_eq("launches handed to a planner", s.launches_planned + s.launches_unplanned, 0);
         }
     }
     checks.expect(cuMemFree(memory) == CUDA_SUCCESS, "cuMemFree");
