@@ -237,6 +237,17 @@ class Bench:
     def seconds_left(self):
         return self.clock.left()
 
+    def fits_before_deadline(self, record, run_id, expected, least):
+        """Whether a run of about `expected` seconds (and never less than `least`) fits the
+        time left; a run that does not is marked skipped and said so. Returns the seconds left
+        when it fits, else None."""
+        left = self.seconds_left()
+        if left >= max(least, expected):
+            return left
+        record["status"] = "skipped (deadline)"
+        print(f"--- {run_id}: not run, {max(left, 0):.0f} s left, about {expected:.0f} s needed", flush=True)
+        return None
+
     def run_probe(self):
         """bench/link_probe's rates into self.link (kept as given, with why, when it fails)."""
         if not self.args.link_probe:

@@ -188,11 +188,8 @@ class InferenceBench(Bench):
             record["status"] = "skipped (no native run)"
             print(f"--- {run_id}: not run, its budget needs the native run's figures", flush=True)
             return record
-        left = self.seconds_left()
-        expected = expected_seconds(entry, self.args)
-        if left < max(MIN_RUN_SECONDS, expected):
-            record["status"] = "skipped (deadline)"
-            print(f"--- {run_id}: not run, {max(left, 0):.0f} s left, about {expected:.0f} s needed", flush=True)
+        left = self.fits_before_deadline(record, run_id, expected_seconds(entry, self.args), MIN_RUN_SECONDS)
+        if left is None:
             return record
         timeout = min(self.args.timeout_s, left)
         command = self.command_for(entry, run_id)

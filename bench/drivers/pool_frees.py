@@ -194,11 +194,8 @@ class PoolBench(Bench):
             record["status"] = "skipped (no trace)"
             print(f"--- {run_id}: not run, the recording run left no trace", flush=True)
             return record
-        left = self.seconds_left()
-        expected = expected_seconds(entry, self.measured_s)
-        if left < max(MIN_RUN_SECONDS, expected):
-            record["status"] = "skipped (deadline)"
-            print(f"--- {run_id}: not run, {max(left, 0):.0f} s left, about {expected:.0f} s needed", flush=True)
+        left = self.fits_before_deadline(record, run_id, expected_seconds(entry, self.measured_s), MIN_RUN_SECONDS)
+        if left is None:
             return record
         limit = self.args.pressure_timeout_s if pressured else self.args.timeout_s
         timeout = min(limit, left)
