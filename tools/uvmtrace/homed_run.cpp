@@ -92,21 +92,16 @@ HomedRun run_with_host_homes(const SimulateOptions& o, const trace::Trace& trace
 std::optional<HomedRun> homed_run(const SimulateOptions& o, const trace::Trace& trace,
                                   const std::vector<uint64_t>& bounds, const SimConfig& config) {
     if (o.homes == "gpu") return std::nullopt;
-    HomedRun run = run_with_host_homes(o, trace, bounds, config,
-                                       o.homes == "auto" ? placement::HomeScope::MadeInStep
-                                                         : placement::HomeScope::LiveInStep);
-    // What the library's default does: homes only where they pay enough.
-    const auto judge = [&](HomedRun& r) {
+    if (o.homes != "auto") return run_with_host_homes(o, trace, bounds, config, placement::HomeScope::LiveInStep);
+    // What the library's default does: homes only where they pay enough, searched
+    // in the order the library searches them.
+    const auto judged = [&](placement::HomeScope scope) {
+        HomedRun r = run_with_host_homes(o, trace, bounds, config, scope);
         if (!r.chosen_by_bytes && !r.layout_used) r.used = placement::homes_pay(r.homes.choice.host_bytes > 0, r.gain);
+        return std::optional<HomedRun>(std::move(r));
     };
-    if (o.homes != "auto") return run;
-    judge(run);
-    // And where the step's own allocations give nothing worth using, it
-    // searches every allocation the step reads (placement::homes_in_run).
-    if (run.used || run.layout_used) return run;
-    HomedRun all = run_with_host_homes(o, trace, bounds, config, placement::HomeScope::LiveInStep);
-    judge(all);
-    return all.used || all.layout_used ? all : run;
+    return placement::own_allocations_first(judged, [](const HomedRun& r) { return r.used || r.layout_used; },
+                                            true);
 }
 
 nlohmann::json homes_json(const HomedRun& run) {

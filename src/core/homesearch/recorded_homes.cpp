@@ -207,12 +207,11 @@ std::optional<RecordedHomes> homes_in_run(const trace::Trace& trace, const std::
                                           uint64_t budget_bytes, uint64_t chunk_bytes, std::string* why_not,
                                           const Rates& rates, const TimingPriorConfig& prior, LayoutChoice layout,
                                           bool earlier) {
-    std::optional<RecordedHomes> own =
-        recorded_homes(trace, bounds, budget_bytes, chunk_bytes, why_not, rates, HomeScope::MadeInStep, prior, layout);
-    if (!earlier || (own && homes_used(*own))) return own;
-    std::optional<RecordedHomes> all =
-        recorded_homes(trace, bounds, budget_bytes, chunk_bytes, why_not, rates, HomeScope::LiveInStep, prior, layout);
-    return all && homes_used(*all) ? all : own;
+    return own_allocations_first(
+        [&](HomeScope scope) {
+            return recorded_homes(trace, bounds, budget_bytes, chunk_bytes, why_not, rates, scope, prior, layout);
+        },
+        [](const RecordedHomes& homes) { return homes_used(homes); }, earlier);
 }
 
 } // namespace uvmp::placement

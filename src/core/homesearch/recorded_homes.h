@@ -156,6 +156,19 @@ std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, const std
 // homes that pay (homes_pay).
 bool homes_used(const RecordedHomes& homes);
 
+// The order in which a run learning from itself searches: `search(scope)`
+// (an optional result) over the step's own allocations first; where `widen`
+// allows and they give nothing `used` says is used, over every allocation
+// live in the step, whose result is taken where it is used. The library
+// (homes_in_run) and `uvmtrace simulate --homes auto` both search so.
+template <class Search, class Used>
+auto own_allocations_first(Search&& search, Used&& used, bool widen) -> decltype(search(HomeScope::MadeInStep)) {
+    auto own = search(HomeScope::MadeInStep);
+    if (!widen || (own && used(*own))) return own;
+    auto all = search(HomeScope::LiveInStep);
+    return all && used(*all) ? all : own;
+}
+
 // The homes of a run learning from itself (the recording's `bounds`): the
 // step's own allocations first (HomeScope::MadeInStep); where they give no
 // homes worth using and `earlier` allows (UVMP_EARLIER_HOMES), every
