@@ -55,7 +55,8 @@
 #              (bench/drivers/ddp_overhead.py); eight jobs under budgets killed and restarted at random
 #              for 60 s (bench/drivers/churn.py): $OUT/robust-{compile,ddp,churn}.{json,md}, the
 #              runs' logs in $OUT/robust-runs; ROBUST_PARTS picks and orders them (default
-#              compile,ddp,churn)
+#              compile,ddp,churn; signals adds bench/signals_gpu.sh: a job under a budget stopped
+#              by SIGTERM, SIGINT and SIGKILL, about a minute)
 #   ONLY=tests  run the GPU tests and no overhead benchmark (with OVERSUB=1, then the
 #              oversubscription benchmark)
 #   OVERHEAD_ROUNDS  alternating rounds of the overhead benchmark (default 2)
@@ -491,7 +492,8 @@ robust_section() {
         compile) robust_compile ;;
         ddp) robust_ddp ;;
         churn) robust_churn ;;
-        *) add_row "robust: part '$part'" "unknown" "compile, ddp or churn" "FAIL" ;;
+        signals) robust_signals ;;
+        *) add_row "robust: part '$part'" "unknown" "compile, ddp, churn or signals" "FAIL" ;;
         esac
     done
 }
@@ -520,6 +522,16 @@ robust_churn() {
     add_row "robust: churn, no hang, losses equal, no leak" "exit $STEP_STATUS" "exit 0" \
         "$(verdict_of_status "$STEP_STATUS")"
     add_rows_of churn.py "$OUT/robust-churn.json"
+}
+
+robust_signals() {
+    run_step "robust: a job under a budget stopped by SIGTERM, SIGINT and SIGKILL" 150 \
+        env PYTHON="$PYTHON" bash "$REPO_ROOT/bench/signals_gpu.sh" "$BUILD" "$runs/signals"
+    local line
+    while read -r line; do
+        add_row "robust: ${line%%: *}" "${line#*: }" "PASS" "$([[ ${line#*: } == PASS* ]] && echo PASS || echo FAIL)"
+    done < <(grep '^signal SIG' "$STEP_OUTPUT")
+    add_row "robust: signals, all checks" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
 }
 
 # oversub_rows REPORT: the oversubscription report as rows of the final table, one per

@@ -6,11 +6,16 @@ fixed seed. Prints `LOSS step value` after each step (a job killed midway shows 
 came) and last one line `RESULT {json}`: every step's loss, torch.cuda.max_memory_allocated
 and max_memory_reserved, and what the GPU had free when the job began.
 
+With --own-handler the job handles SIGINT and SIGTERM itself, as many training scripts do: it
+prints `own handler ran for signal NAME`, then dies of the signal (bench/signals_gpu.sh checks
+that the library's summary, stats file and trace survive this).
+
   churn_mlp.py --width 2048 --layers 40 --steps 30"""
 
 import argparse
 import json
 import os
+import signal
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--width", type=int, default=2048)
@@ -18,7 +23,19 @@ parser.add_argument("--layers", type=int, default=40)
 parser.add_argument("--batch", type=int, default=512)
 parser.add_argument("--steps", type=int, default=30)
 parser.add_argument("--seed", type=int, default=7)
+parser.add_argument("--own-handler", action="store_true", help="handle SIGINT and SIGTERM, then die of them")
 args = parser.parse_args()
+
+
+def die_of_signal(number, _frame):
+    print(f"own handler ran for signal {signal.Signals(number).name[3:]}", flush=True)
+    signal.signal(number, signal.SIG_DFL)
+    os.kill(os.getpid(), number)
+
+
+if args.own_handler:
+    for handled in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(handled, die_of_signal)
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 import torch  # noqa: E402
