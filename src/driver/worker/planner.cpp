@@ -366,11 +366,16 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
         location.type = CU_MEM_LOCATION_TYPE_HOST;
         location.id = 0;
     }
-    // A population places fresh memory and moves no data: it says nothing of the link.
+    // A population places fresh memory and moves no data: it says nothing of the
+    // link; nor does a fetch of pages the mover did not evict (core/rates/evicted_ledger.h).
+    const bool dead = order.allocation.id == kDeadMemory;
     std::optional<MoveTimer::Started> timing;
     if (move_timer_) {
         move_timer_->poll(*table);
-        if (order.kind != trace::MoveKind::Populate) timing = move_timer_->begin(*table, stream, bytes);
+        const bool crosses_link = order.kind == trace::MoveKind::Evict ||
+                                  (order.kind == trace::MoveKind::Prefetch &&
+                                   evicted_ledger_.fetched(order.allocation.id, bytes));
+        if (crosses_link) timing = move_timer_->begin(*table, stream, bytes);
     }
     const auto call_start = std::chrono::steady_clock::now();
     const CUresult r = table->cuMemPrefetchAsync_v2(order.allocation.base + order.offset, bytes, location, 0, stream);
@@ -390,7 +395,8 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
                            to_gpu ? "prefetch" : "eviction", format_size(bytes), error_name(r));
         return;
     }
-    const bool dead = order.allocation.id == kDeadMemory;
+    if (move_timer_ && order.kind == trace::MoveKind::Evict && !dead)
+        evicted_ledger_.evicted(order.allocation.id, bytes);
     const MoveCount what = order.kind == trace::MoveKind::Populate ? MoveCount::Populate
                            : to_gpu                                ? MoveCount::Prefetch
                            : dead                                  ? MoveCount::EvictDead
