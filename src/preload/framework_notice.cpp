@@ -57,11 +57,11 @@ void note_stream_ordered_allocation() {
     if (!g_pending.exchange(false, std::memory_order_acq_rel)) return;
     std::span<const std::string_view> libraries = framework_libraries(g_setting);
     if (libraries.empty() || dl_iterate_phdr(&find_loaded, &libraries) == 0) return;
-    // PyTorch's CUDA-graph trees do not run on its cudaMallocAsync backend, so
-    // uvmrun's sitecustomize turns them off.
+    // torch.compile's CUDA graphs do not run on PyTorch's cudaMallocAsync backend,
+    // so uvmrun's sitecustomize takes them out of its modes.
     const bool pytorch = g_setting.starts_with("PYTORCH_");
     log::raw_stderr_line(log::prefix() + "uvmrun set " + g_setting + " so that the library sees every free" +
-                         (pytorch ? std::string(", with torch.compile's CUDA-graph trees off") : std::string()) +
+                         (pytorch ? std::string(", with torch.compile's modes on no CUDA graphs") : std::string()) +
                          " (uvmrun --framework-settings off keeps the framework's own allocator)");
 }
 

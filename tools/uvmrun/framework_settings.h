@@ -31,8 +31,8 @@ struct FrameworkPlan {
     // A line for uvmrun to print before the job starts, when the user's own
     // setting keeps memory from being converted.
     std::optional<std::string> warning;
-    // Put uvmrun's Python directory first on PYTHONPATH: its sitecustomize turns
-    // off what the stream-ordered backend cannot run (PyTorch's CUDA-graph trees).
+    // Put uvmrun's Python directory first on PYTHONPATH: its sitecustomize takes
+    // out what the stream-ordered backend cannot run (torch.compile's CUDA graphs).
     bool python_site = false;
 };
 

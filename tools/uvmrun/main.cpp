@@ -130,8 +130,8 @@ std::optional<std::string> set_library_options(const RunOptions& o, uvmp::tools:
 // Set quietly: the library says what was set, and only in a process of that framework.
 // A switched-off library gains nothing from them, so the job keeps its own allocator.
 // Nor does a job without a budget: nothing is moved, so seeing frees buys nothing, while
-// the stream-ordered backend breaks programs that run natively (PyTorch's CUDA-graph
-// trees refuse it: torch.compile(mode="reduce-overhead")).
+// the stream-ordered backend breaks programs that run natively (torch.compile's CUDA
+// graphs do not run on it: mode="reduce-overhead").
 void set_framework_settings(const RunOptions& o, const uvmp::Config& effective, const std::string& tool_path,
                             uvmp::tools::JobEnvironment& env) {
     const bool helps = effective.enable && effective.budget.has_value();
@@ -145,8 +145,8 @@ void set_framework_settings(const RunOptions& o, const uvmp::Config& effective, 
     if (!plan.python_site) return;
     const std::string site = uvmp::tools::find_python_site(tool_path);
     if (site.empty())
-        std::cerr << "uvmrun: cannot find its python/sitecustomize.py; torch.compile's CUDA-graph trees "
-                     "stay on and fail on the stream-ordered backend\n";
+        std::cerr << "uvmrun: cannot find its python/sitecustomize.py; torch.compile's modes keep their "
+                     "CUDA graphs, which fail on the stream-ordered backend\n";
     else
         uvmp::tools::prepend_python_path(env, site);
 }
