@@ -1,7 +1,7 @@
 // The link rates refined from the library's own moves, on the fake driver: four
 // buffers of 48 MiB, each filled by a kernel in turn, a few rounds over them,
-// under a budget that holds two. Every round evicts and fetches whole buffers,
-// moves large enough to time. Run preloaded with FAKECUDA_EVENT_MS set (the fake
+// under a budget that holds two. Every round evicts and fetches whole buffers;
+// the evictions are large enough to time. Run preloaded with FAKECUDA_EVENT_MS set (the fake
 // then times every span of a stream at that many milliseconds, the probe's as
 // well), the library's info log says the rates were refined, and the exit
 // summary names them so.

@@ -5,9 +5,9 @@
 // reference figures and says so, and one that was measured never does.
 //
 // Rates measured on this machine (probe or cache) are then corrected from the
-// run's own moves: the mover times its large moves on the GPU
-// (driver/rates/move_timer.h) and the fetch and eviction figures follow the
-// median of the latest (rates::RateRefiner). A rates file or the reference
+// run's own moves: the mover times its large evictions on the GPU
+// (driver/rates/move_timer.h) and the eviction figure follows the median of
+// the latest (rates::RateRefiner); fetches are not timed (worker/planner.cpp). A rates file or the reference
 // figures stand as given.
 #pragma once
 

@@ -19,7 +19,6 @@
 #include "core/policy/policy.h"
 #include "core/model/residency.h"
 #include "core/model/reuse_in_place.h"
-#include "core/rates/evicted_ledger.h"
 #include "core/accounting/stats.h"
 #include "core/trace/analysis/mover_waits.h"
 #include "core/trace/format/writer.h"
@@ -242,7 +241,6 @@ private:
     std::atomic<bool>* budget_bound_ = nullptr;
     HostMemoryGuard* host_memory_ = nullptr;
     std::unique_ptr<MoveTimer> move_timer_; // used on the mover only
-    rates::EvictedLedger evicted_ledger_;   // used on the mover only
     // Sets *budget_bound_ once the model's budget has bound.
     void note_budget_bound(DeviceModel& model);
 };
