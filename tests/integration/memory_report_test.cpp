@@ -160,5 +160,21 @@ int main(int argc, char** argv) {
 
     checks.expect(cuMemFree_v2(block) == CUDA_SUCCESS, "cuMemFree_v2");
     expect_report(routes, total, total, "after the free", checks);
+
+    // A stream-ordered free leaves its bytes cached in the pool, as a native pool
+    // whose release threshold a framework raised keeps them (the fake's own figures
+    // keep no pool): they are not free until the pool is trimmed.
+    if (!native) {
+        CUdeviceptr async_block = 0;
+        checks.expect(cuMemAllocAsync(&async_block, 8 * kMiB, nullptr) == CUDA_SUCCESS, "cuMemAllocAsync of 8 MiB");
+        expect_report(routes, total, total - 8 * kMiB, "with 8 MiB allocated stream-ordered", checks);
+        checks.expect(cuMemFreeAsync(async_block, nullptr) == CUDA_SUCCESS, "cuMemFreeAsync");
+        checks.expect(cuStreamSynchronize(nullptr) == CUDA_SUCCESS, "cuStreamSynchronize");
+        expect_report(routes, total, total - 8 * kMiB, "after the stream-ordered free", checks);
+        CUmemoryPool pool = nullptr;
+        checks.expect(cuDeviceGetDefaultMemPool(&pool, 0) == CUDA_SUCCESS, "cuDeviceGetDefaultMemPool");
+        checks.expect(cuMemPoolTrimTo(pool, 0) == CUDA_SUCCESS, "cuMemPoolTrimTo");
+        expect_report(routes, total, total, "after the pool is trimmed", checks);
+    }
     return checks.exit_status();
 }

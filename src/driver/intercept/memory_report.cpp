@@ -1,7 +1,8 @@
 // The device memory a job is told it has: under the library, the budget is the
 // device's capacity, whichever entry point asks (cuMemGetInfo and
 // cuDeviceTotalMem, in both their versions), and memory the job holds outside
-// the managed pool (passed-through allocations, cuMemCreate) is not free.
+// the managed pool (passed-through allocations, cuMemCreate) is not free, nor is
+// what a native stream-ordered pool would keep cached for the job's frees.
 #include "driver/intercept/interceptor.h"
 
 #include <algorithm>
@@ -25,7 +26,8 @@ std::optional<Interceptor::MemoryView> Interceptor::budget_view(const DriverTabl
     const DeviceBudget* budget = budget_for_current_device(table, device, context);
     if (!budget) return std::nullopt;
     MemoryView view;
-    budget->report(passthrough_.live_on(device), view.free, view.total);
+    // What a framework's stream-ordered pool keeps cached is used natively too.
+    budget->report(passthrough_.live_on(device) + pools_.cached_bytes(device), view.free, view.total);
     return view;
 }
 

@@ -466,6 +466,21 @@ std::optional<uint64_t> ManagedPools::attribute(CUmemoryPool pool, CUmemPool_att
     return std::max(gpu.used_high, high == d->used_high.end() ? 0 : high->second);
 }
 
+uint64_t ManagedPools::cached_bytes(int device) const {
+    Device* d = device_of(device);
+    if (!d) return 0;
+    {
+        std::lock_guard lock(tags_mutex_);
+        if (std::none_of(converted_tags_.begin(), converted_tags_.end(),
+                         [&](const auto& entry) { return entry.second == device; }))
+            return 0;
+    }
+    const uint64_t live = d->view.live();
+    std::lock_guard lock(d->highs_mutex);
+    const uint64_t reserved = d->view.reserved(held_bytes(*d));
+    return reserved > live ? reserved - live : 0;
+}
+
 void ManagedPools::reset_high(CUmemoryPool pool, CUmemPool_attribute attribute) {
     if (attribute != CU_MEMPOOL_ATTR_USED_MEM_HIGH && attribute != CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) return;
     const auto device = converted_device(pool);

@@ -106,6 +106,11 @@ public:
     // with the other's), and a pool's used bytes for other pools (they share the
     // device's slabs). Host slabs show in the library's stats, not here.
     std::optional<uint64_t> attribute(CUmemoryPool pool, CUmemPool_attribute attribute) const;
+    // Bytes a native stream-ordered pool would keep mapped on `device` beyond its
+    // live blocks (the single-pool view's reserved less live), once the device's
+    // pool has served a converted stream-ordered allocation; 0 before. The
+    // device's memory report counts them as used, as the driver does natively.
+    uint64_t cached_bytes(int device) const;
     // A zero written to a high mark: the library's mark starts again from now.
     void reset_high(CUmemoryPool pool, CUmemPool_attribute attribute);
     // cuMemPoolTrimTo: trims the device pool `pool` counts to. The device, or
