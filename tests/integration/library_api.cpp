@@ -1,5 +1,8 @@
 #include "library_api.h"
 
+#include <cstdlib>
+#include <string>
+
 #include <dlfcn.h>
 
 namespace uvmp_integration {
@@ -20,6 +23,16 @@ LibraryApi find_library_api() {
         dlsym(RTLD_DEFAULT, "uvmp_mark_iteration"));
     api.version = reinterpret_cast<decltype(&uvmp_version)>(dlsym(RTLD_DEFAULT, "uvmp_version"));
     return api;
+}
+
+bool library_reads_accesses() {
+    auto set = [](const char* name) {
+        const char* value = std::getenv(name);
+        return value && *value;
+    };
+    const char* policy = std::getenv("UVMP_POLICY");
+    const bool plans = set("UVMP_BUDGET") && !(policy && std::string(policy) == "none");
+    return plans || set("UVMP_TRACE_OUT");
 }
 
 }  // namespace uvmp_integration

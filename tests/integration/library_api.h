@@ -20,4 +20,9 @@ struct LibraryApi {
 
 LibraryApi find_library_api();
 
+// Whether the library, as this process's environment sets it up, reads the
+// accesses of launches: a planner (a budget and a policy other than none) or a
+// trace does; without either, launches are only counted.
+bool library_reads_accesses();
+
 }  // namespace uvmp_integration

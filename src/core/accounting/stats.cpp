@@ -168,7 +168,7 @@ std::string Stats::to_json(bool active, int pid) const {
     return j.dump(2);
 }
 
-std::vector<std::string> Stats::summary_lines() const {
+std::vector<std::string> Stats::summary_lines(bool accesses_read) const {
     auto v = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
     auto n = [&](const std::atomic<uint64_t>& c) { return std::to_string(v(c)); };
     auto sz = [&](const std::atomic<uint64_t>& c) { return format_size(v(c)); };
@@ -188,8 +188,9 @@ std::vector<std::string> Stats::summary_lines() const {
                             : 0.0;
     char pct_text[32];
     std::snprintf(pct_text, sizeof pct_text, "%.1f%%", pct);
-    lines.push_back("launches seen: " + n(launches_seen) + ", with a known access set: " +
-                    n(launches_with_access) + " (" + pct_text + ")");
+    lines.push_back("launches seen: " + n(launches_seen) +
+                    (accesses_read ? ", with a known access set: " + n(launches_with_access) + " (" + pct_text + ")"
+                                   : std::string(" (access sets not read: no budget, no trace)")));
     lines.push_back("bytes populated at allocation: " + sz(bytes_populated) + " in " +
                     n(populate_calls) + " calls; prefetched " + sz(bytes_prefetched) +
                     ", evicted " + sz(bytes_evicted) + " (" + sz(bytes_evicted_dead) +

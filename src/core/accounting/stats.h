@@ -102,8 +102,9 @@ struct Stats {
     void fill(uvmp_stats& out, bool active) const;
     std::string to_json(bool active, int pid) const;
     // Lines for the exit summary, without the "uvmprefetch: " prefix.
-    // A job of several devices also gets a line for each.
-    std::vector<std::string> summary_lines() const;
+    // A job of several devices also gets a line for each. `accesses_read`:
+    // whether the launches' access sets were looked for (a plan or a trace).
+    std::vector<std::string> summary_lines(bool accesses_read = true) const;
     void reset();
 
 private:

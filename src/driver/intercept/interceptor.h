@@ -177,6 +177,8 @@ private:
     // Where records go: the trace file, the recording host homes are learned
     // from (learner_), both, or nowhere (nullptr).
     trace::TraceWriter* trace() const { return trace_.load(std::memory_order_acquire); }
+    // Whether anything reads the accesses of a launch: a planner, or a trace.
+    bool reads_accesses() const { return planner_ || trace(); }
     // The writers records go to once the recording of learner_ is added or taken away.
     void route_trace_records(trace::TraceWriter* recording);
     // With host homes learned in the run: once `device` is over its budget, the

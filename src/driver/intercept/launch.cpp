@@ -106,6 +106,9 @@ const KernelInfo& Interceptor::kernel_info(const void* handle) {
 }
 
 uint64_t Interceptor::observe_launch_untimed(const LaunchSite& site) {
+    // Only a plan or a trace reads a launch's accesses: without either (no budget,
+    // no trace) a launch is counted and nothing more.
+    if (!reads_accesses()) return launch_seq_.fetch_add(1, std::memory_order_relaxed);
     const KernelInfo& info = kernel_info(site.function);
     // Reached once: each use of a thread-local in a shared library looks it up anew.
     std::vector<AccessHit>& hits = t_hits;
