@@ -58,7 +58,7 @@ for sig in $signals; do
         fi
     fi
     steps=$(grep -c "^LOSS " "$dir/out")
-    evicted=$(grep -o '"bytes_evicted": *[0-9]*' "$dir/stats.json" 2>/dev/null | grep -o '[0-9]*$')
+    evicted=$(grep -o '"bytes_evicted": *[0-9]*' "$dir/stats.json" 2>/dev/null | grep -o '[0-9]*$' | head -1)
     echo "signal SIG$sig: $verdict (steps done $steps, bytes evicted ${evicted:-none in a stats file})"
     [ "$verdict" = PASS ] || failed=1
 done

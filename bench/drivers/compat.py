@@ -268,7 +268,7 @@ def compare(native, runs, parse=result_of):
 def scenario_graphs(runner):
     program = python(os.path.join(HERE, "torch_graphs.py"))
     native = runner.run(program, False)
-    # PyTorch's CUDA graph trees do not run on its cudaMallocAsync backend (docs/frameworks.md).
+    # torch.compile's CUDA graphs do not run on PyTorch's cudaMallocAsync backend (docs/frameworks.md).
     lib = runner.run(program, True, uvmrun_options=("--framework-settings", "off"))
     matched, detail = compare(native, [lib])
     stats = lib.get("stats") or {}
