@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
 # Stops a job under the preloaded library with a signal mid-run and checks what
-# survives it. Usage: signal_test.sh SIGNAL MODE TARGET UVMTRACE LIBRARY DIR
-#   SIGNAL  INT, TERM or KILL; MODE  none, before or after (signal_target.cpp).
+# survives it. Run by the integration tests on the fake driver (signal_target.cpp)
+# and by bench/signals_gpu.sh on a GPU.
+# Usage: signal_test.sh SIGNAL HANDLER READY UVMTRACE DIR -- COMMAND...
+#   SIGNAL   INT, TERM or KILL
+#   HANDLER  yes when the job handles the signal itself, printing "own handler
+#            ran for signal N" (N its number) before it dies of it; no otherwise
+#   READY    an extended regular expression that a line of the job's output
+#            matches once it is well under way (waited for up to 60 s)
+#   DIR      made afresh; the job writes its stats file to DIR/stats.json and
+#            its trace to DIR/trace.uvmt, its output to DIR/out and DIR/err
 # INT and TERM: the job dies of the signal, its own handler (if any) having
 # run, with the summary, the stats file and a whole trace. KILL: the trace
 # reads up to where it was cut, and uvmtrace says so.
 set -u
-sig=$1 mode=$2 target=$3 uvmtrace=$4 library=$5 dir=$6
+sig=$1 handler=$2 ready=$3 uvmtrace=$4 dir=$5
+shift 5
+[ "${1:-}" = -- ] && shift
 rm -rf "$dir" && mkdir -p "$dir"
 fail() {
     echo "FAIL: $*"
-    for f in out err info; do [ -f "$dir/$f" ] && { echo "--- $f"; cat "$dir/$f"; }; done
+    for f in out err info; do [ -f "$dir/$f" ] && { echo "--- $f"; tail -40 "$dir/$f"; }; done
     exit 1
 }
-env LD_PRELOAD="$library" UVMP_SUMMARY=1 UVMP_STATS_FILE="$dir/stats.json" UVMP_TRACE_OUT="$dir/trace.uvmt" \
-    "$target" "$mode" >"$dir/out" 2>"$dir/err" &
+"$@" >"$dir/out" 2>"$dir/err" &
 pid=$!
-for _ in $(seq 400); do grep -q launching "$dir/out" && break; sleep 0.05; done
-grep -q launching "$dir/out" || fail "the job never got under way"
+for _ in $(seq 1200); do grep -Eq "$ready" "$dir/out" && break; sleep 0.05; done
+if ! grep -Eq "$ready" "$dir/out"; then
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid"
+    fail "the job never got under way"
+fi
 # The writer puts whole records on disk at least once a second.
 [ "$sig" = KILL ] && sleep 1.5
 kill -s "$sig" "$pid"
@@ -25,7 +38,7 @@ wait "$pid"
 status=$?
 want=$((128 + $(kill -l "$sig")))
 [ "$status" = "$want" ] || fail "exit status $status, not $want (killed by SIG$sig)"
-if [ "$mode" != none ]; then
+if [ "$handler" = yes ]; then
     grep -q "own handler ran for signal $(kill -l "$sig")" "$dir/out" || fail "the program's own handler did not run"
 fi
 "$uvmtrace" info "$dir/trace.uvmt" >"$dir/info" 2>&1 || fail "uvmtrace cannot read the trace"
@@ -37,4 +50,4 @@ else
     grep -q "allocations converted:" "$dir/err" || fail "no summary on stderr"
     grep -q '"launches' "$dir/stats.json" 2>/dev/null || fail "no stats file"
 fi
-echo "signal test passed: SIG$sig, mode $mode"
+echo "signal test passed: SIG$sig"

@@ -7,7 +7,7 @@ came) and last one line `RESULT {json}`: every step's loss, torch.cuda.max_memor
 and max_memory_reserved, and what the GPU had free when the job began.
 
 With --own-handler the job handles SIGINT and SIGTERM itself, as many training scripts do: it
-prints `own handler ran for signal NAME`, then dies of the signal (bench/signals_gpu.sh checks
+prints `own handler ran for signal N` (its number), then dies of the signal (bench/signals_gpu.sh checks
 that the library's summary, stats file and trace survive this).
 
   churn_mlp.py --width 2048 --layers 40 --steps 30"""
@@ -28,7 +28,7 @@ args = parser.parse_args()
 
 
 def die_of_signal(number, _frame):
-    print(f"own handler ran for signal {signal.Signals(number).name[3:]}", flush=True)
+    print(f"own handler ran for signal {number}", flush=True)
     signal.signal(number, signal.SIG_DFL)
     os.kill(os.getpid(), number)
 

@@ -40,8 +40,8 @@ void DeviceBudget::note_crossing(uint64_t before, uint64_t after) {
     else if (was_over && !is_over) devices_over_->fetch_sub(1, std::memory_order_release);
 }
 
-void DeviceBudget::report(uint64_t other_live_bytes, uint64_t& free_out, uint64_t& total_out) const {
-    const uint64_t used = converted_live() + other_live_bytes;
+void DeviceBudget::report(uint64_t other_used_bytes, uint64_t& free_out, uint64_t& total_out) const {
+    const uint64_t used = converted_live() + other_used_bytes;
     total_out = budget_;
     free_out = used >= budget_ ? 0 : budget_ - used;
 }

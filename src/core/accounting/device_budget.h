@@ -41,8 +41,9 @@ public:
     bool guard_enforced() const { return guard_enforced_; }
 
     // What cuMemGetInfo reports to the job: the budget as the capacity, and what is
-    // left of it after the job's own live allocations.
-    void report(uint64_t other_live_bytes, uint64_t& free_out, uint64_t& total_out) const;
+    // left of it after the job's converted live allocations and `other_used_bytes`
+    // (memory it holds outside the pool, and what a native pool would keep cached).
+    void report(uint64_t other_used_bytes, uint64_t& free_out, uint64_t& total_out) const;
 
     // Why the guard refused `reservation` bytes asked for an allocation of
     // `requested`, and what to set: one sentence.

@@ -26,7 +26,7 @@ std::optional<Interceptor::MemoryView> Interceptor::budget_view(const DriverTabl
     const DeviceBudget* budget = budget_for_current_device(table, device, context);
     if (!budget) return std::nullopt;
     MemoryView view;
-    // What a framework's stream-ordered pool keeps cached is used natively too.
+    // What a stream-ordered pool keeps cached counts as used natively too.
     budget->report(passthrough_.live_on(device) + pools_.cached_bytes(device), view.free, view.total);
     return view;
 }

@@ -7,8 +7,8 @@
 // Rates measured on this machine (probe or cache) are then corrected from the
 // run's own moves: the mover times its large evictions on the GPU
 // (driver/rates/move_timer.h) and the eviction figure follows the median of
-// the latest (rates::RateRefiner); fetches are not timed (worker/planner.cpp). A rates file or the reference
-// figures stand as given.
+// the latest (rates::RateRefiner); fetches are not timed (worker/planner.cpp).
+// A rates file or the reference figures stand as given.
 #pragma once
 
 #include "core/accounting/device_budget.h"

@@ -1,8 +1,9 @@
 // Times the library's own large moves on the GPU, so that the link rates can be
-// corrected from what the run sees (rates::RateRefiner). The mover queues each
-// prefetch asynchronously and learns only how long the call took, not when the
-// transfer ended: an event pair around the move on its stream says that, and
-// is read back on a later move, once the pair has completed, never waited for.
+// corrected from what the run sees (rates::RateRefiner; the planner times its
+// evictions only). The mover queues each move asynchronously and learns only how
+// long the call took, not when the transfer ended: an event pair around the move
+// on its stream says that, and is read back on a later move, once the pair has
+// completed, never waited for.
 //
 // Mover thread only: not synchronised.
 #pragma once

@@ -378,8 +378,7 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
     const auto call_start = std::chrono::steady_clock::now();
     const CUresult r = table->cuMemPrefetchAsync_v2(order.allocation.base + order.offset, bytes, location, 0, stream);
     if (timing)
-        move_timer_->finish(*table, stream, *timing, r == CUDA_SUCCESS, order.device,
-                            to_gpu ? rates::Move::Fetch : rates::Move::Evict, bytes);
+        move_timer_->finish(*table, stream, *timing, r == CUDA_SUCCESS, order.device, rates::Move::Evict, bytes);
     stats_.add(stats_.move_calls);
     stats_.add(stats_.device(order.device).move_calls);
     stats_.add(stats_.move_call_ns, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(

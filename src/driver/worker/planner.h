@@ -131,9 +131,9 @@ public:
     // not made). Set before the first allocation reaches the planner; without
     // one, every eviction is made.
     void guard_host_memory_with(HostMemoryGuard* guard) { host_memory_ = guard; }
-    // Times the large prefetches and evictions on the GPU and reports each to
-    // `sink` once read back (driver/rates/move_timer.h). Set before the first
-    // allocation reaches the planner; without it nothing is timed.
+    // Times the large evictions on the GPU and reports each to `sink` once read
+    // back (driver/rates/move_timer.h; why not fetches: Planner::issue). Set
+    // before the first allocation reaches the planner; without it nothing is timed.
     void report_move_times_to(MoveTimer::Sink sink);
     double prediction_hit_rate() const;
     // Bytes of new blocks found resident where freed ones had left them: no move
