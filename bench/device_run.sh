@@ -56,7 +56,9 @@
 #              for 60 s (bench/drivers/churn.py): $OUT/robust-{compile,ddp,churn}.{json,md}, the
 #              runs' logs in $OUT/robust-runs; ROBUST_PARTS picks and orders them (default
 #              compile,ddp,churn; signals adds bench/signals_gpu.sh: a job under a budget stopped
-#              by SIGTERM, SIGINT and SIGKILL, about a minute)
+#              by SIGTERM, SIGINT and SIGKILL, about a minute; hostshort adds
+#              bench/host_short_gpu.sh: GPT-2 small under a budget with 4G of host memory left to it,
+#              about a minute and a half)
 #   ONLY=tests  run the GPU tests and no overhead benchmark (with OVERSUB=1, then the
 #              oversubscription benchmark)
 #   OVERHEAD_ROUNDS  alternating rounds of the overhead benchmark (default 2)
@@ -493,7 +495,8 @@ robust_section() {
         ddp) robust_ddp ;;
         churn) robust_churn ;;
         signals) robust_signals ;;
-        *) add_row "robust: part '$part'" "unknown" "compile, ddp, churn or signals" "FAIL" ;;
+        hostshort) robust_host_short ;;
+        *) add_row "robust: part '$part'" "unknown" "compile, ddp, churn, signals or hostshort" "FAIL" ;;
         esac
     done
 }
@@ -533,6 +536,14 @@ robust_signals() {
         add_row "robust: ${line%%: *}" "${line#*: }" "PASS" "$([[ ${line#*: } == PASS* ]] && echo PASS || echo FAIL)"
     done < <(grep '^signal SIG' "$STEP_OUTPUT")
     add_row "robust: signals, all checks" "exit $STEP_STATUS" "exit 0" "$(verdict_of_status "$STEP_STATUS")"
+}
+
+robust_host_short() {
+    run_step "robust: GPT-2 small under a budget with 4G of host memory left to it" 200 \
+        env PYTHON="$PYTHON" bash "$REPO_ROOT/bench/host_short_gpu.sh" "$BUILD" "$runs/host-short" 4G 16G
+    local line
+    line=$(grep -m1 '^host memory short: ' "$STEP_OUTPUT")
+    add_row "robust: host memory short" "${line#*: }" "PASS" "$([[ ${line#*: } == PASS* ]] && echo PASS || echo FAIL)"
 }
 
 # oversub_rows REPORT: the oversubscription report as rows of the final table, one per
