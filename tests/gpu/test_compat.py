@@ -30,7 +30,9 @@ args = sys.argv[1:]
 split = args.index("--")
 options, command = args[:split], args[split + 1:]
 path = options[options.index("--stats-file") + 1]
-env = dict(os.environ, UVMP_STATS_FILE=path, UVMP_BUDGET=options[options.index("--budget") + 1])
+env = dict(os.environ, UVMP_STATS_FILE=path)
+if "--budget" in options:
+    env["UVMP_BUDGET"] = options[options.index("--budget") + 1]
 status = subprocess.call(command, env=env)
 if "%r" not in path:
     json.dump({"active": 1, "launches": 7, "graph_launches": 3}, open(path.replace("%p", str(os.getpid())), "w"))
@@ -98,11 +100,13 @@ if library:
                "bytes_evicted": (1 << 30) if tight else 0}, open(path, "w"))
 '''
 
-# Prints what bench/empty_launch prints; 400 ns slower under the library (told by UVMP_LIBRARY,
-# which the benchmark sets for uvmrun's runs only).
+# Prints what bench/empty_launch prints; under the library (told by UVMP_LIBRARY, which the
+# benchmark sets for uvmrun's runs only) 200 ns slower without a budget, 400 ns with one.
 FAKE_EMPTY_LAUNCH = r'''
 import json, os, sys
-ns = 4100.0 if os.environ.get("UVMP_LIBRARY") else 3700.0
+ns = 3700.0
+if os.environ.get("UVMP_LIBRARY"):
+    ns += 400.0 if os.environ.get("UVMP_BUDGET") else 200.0
 print(f"ns per launch: {ns}")
 print(json.dumps({"launches": int(sys.argv[1]), "ns_per_launch": ns, "total_ms": 1.0}))
 '''
@@ -150,12 +154,13 @@ class ResultTests(unittest.TestCase):
         report = {"scenarios": {
             "jax": {"ran": "JAX", "result": "9 of 10 the same", "matched": False},
             "cupy": {"ran": "CuPy", "result": "skipped", "matched": None},
-            "launch": {"ran": "launches", "result": "r", "matched": True, "hook_ns": 700.0}}}
+            "launch": {"ran": "launches", "result": "r", "matched": True, "hook_ns": 700.0, "own_ns": 250.0}}}
         rows = compat.rows_of(report)
         verdicts = {row[0]: row[3] for row in rows}
         self.assertEqual(verdicts["compat jax: JAX"], "FAIL")
         self.assertEqual(verdicts["compat cupy: CuPy"], "SKIP")
-        self.assertEqual(verdicts["compat launch: the library's own ns a launch"], "FAIL")
+        self.assertEqual(verdicts["compat launch: ns a launch over native, no budget"], "FAIL")
+        self.assertEqual(verdicts["compat launch: the library's own timing, no budget"], "PASS")
 
     def test_the_written_report_cuts_outputs_and_leaves_the_runs_whole(self):
         # A later scenario compares with an earlier one's run (two-jobs with async's native).
@@ -345,11 +350,15 @@ class WholeRunTests(unittest.TestCase):
             with open(report_path, encoding="utf-8") as handle:
                 report = json.load(handle)
             launch = report["scenarios"]["launch"]
-            self.assertAlmostEqual(launch["hook_ns"], 400.0)
-            self.assertEqual(len(launch["runs"]), 6)
+            self.assertAlmostEqual(launch["hook_ns"], 200.0)
+            self.assertAlmostEqual(launch["budget_hook_ns"], 400.0)
+            self.assertEqual(len(launch["runs"]), 9)
+            commands = [run["command"] for run in launch["runs"]]
+            self.assertEqual(sum("--budget" in command for command in commands), 3)
             rows = subprocess.run([sys.executable, os.path.join(DRIVERS, "compat.py"), "--rows",
                                    report_path], capture_output=True, text=True, timeout=60).stdout
-            self.assertIn("compat launch: the library's own ns a launch\t400\t<= 500\tPASS", rows)
+            self.assertIn("compat launch: ns a launch over native, no budget\t200\t<= 300\tPASS", rows)
+            self.assertIn("compat launch: ns a launch over native, under --budget\t400\t-\tinfo", rows)
 
     def run_ddp(self, directory, fault="", options=()):
         """The ddp scenario against stand-ins: (exit status, report, rows, output)."""
