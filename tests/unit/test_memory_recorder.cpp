@@ -118,6 +118,30 @@ TEST_CASE("recording iteration bounds: steps of repeated layers, not a layer, an
     CHECK(recording_iteration_bounds(only_layers).empty());
 }
 
+TEST_CASE("step call times: launch call to launch call, the fastest full step with an end to time", "[trace]") {
+    Trace t;
+    // Steps of 3 launches; the calls of the second step are slower.
+    const uint64_t call_ns[] = {0, 10, 20, 100, 150, 200, 260, 270, 280, 300};
+    for (uint64_t n = 0; n < 10; ++n) {
+        Launch l = launch_numbered(n, static_cast<uint32_t>(n % 3));
+        l.time_ns = call_ns[n];
+        t.launches.push_back(l);
+    }
+    CHECK(step_call_ns(t, {0, 3}) == 100);
+    CHECK(step_call_ns(t, {3, 6}) == 160);
+    CHECK(step_call_ns(t, {6, 10}) == 0); // ends with the recording: no call to time it to
+    CHECK(step_call_ns(t, {3, 3}) == 0);
+    const std::vector<uint64_t> bounds{0, 3, 6, 9};
+    CHECK(fastest_step_call_ns(t, bounds) == 40); // [6, 9): 260 to 300
+    const std::vector<uint64_t> first_two{3, 6, 10};
+    CHECK(fastest_step_call_ns(t, first_two) == 160);
+    const std::vector<uint64_t> untimed{6, 10};
+    CHECK_FALSE(fastest_step_call_ns(t, untimed).has_value());
+    // A clock that did not advance times nothing.
+    t.launches[6].time_ns = 300;
+    CHECK(step_call_ns(t, {6, 9}) == 0);
+}
+
 TEST_CASE("fastest durations: each launch takes the least of its kind, other shapes and sizes are other kinds",
           "[trace]") {
     using fixtures::add_alloc;

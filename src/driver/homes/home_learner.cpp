@@ -4,6 +4,7 @@
 #include "core/placement/timing_prior.h"
 #include "core/sim/simulator.h"
 #include "core/trace/analysis/fastest_durations.h"
+#include "core/trace/analysis/iteration_bounds.h"
 #include "core/util/log.h"
 #include "core/util/size_parse.h"
 #include "driver/timing/kernel_timing.h"
@@ -184,6 +185,10 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     }
     homes->waited_launches = cleaned.waited_launches;
     homes->kinds_from_waits = cleaned.kinds_from_waits;
+    // The recorded steps ran over the budget with every home on the GPU: what
+    // the trial's step with host homes must beat.
+    before_homes_step_ns_ = fastest_step_call_ns(recording, bounds);
+    learned_host_bytes_ = homes->choice.host_bytes + homes->earlier_host_bytes;
     const std::vector<EarlierHome> earlier = earlier_homes(recording, homes->earlier_host_ids);
     const uint64_t earlier_bytes = homes->earlier_host_bytes;
     // Before routing begins, so that every allocation it homes on the host is noted.
@@ -218,18 +223,6 @@ std::vector<HomeLearner::EarlierHome> HomeLearner::earlier_homes(const trace::Tr
         if (wanted.contains(a.id)) out.push_back({a.id, a.address});
     return out;
 }
-
-namespace {
-
-// The time from the launch call of a step's first launch to that of the next
-// step's: a step's length as the application sees it. `step_end` must be a
-// launch of the recording (a bound before its last).
-uint64_t step_ns(const trace::Trace& recording, uint64_t step_begin, uint64_t step_end) {
-    const uint64_t end_ns = recording.launches[step_end].time_ns, begin_ns = recording.launches[step_begin].time_ns;
-    return end_ns > begin_ns ? end_ns - begin_ns : 0;
-}
-
-} // namespace
 
 bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<uint64_t>& bounds) {
     // The second full step that began after routing did: all of its
@@ -284,6 +277,26 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
                                  .named_bytes = verdict.named_bytes,
                                  .past_local_ms = verdict.past_local_seconds * 1e3,
                                  .trips = trips});
+    // The verdict above weighs each allocation's readers against its GPU home,
+    // by the rates. The steps themselves can say more: where the step with the
+    // host homes took longer than the fastest recorded with every home on the
+    // GPU, the homes cost more than the search foresaw (kernels re-reading their
+    // host-homed operands), and every one of them is given back its GPU home;
+    // the check after it keeps whichever of the two steps measured faster.
+    const uint64_t judged_ns = step_call_ns(recording, {step_begin, step_end});
+    uint64_t given_back_bytes = verdict.gpu_again_bytes;
+    if (before_homes_step_ns_ && judged_ns > *before_homes_step_ns_) {
+        log::info("remote trial: the step with host homes took {:.1f} ms, the fastest recorded before them {:.1f} ms; "
+                  "every host home is given back its GPU home",
+                  judged_ns * 1e-6, *before_homes_step_ns_ * 1e-6);
+        entries.clear();
+        for (const auto& [id, entry] : host_homed)
+            if (entry) entries.push_back(*entry);
+        std::sort(entries.begin(), entries.end());
+        entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+        earlier_back = earlier_;
+        given_back_bytes = learned_host_bytes_;
+    }
     if (entries.empty() && earlier_back.empty()) {
         end();
         return true;
@@ -291,11 +304,11 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
     router_.set_homes(entries, placement::Home::Gpu);
     if (!earlier_back.empty() && callbacks_.home_in_place) callbacks_.home_in_place(earlier_back, placement::Home::Gpu);
     if (callbacks_.given_back)
-        callbacks_.given_back(entries.size() + earlier_back.size(), verdict.gpu_again_bytes, false);
+        callbacks_.given_back(entries.size() + earlier_back.size(), given_back_bytes, false);
     earlier_given_back_ = std::move(earlier_back);
-    judged_step_ns_ = step_ns(recording, step_begin, step_end);
+    judged_step_ns_ = judged_ns;
     given_back_ = std::move(entries);
-    given_back_bytes_ = verdict.gpu_again_bytes;
+    given_back_bytes_ = given_back_bytes;
     verdict_from_ = recorder_->launches();
     phase_.store(Phase::Checking, std::memory_order_release);
     return false;
@@ -307,7 +320,7 @@ bool HomeLearner::check_verdict(const trace::Trace& recording, const std::vector
     // Its length runs to the launch call that begins the step after it.
     const auto first = std::lower_bound(bounds.begin(), bounds.end(), verdict_from_);
     if (bounds.end() - first < 4) return false;
-    const uint64_t after_ns = step_ns(recording, *std::next(first), *std::next(first, 2));
+    const uint64_t after_ns = step_call_ns(recording, {*std::next(first), *std::next(first, 2)});
     const bool reverted = after_ns > judged_step_ns_;
     if (reverted) {
         router_.set_homes(given_back_, placement::Home::Host);

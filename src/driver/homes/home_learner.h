@@ -128,6 +128,10 @@ private:
     std::vector<trace::LaunchKind> kinds_untimed_;
     uint64_t verdict_from_ = 0; // launches recorded when the verdict took effect
     uint64_t judged_step_ns_ = 0; // the judged step's time, launch to launch
+    // The fastest full step the learning recorded (every home on the GPU), and
+    // the bytes of the homes learned from it, a step's and the earlier ones.
+    std::optional<uint64_t> before_homes_step_ns_;
+    uint64_t learned_host_bytes_ = 0;
     std::vector<size_t> given_back_; // the entries the verdict homed on the GPU
     std::vector<EarlierHome> earlier_;   // made before the learned step, homed on the host in place
     std::vector<EarlierHome> earlier_given_back_; // of them, those the verdict homed on the GPU

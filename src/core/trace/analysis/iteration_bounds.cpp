@@ -61,4 +61,19 @@ std::optional<LaunchRange> last_full_iteration(std::span<const uint64_t> bounds)
     return LaunchRange{bounds[bounds.size() - 2], bounds.back()};
 }
 
+uint64_t step_call_ns(const trace::Trace& trace, LaunchRange range) {
+    if (range.end >= trace.launches.size() || range.begin >= range.end) return 0;
+    const uint64_t begin_ns = trace.launches[range.begin].time_ns, end_ns = trace.launches[range.end].time_ns;
+    return end_ns > begin_ns ? end_ns - begin_ns : 0;
+}
+
+std::optional<uint64_t> fastest_step_call_ns(const trace::Trace& trace, std::span<const uint64_t> bounds) {
+    std::optional<uint64_t> fastest;
+    for (size_t k = 0; k + 1 < bounds.size(); ++k) {
+        const uint64_t ns = step_call_ns(trace, {bounds[k], bounds[k + 1]});
+        if (ns && (!fastest || ns < *fastest)) fastest = ns;
+    }
+    return fastest;
+}
+
 } // namespace uvmp

@@ -34,4 +34,13 @@ struct LaunchRange {
 // The last full iteration of iteration_bounds' result; nullopt when there is none.
 std::optional<LaunchRange> last_full_iteration(std::span<const uint64_t> bounds);
 
+// A step's length as the application sees it: from the launch call of its first
+// launch to that of the next step's. `range.end` must be a launch of the trace;
+// 0 where it is not, or where the clock did not advance.
+uint64_t step_call_ns(const trace::Trace& trace, LaunchRange range);
+// The shortest such length over the full iterations `bounds` gives whose end is a
+// launch of the trace (the last one ends the recording as a rule, and has no end
+// to time); nullopt where none has.
+std::optional<uint64_t> fastest_step_call_ns(const trace::Trace& trace, std::span<const uint64_t> bounds);
+
 } // namespace uvmp
