@@ -9,6 +9,8 @@
 # PYTHON picks the interpreter. Prints one line, `host memory short: PASS (...)` or
 # `host memory short: FAIL: why`; exit status 0 on PASS.
 set -u
+# The physical guard stays on: the job never asks for more managed memory than the GPU has free.
+unset UVMP_ALLOW_PHYSICAL_OVERSUBSCRIPTION
 build=$1 out=$2 room=${3:-4G} budget=${4:-16G}
 python=${PYTHON:-python3}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -10,6 +10,8 @@
 # budget is 1G, so that the library moves data when the signal comes (at step 20). Prints one
 # line a signal, `signal SIGx: PASS (...)` or `signal SIGx: FAIL: why`; exit status 0 when all pass.
 set -u
+# The physical guard stays on: the job never asks for more managed memory than the GPU has free.
+unset UVMP_ALLOW_PHYSICAL_OVERSUBSCRIPTION
 build=$1 out=$2 signals=${3:-TERM INT KILL}
 python=${PYTHON:-python3}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

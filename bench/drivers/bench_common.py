@@ -186,6 +186,13 @@ def simulate(uvmtrace, trace, budget_bytes, policy, h2d_gbps, d2h_gbps, timeout,
     return result, problem
 
 
+def hook_ns_per_launch(stats_list):
+    """The library's own timing of its launch hook, ns a launch, over stats files or counters
+    (hook_ns over hooks_timed, summed); None where none timed a hook."""
+    timed = sum(stats.get("hooks_timed") or 0 for stats in stats_list)
+    return sum(stats.get("hook_ns") or 0 for stats in stats_list) / timed if timed else None
+
+
 def rotated(items, round_index):
     """Each round starts with the next item, so that no mode always follows the same one (a
     run can be slowed by what the one before it left behind, such as memory still being freed)."""

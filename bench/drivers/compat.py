@@ -47,8 +47,8 @@ import sys
 import tempfile
 import time
 
-from bench_common import (GIB, MIB, REPO_ROOT, Clock, fmt, kill_group, markdown_table, print_report_rows, ratio,
-                          tagged_json_line, text_table, write_atomically)
+from bench_common import (GIB, MIB, REPO_ROOT, Clock, fmt, hook_ns_per_launch, kill_group, markdown_table,
+                          print_report_rows, ratio, tagged_json_line, text_table, write_atomically)
 
 HERE = os.path.join(REPO_ROOT, "bench", "drivers", "compat")
 SCENARIOS = ("graphs", "dataloader", "async", "two-jobs", "jax", "cupy", "launch", "ddp")
@@ -359,13 +359,6 @@ def scenario_cupy(runner):
 HOOK_GOAL_NS = 300
 
 
-def own_hook_ns(run):
-    """The library's own timing of its launch hook in one run (its stats file), ns a launch."""
-    stats = run.get("stats") or {}
-    timed = stats.get("hooks_timed")
-    return stats["hook_ns"] / timed if timed and "hook_ns" in stats else None
-
-
 def median_or_none(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -389,7 +382,7 @@ def scenario_launch(runner):
                             if line.startswith("{") and "ns_per_launch" in line), None)
             if figures:
                 loop[mode].append(figures["ns_per_launch"])
-            own[mode].append(own_hook_ns(run))
+            own[mode].append(hook_ns_per_launch([run.get("stats") or {}]))
     medians = {mode: median_or_none(values) for mode, values in loop.items()}
     def over_native(mode):
         return None if None in (medians[mode], medians["native"]) else medians[mode] - medians["native"]

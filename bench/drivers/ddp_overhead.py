@@ -29,8 +29,8 @@ import os
 import statistics
 import sys
 
-from bench_common import (GIB, MIB, fmt, markdown_table, parse_size, print_report_rows, ratio, rotated, text_table,
-                          write_atomically)
+from bench_common import (GIB, MIB, fmt, hook_ns_per_launch, markdown_table, parse_size, print_report_rows, ratio,
+                          rotated, text_table, write_atomically)
 from compat import (ASYNC, Runner, async_picked, compare_ranks, ddp_imports_work, ddp_local_environment,
                     ddp_memory_problem, ddp_program, ddp_step_ms, gpu_free_bytes, rank_results, stats_by_rank)
 
@@ -92,8 +92,7 @@ def counters_summary(by_rank, steps):
     summary["ranks"] = len(by_rank)
     summary["launches_a_step"] = {str(rank): round((stats.get("launches_seen") or 0) / steps, 1)
                                   for rank, stats in sorted(by_rank.items())}
-    timed = sum(stats.get("hooks_timed") or 0 for stats in by_rank.values())
-    summary["hook_ns"] = sum(stats.get("hook_ns") or 0 for stats in by_rank.values()) / timed if timed else None
+    summary["hook_ns"] = hook_ns_per_launch(list(by_rank.values()))
     calls = sum(stats.get("launch_calls_timed") or 0 for stats in by_rank.values())
     summary["launch_call_us"] = (sum(stats.get("launch_call_ns") or 0 for stats in by_rank.values()) / calls / 1e3
                                  if calls else None)

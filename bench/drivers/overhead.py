@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import last_json_line, rotated
+from bench_common import hook_ns_per_launch, last_json_line, rotated
 
 MODE_NAMES = {"native": "native", "lib": "uvmrun", "trace": "uvmrun --trace-out"}
 RESNET_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "overhead_resnet50.py")
@@ -163,8 +163,7 @@ def add_hook_costs(report, results):
     busy the GPU is or how fast the host happened to be that run beyond its own work."""
     for mode in ("lib", "trace"):
         counters = [result.get("library_counters") or {} for result in results[mode]]
-        timed = sum(c.get("hooks_timed", 0) for c in counters)
-        report[f"{mode}_hook_ns"] = sum(c.get("hook_ns", 0) for c in counters) / timed if timed else None
+        report[f"{mode}_hook_ns"] = hook_ns_per_launch(counters)
         marks = sum(c.get("iterations", 0) for c in counters)
         seen = sum(c.get("launches_seen", 0) for c in counters)
         report[f"{mode}_launches_per_step"] = seen / marks if marks else None

@@ -25,14 +25,15 @@ LibraryApi find_library_api() {
     return api;
 }
 
-bool library_reads_accesses() {
-    auto set = [](const char* name) {
-        const char* value = std::getenv(name);
-        return value && *value;
-    };
+bool plans_launches() {
     const char* policy = std::getenv("UVMP_POLICY");
-    const bool plans = set("UVMP_BUDGET") && !(policy && std::string(policy) == "none");
-    return plans || set("UVMP_TRACE_OUT");
+    const char* budget = std::getenv("UVMP_BUDGET");
+    return (!policy || std::string(policy) != "none") && budget && *budget;
+}
+
+bool library_reads_accesses() {
+    const char* trace = std::getenv("UVMP_TRACE_OUT");
+    return plans_launches() || (trace && *trace);
 }
 
 }  // namespace uvmp_integration

@@ -20,9 +20,12 @@ struct LibraryApi {
 
 LibraryApi find_library_api();
 
+// Whether the library plans launches in this environment: a residency policy on
+// (unset: learned) and a budget set (without one nothing is planned).
+bool plans_launches();
 // Whether the library, as this process's environment sets it up, reads the
-// accesses of launches: a planner (a budget and a policy other than none) or a
-// trace does; without either, launches are only counted.
+// accesses of launches: a planner (plans_launches) or a trace does; without
+// either, launches are only counted.
 bool library_reads_accesses();
 
 }  // namespace uvmp_integration

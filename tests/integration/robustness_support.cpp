@@ -3,7 +3,6 @@
 #include "fakecuda.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -30,12 +29,6 @@ CUresult launch_over(CUfunction kernel, unsigned pointers, const std::vector<CUd
 uvmp_stats library_stats(const LibraryApi& api) {
     uvmp_stats none{};
     return api.stats().value_or(none);
-}
-
-bool plans_launches() {
-    const char* policy = std::getenv("UVMP_POLICY");
-    const char* budget = std::getenv("UVMP_BUDGET");
-    return (!policy || std::string(policy) != "none") && budget && *budget;
 }
 
 uvmp_stats settled_stats(const LibraryApi& api) {

@@ -24,10 +24,6 @@ CUresult launch_over(CUfunction kernel, unsigned pointers, const std::vector<CUd
 // The library's counters; zeroes (and active 0) without the library.
 uvmp_stats library_stats(const LibraryApi& api);
 
-// Whether the library plans launches in this environment: a residency policy on
-// (unset: learned) and a budget set (without one nothing is planned).
-bool plans_launches();
-
 // The library's counters once its worker, which plans behind the application,
 // has handed the policy or counted as unplanned every launch that had an access
 // (for a program that captures no launches and launches no graphs); the counters

@@ -244,15 +244,20 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
     trial.streaming_gbps = config_.streaming_gbps.line_gbps(trial.rates);
     const placement::TrialVerdict verdict = placement::judge_remote_trial(
         recording, step_begin, step_end, [&](uint32_t id) { return host_homed.contains(id); }, trial);
-    std::vector<size_t> entries;
+    // The learned step's entries that homed the host-homed allocations `chosen` picks, each once.
+    const auto entries_of = [&](const auto& chosen) {
+        std::vector<size_t> out;
+        for (const auto& [id, entry] : host_homed)
+            if (entry && chosen(id)) out.push_back(*entry);
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+        return out;
+    };
+    const std::unordered_set<uint32_t> gpu_again(verdict.gpu_again.begin(), verdict.gpu_again.end());
+    std::vector<size_t> entries = entries_of([&](uint32_t id) { return gpu_again.contains(id); });
     std::vector<EarlierHome> earlier_back;
-    for (const uint32_t id : verdict.gpu_again) {
-        if (const auto it = host_homed.find(id); it != host_homed.end() && it->second) entries.push_back(*it->second);
-        const auto earlier = std::find_if(earlier_.begin(), earlier_.end(), [&](const EarlierHome& e) { return e.id == id; });
-        if (earlier != earlier_.end()) earlier_back.push_back(*earlier);
-    }
-    std::sort(entries.begin(), entries.end());
-    entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+    for (const EarlierHome& e : earlier_)
+        if (gpu_again.contains(e.id)) earlier_back.push_back(e);
     log::info("remote trial of launches [{}, {}) of the recording: {} launches of {} kinds read host-homed data, "
               "{} kinds slower than their local time plus two trips ({:.1f} ms a step past it); {} allocations of "
               "the step ({}) homed on the GPU from now on, whose readers' {:.1f} ms outweighed their GPU home",
@@ -289,11 +294,7 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
         log::info("remote trial: the step with host homes took {:.1f} ms, the fastest recorded before them {:.1f} ms; "
                   "every host home is given back its GPU home",
                   judged_ns * 1e-6, *before_homes_step_ns_ * 1e-6);
-        entries.clear();
-        for (const auto& [id, entry] : host_homed)
-            if (entry) entries.push_back(*entry);
-        std::sort(entries.begin(), entries.end());
-        entries.erase(std::unique(entries.begin(), entries.end()), entries.end());
+        entries = entries_of([](uint32_t) { return true; });
         earlier_back = earlier_;
         given_back_bytes = learned_host_bytes_;
     }

@@ -468,13 +468,8 @@ std::optional<uint64_t> ManagedPools::attribute(CUmemoryPool pool, CUmemPool_att
 
 uint64_t ManagedPools::cached_bytes(int device) const {
     Device* d = device_of(device);
-    if (!d) return 0;
-    {
-        std::lock_guard lock(tags_mutex_);
-        if (std::none_of(converted_tags_.begin(), converted_tags_.end(),
-                         [&](const auto& entry) { return entry.second == device; }))
-            return 0;
-    }
+    // A device that has converted for a pool has a last tag (mark_converted).
+    if (!d || last_tag_[static_cast<size_t>(device)].load(std::memory_order_relaxed) == kNoPoolTag) return 0;
     const uint64_t live = d->view.live();
     std::lock_guard lock(d->highs_mutex);
     const uint64_t reserved = d->view.reserved(held_bytes(*d));
