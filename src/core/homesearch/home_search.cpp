@@ -1,6 +1,7 @@
 #include "core/homesearch/home_search.h"
 
 #include "core/model/chunk_schedule.h"
+#include "core/util/parallel_map.h"
 
 #include <algorithm>
 #include <optional>
@@ -21,24 +22,26 @@ public:
 
     const std::vector<placement::HomeOrder::Step>& order() const { return none_.order; }
 
-    // Simulates the order's first `taken`; it becomes the kept one where `keep`
-    // says so of its step seconds (the first tried always is).
+    // Simulates the order's first `taken` of each of `takens` not simulated
+    // before, side by side; each result becomes the kept one where `keep` says
+    // so of its step seconds (the first tried always is), in the order given.
     template <typename Keep>
-    void run(size_t taken, Keep keep) {
-        taken = std::min(taken, order().size());
-        if (std::find(done_.begin(), done_.end(), taken) != done_.end()) return;
-        done_.push_back(taken);
-        placement::HostHomesOutcome homes =
-            taken == 0 ? none_
-                       : placement::with_host_homes(trace_, bounds_, config_.budget_bytes, tolerance_, rates_, taken,
-                                                    scope_);
-        const ChunkSchedule schedule(homes.trace, config_.chunk_bytes);
-        SimResult result = simulate(homes.trace, schedule, bounds_, config_);
-        kept_.tried.push_back({taken, homes.choice.host_bytes, result.step_seconds});
-        if (!kept_seconds_ || keep(result.step_seconds, *kept_seconds_)) {
-            kept_seconds_ = result.step_seconds;
-            kept_.homes = std::move(homes);
-            kept_.result = std::move(result);
+    void run(const std::vector<size_t>& takens, Keep keep) {
+        std::vector<size_t> todo;
+        for (size_t taken : takens) {
+            taken = std::min(taken, order().size());
+            if (std::find(done_.begin(), done_.end(), taken) != done_.end()) continue;
+            done_.push_back(taken);
+            todo.push_back(taken);
+        }
+        std::vector<Trial> trials = parallel_map<Trial>(todo.size(), [&](size_t i) { return simulate_prefix(todo[i]); });
+        for (Trial& trial : trials) {
+            kept_.tried.push_back({trial.taken, trial.homes.choice.host_bytes, trial.result.step_seconds});
+            if (!kept_seconds_ || keep(trial.result.step_seconds, *kept_seconds_)) {
+                kept_seconds_ = trial.result.step_seconds;
+                kept_.homes = std::move(trial.homes);
+                kept_.result = std::move(trial.result);
+            }
         }
     }
 
@@ -46,6 +49,22 @@ public:
     uint64_t kept_host_bytes() const { return kept_.homes.choice.host_bytes; }
 
 private:
+    struct Trial {
+        size_t taken = 0;
+        placement::HostHomesOutcome homes;
+        SimResult result;
+    };
+
+    Trial simulate_prefix(size_t taken) const {
+        Trial trial{taken, taken == 0 ? none_
+                                      : placement::with_host_homes(trace_, bounds_, config_.budget_bytes, tolerance_,
+                                                                   rates_, taken, scope_),
+                    {}};
+        const ChunkSchedule schedule(trial.homes.trace, config_.chunk_bytes);
+        trial.result = simulate(trial.homes.trace, schedule, bounds_, config_);
+        return trial;
+    }
+
     const trace::Trace& trace_;
     const std::vector<uint64_t>& bounds_;
     const SimConfig& config_;
@@ -74,12 +93,14 @@ SearchedHomes search_host_homes(const trace::Trace& trace, const std::vector<uin
     };
     const auto fastest = [](double seconds, double kept) { return seconds < kept; };
     constexpr uint64_t kParts = 8;
-    for (uint64_t part = 0; part <= kParts; ++part) trials.run(prefix_of(total * part / kParts), fastest);
+    std::vector<size_t> parts;
+    for (uint64_t part = 0; part <= kParts; ++part) parts.push_back(prefix_of(total * part / kParts));
+    trials.run(parts, fastest);
     // Halfway to either neighbour of the best.
     const uint64_t best_bytes = trials.kept_host_bytes();
     const uint64_t half = total / (2 * kParts);
-    trials.run(prefix_of(best_bytes > half ? best_bytes - half : 0), fastest);
-    trials.run(prefix_of(std::min(total, best_bytes + half)), fastest);
+    trials.run({prefix_of(best_bytes > half ? best_bytes - half : 0), prefix_of(std::min(total, best_bytes + half))},
+               fastest);
     return trials.take();
 }
 
@@ -96,8 +117,7 @@ SearchedHomes host_homes_nearest(const trace::Trace& trace, const std::vector<ui
         if (distance < nearest) nearest = distance, taken = k + 1;
     }
     const auto latest = [](double, double) { return true; };
-    trials.run(0, latest);
-    trials.run(taken, latest);
+    trials.run({0, taken}, latest);
     return trials.take();
 }
 

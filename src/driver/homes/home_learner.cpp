@@ -169,9 +169,18 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
                   logged_name(recording, kernel));
     }
     std::string why_not;
+    // How long the search held the homes back: steps run over the budget
+    // meanwhile, each at migration's pace.
+    const auto search_began = std::chrono::steady_clock::now();
+    const uint64_t launches_at_search = recorder_->launches();
     std::optional<placement::RecordedHomes> homes =
         placement::homes_in_run(recording, bounds, budget_bytes_, config_.chunk_size, &why_not, link, prior,
                                 config_.step_layout, config_.earlier_homes);
+    log::info("home search: the recording's {} launches and {} full steps searched in {:.0f} ms, from launch {} to "
+              "launch {}",
+              recording.launches.size(), bounds.size() - 1,
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - search_began).count(),
+              launches_at_search, recorder_->launches());
     if (!homes) {
         give_up(why_not);
         return true;
