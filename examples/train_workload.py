@@ -157,7 +157,7 @@ def main():
 
         saving = ActivationOffload(torch, model.parameters(), args.offload_min_bytes, args.offload_prefetch_bytes)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    times, losses, launches = [], [], []
+    times, losses, launches, moved_steps = [], [], [], []
     last = counters.read()
     warmed_up = last  # the counters once warm-up is over
     for step in range(args.steps):
@@ -182,6 +182,7 @@ def main():
         times.append(elapsed_ms)
         losses.append(loss.item())
         launches.append(step_launches)
+        moved_steps.append(moved)
         line = {"step": step, "ms": round(elapsed_ms, 3), "loss": losses[-1], "launches": step_launches}
         if moved is not None:
             line["moved"] = moved
@@ -199,6 +200,8 @@ def main():
         "library": counters.present,
         # Bytes the library moved in the steps after warm-up, summed (None without it).
         "moved_after_warmup": moved_between(warmed_up, last),
+        # Each step's, warm-up included: when the job went over its budget, and how it settled.
+        "moved_per_step": moved_steps,
     }
     print("SUMMARY " + json.dumps(summary), flush=True)
     return 0

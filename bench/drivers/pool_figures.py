@@ -4,7 +4,7 @@ step, the link's floors, host homes, and the rows of the table that compare the 
 import statistics
 
 from bench_common import GIB, MIB, parse_size, ratio
-from pool_modes import LIBRARY_PRESSURE_MODES, UNPRESSURED_MODES
+from pool_modes import LIBRARY_PRESSURE_MODES, STEADY_TOLERANCE, UNPRESSURED_MODES
 
 
 def resolve_pressure(spec, peak):
@@ -46,6 +46,32 @@ def steady_bytes_per_step(run):
     if not moved or timed <= 0:
         return None
     return {key: value / timed for key, value in moved.items()}
+
+
+def first_step_over_budget(run):
+    """The first step (from 0) in which the library evicted anything, live or dead: the job went
+    over its budget there. 0 where the run has no per-step counters or never evicted (homes from the
+    start keep a job under its budget without an eviction)."""
+    for step, moved in enumerate(run.get("moved_per_step") or []):
+        if moved and (moved.get("evicted") or 0) > 0:
+            return step
+    return 0
+
+
+def learning_figures(run, tolerance=STEADY_TOLERANCE):
+    """How the run settled: the step it first went over its budget, the step from which it was
+    steady (that step and the next within `tolerance` of the timed steps' median), the steps in
+    between and the slowest of them. None where the run has fewer than two timed steps."""
+    steps, timed = run.get("step_ms") or [], timed_steps(run)
+    if len(timed) < 2:
+        return None
+    limit = statistics.median(timed) * (1 + tolerance)
+    over = first_step_over_budget(run)
+    steady = next((k for k in range(over, len(steps) - 1) if steps[k] <= limit and steps[k + 1] <= limit), None)
+    before = steps[over:steady if steady is not None else len(steps)]
+    return {"first_over": over, "steady_from": steady,
+            "steps_before": None if steady is None else steady - over,
+            "slowest_before_ms": max(before) if before else None}
 
 
 def all_steps_bytes_per_step(run):
@@ -161,6 +187,10 @@ def table_rows(report):
                     row[key], row[f"{key}_ratio"] = worst_memory_ratio(ok, key, median_of(native_runs, key))
             row["steady_per_step"] = mean_of_dicts([steady_bytes_per_step(r) for r in ok])
             row["all_steps_per_step"] = mean_of_dicts([all_steps_bytes_per_step(r) for r in ok])
+            # The slowest settling of the row's runs.
+            settled = [f for f in (learning_figures(r) for r in ok) if f]
+            row["learning"] = (max(settled, key=lambda f: (f["steps_before"] is None, f["steps_before"] or 0))
+                               if settled and pressure_spec is not None else None)
             verdicts = [losses_equal(r, reference) for r in ok if r is not reference]
             verdicts = [v for v in verdicts if v is not None]
             row["losses_equal"] = all(verdicts) if verdicts else None

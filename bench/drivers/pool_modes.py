@@ -57,6 +57,15 @@ DEFAULT_VS_DEMAND_LRU = 2.0
 DEFAULT_VS_SAVE_ON_CPU = {"peak/1.25": 1.5}
 # ... and faster than the overlapped offload's, where it ran.
 DEFAULT_VS_OFFLOAD = 1.0
+# Learning: the default is steady within this many steps of the step in which the job first went
+# over its budget, and no step before is slower than demand-lru's median at the same budget. A
+# step is steady from the first that, with the one after it, runs within STEADY_TOLERANCE of the
+# timed steps' median (the run-to-run spread of a step is a few percent; a single late spike does
+# not undo a settled run).
+STEADY_WITHIN_STEPS = 3
+STEADY_TOLERANCE = 0.10
+# Migration alone (learned, homes off) moves at most this many S each way a steady step.
+MIGRATION_S_GOAL = 1.25
 # Below this many seconds left a run cannot even start its interpreter and CUDA context.
 MIN_RUN_SECONDS = 20
 # Expected seconds of a run until one of its kind has been measured, from pool runs 7 and 8

@@ -8,7 +8,8 @@ from pool_figures import (SPEEDUP_AGAINST, format_gib, halfway_ms, losses_equal,
                           simulation_key, table_rows)
 from pool_modes import (ASYNC_BACKEND, DEFAULT_PRESSURE_LABEL, DEFAULT_RATIO_GOAL, DEFAULT_VS_DEMAND_LRU,
                         DEFAULT_VS_OFFLOAD, DEFAULT_VS_SAVE_ON_CPU, FIT_RATIO_GOAL, LIBRARY_PRESSURE_MODES,
-                        MEMORY_TOLERANCE, MODE_LABELS, SIM_ERROR_GOAL, WITHOUT_LIBRARY)
+                        MEMORY_TOLERANCE, MIGRATION_S_GOAL, MODE_LABELS, SIM_ERROR_GOAL, STEADY_WITHIN_STEPS,
+                        WITHOUT_LIBRARY)
 
 
 def check(what, value, goal, passed, skip=False):
@@ -132,6 +133,10 @@ def row_checks(row, rows, report):
                 goal_text = f">= {goal:g}x faster" if goal > 1 else "faster"
                 lines.append(check(f"{name} step vs {other}", speedup_text(row, versus), goal_text, passed,
                                    skip=unmade or (not versus["runs_started"] and speedup is None)))
+        if default:
+            lines += learning_checks(name, row, rows, unmade)
+        if row["mode"] == "learned":
+            lines.append(migration_check(name, row, measured))
     # Native runs against the first of them: the job itself must repeat its losses.
     equal = row["losses_equal"]
     if row["mode"] != "native" or equal is not None:
@@ -139,6 +144,46 @@ def row_checks(row, rows, report):
         lines.append(check(f"{name} {what}", f"{equal} ({row['losses_compared']} runs)", "True",
                            equal, skip=unmade))
     return lines
+
+
+def learning_checks(name, row, rows, unmade):
+    """The default's settling: the steps from its first over the budget to steady, and the slowest of
+    them against demand-lru's median at the same budget."""
+    learning = row.get("learning")
+    if learning is None:
+        return [check(f"{name} steps before steady", "not measured", f"<= {STEADY_WITHIN_STEPS}", None,
+                      skip=unmade)]
+    steps = learning["steps_before"]
+    text = (f"{steps} (over the budget in step {learning['first_over']}, steady from step {learning['steady_from']})"
+            if steps is not None else f"never steady (over the budget in step {learning['first_over']})")
+    lines = [check(f"{name} steps before steady", text, f"<= {STEADY_WITHIN_STEPS}",
+                   steps is not None and steps <= STEADY_WITHIN_STEPS)]
+    slowest = learning["slowest_before_ms"]
+    versus = same_budget_row(rows, row, "demand-lru")
+    lru = versus["median_ms"] if versus else None
+    if slowest is None:
+        lines.append(check(f"{name} slowest step before steady", "none: steady from the first step over", "-", None))
+    elif lru is None:
+        lines.append(check(f"{name} slowest step before steady", f"{fmt(slowest, 1)} ms (no demand-lru run)", "-",
+                           None))
+    else:
+        lines.append(check(f"{name} slowest step before steady vs demand-lru",
+                           f"{fmt(slowest, 1)} ms vs {fmt(lru, 1)} ms ({fmt(ratio(slowest, lru), 2)}x)",
+                           "<= demand-lru", slowest <= lru))
+    return lines
+
+
+def migration_check(name, row, measured):
+    """Migration alone must move about S each way a steady step, not the dead bytes beside it."""
+    steady, swapped = row["steady_per_step"] or {}, row.get("swapped_bytes")
+    out, fetched = steady.get("evicted"), steady.get("prefetched")
+    goal = f"<= {MIGRATION_S_GOAL:g} S each way"
+    if not swapped or swapped <= 0 or out is None or fetched is None:
+        return check(f"{name} migration out / in vs S", "not measured", goal, None, skip=not measured)
+    dead = steady.get("evicted_dead")
+    text = (f"{out / swapped:.2f} S / {fetched / swapped:.2f} S (S = {gb(swapped)} GB"
+            + (f"; {dead / swapped:.2f} S of the out dead" if dead is not None else "") + ")")
+    return check(f"{name} migration out / in vs S", text, goal, max(out, fetched) / swapped <= MIGRATION_S_GOAL)
 
 
 def speedup_goal(row, other):

@@ -124,7 +124,8 @@ for k in range(args.steps):
     print(json.dumps({"step": k, "ms": step, "loss": losses[k]}))
 print("SUMMARY " + json.dumps({
     "model": args.model, "steps": args.steps, "warmup": args.warmup, "median_ms": step,
-    "step_ms": [step * 3] + [step] * (args.steps - 1), "losses": losses, "launches_per_step": [100] * args.steps,
+    "step_ms": [step * 2] + [step] * (args.steps - 1), "losses": losses, "launches_per_step": [100] * args.steps,
+    "moved_per_step": [{"evicted": 8e9 if pressured else 0} for _ in range(args.steps)] if library else None,
     "peak_allocated_bytes": 24 * 2**30, "peak_reserved_bytes": 26 * 2**30,
     "memory_allocated_bytes": 2 * 2**30, "memory_reserved_bytes": 26 * 2**30,
     "allocator_backend": "cudaMallocAsync" if "backend:cudaMallocAsync" in conf else "native",
@@ -445,6 +446,57 @@ class PureLogic(unittest.TestCase):
         self.assertEqual(found[f"{name} step vs demand-lru"][0], "SKIP")
         self.assertNotIn(f"{name} step vs save-on-cpu", found)
 
+    def test_learning_figures(self):
+        run = {"warmup": 4, "step_ms": [900.0, 3000.0, 2500.0, 2600.0, 560.0, 540.0, 700.0, 545.0, 550.0],
+               "moved_per_step": [{"evicted": 0}, {"evicted": 5e9}] + [{"evicted": 1e9}] * 7}
+        # Over the budget in step 1 (the first eviction); steady from step 4: it and step 5 within 10%
+        # of the timed steps' median (550); the spike at step 6 does not undo it.
+        self.assertEqual(pool_figures.learning_figures(run),
+                         {"first_over": 1, "steady_from": 4, "steps_before": 3, "slowest_before_ms": 3000.0})
+        # Without per-step counters the first step counts as the first over the budget.
+        self.assertEqual(pool_figures.learning_figures(dict(run, moved_per_step=None))["steps_before"], 4)
+        never = dict(run, step_ms=[900.0, 3000.0, 600.0, 2600.0, 500.0, 900.0, 500.0, 900.0, 500.0])
+        self.assertEqual(pool_figures.learning_figures(never)["steady_from"], None)
+        self.assertEqual(pool_figures.learning_figures(never)["slowest_before_ms"], 3000.0)
+        self.assertIsNone(pool_figures.learning_figures(dict(run, warmup=8)))
+
+    def test_learning_and_migration_checks(self):
+        def row(mode, ms, learning=None, steady=None):
+            return {"workload": "gpt2-small", "mode": mode, "pressure": "peak/1.5", "budget": "15.8G",
+                    "median_ms": ms, "status": "ok", "runs_started": 1, "steady_per_step": steady or {},
+                    "swapped_bytes": 8e9, "floor_ms": 700.0, "remote_floor_ms": 300.0, "ratio_floor": ms / 700.0,
+                    "sim_ms": None, "sim_error": None, "losses_equal": True, "losses_compared": 1,
+                    "round_ratios": [], "learning": learning}
+
+        def found(rows):
+            report = {"settings": {}, "simulations": {}}
+            return {c["what"]: (c["value"], c["goal"], c["verdict"])
+                    for r in rows for c in pool_report.row_checks(r, rows, report)}
+        name = "pool gpt2-small default at peak/1.5 (15.8G)"
+        slow = {"first_over": 0, "steady_from": 6, "steps_before": 6, "slowest_before_ms": 3123.4}
+        rows = [row("default", 538.5, slow), row("demand-lru", 2526.5),
+                row("learned", 2500.0, steady={"evicted": 19.5e9, "prefetched": 18.4e9, "evicted_dead": 11e9})]
+        checks = found(rows)
+        self.assertEqual(checks[f"{name} steps before steady"],
+                         ("6 (over the budget in step 0, steady from step 6)", "<= 3", "FAIL"))
+        self.assertEqual(checks[f"{name} slowest step before steady vs demand-lru"],
+                         ("3123.4 ms vs 2526.5 ms (1.24x)", "<= demand-lru", "FAIL"))
+        self.assertEqual(checks["pool gpt2-small learned at peak/1.5 (15.8G) migration out / in vs S"],
+                         ("2.44 S / 2.30 S (S = 8.00 GB; 1.38 S of the out dead)", "<= 1.25 S each way", "FAIL"))
+        quick = {"first_over": 0, "steady_from": 3, "steps_before": 3, "slowest_before_ms": 2000.0}
+        rows = [row("default", 538.5, quick), row("demand-lru", 2526.5),
+                row("learned", 900.0, steady={"evicted": 9e9, "prefetched": 8.5e9})]
+        checks = found(rows)
+        self.assertEqual(checks[f"{name} steps before steady"][2], "PASS")
+        self.assertEqual(checks[f"{name} slowest step before steady vs demand-lru"][2], "PASS")
+        self.assertEqual(checks["pool gpt2-small learned at peak/1.5 (15.8G) migration out / in vs S"][2], "PASS")
+        # Without demand-lru the slowest step is information; steady from the first step: nothing before.
+        checks = found([row("default", 538.5, quick)])
+        self.assertEqual(checks[f"{name} slowest step before steady"][2], "info")
+        settled = {"first_over": 0, "steady_from": 0, "steps_before": 0, "slowest_before_ms": None}
+        checks = found([row("default", 538.5, settled), row("demand-lru", 2526.5)])
+        self.assertEqual(checks[f"{name} slowest step before steady"][0], "none: steady from the first step over")
+
     def test_homes_choice_text(self):
         self.assertEqual(pool_report.homes_choice_text({"used": True, "simulated_gain": 0.31, "host_bytes": 6e9}),
                          "homes used, simulated gain 31.0%, 6.00 GB on the host")
@@ -651,7 +703,8 @@ class WholeRun(unittest.TestCase):
         rows = {(r["mode"], r["pressure"]): pool_report.row_verdict(r, report["checks"]) for r in report["rows"]}
         self.assertEqual(rows[("default", None)], "PASS")
         self.assertEqual(rows[("default", "16G")],
-                         "FAIL: step vs S/e+S/f, step vs save-on-cpu, step vs demand-lru")
+                         "FAIL: step vs S/e+S/f, step vs save-on-cpu, step vs demand-lru, "
+                         "slowest step before steady vs demand-lru")
 
     def test_library_without_host_home_counters(self):
         status, report, printed, _ = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
