@@ -115,4 +115,15 @@ TEST_CASE("host home router: a planned layout gives GPU-homed entries their aren
     const std::vector<size_t> given_back{2};
     router.set_homes(given_back, Home::Gpu);
     CHECK(route_step(router).offsets == std::vector<std::optional<uint64_t>>{std::nullopt, 4 * kMiB, std::nullopt});
+    // Every home given back takes the layout with it; sent back to the host, they bring it back.
+    const std::vector<size_t> all{0, 1, 2};
+    router.set_homes(all, Home::Gpu);
+    router.use_layout(false);
+    RoutedStep gpu = route_step(router);
+    CHECK(gpu.homes == std::vector<Home>{Home::Gpu, Home::Gpu, Home::Gpu});
+    CHECK(gpu.offsets == std::vector<std::optional<uint64_t>>{std::nullopt, std::nullopt, std::nullopt});
+    router.set_homes(all, Home::Host);
+    router.set_homes(std::vector<size_t>{1}, Home::Gpu);
+    router.use_layout(true);
+    CHECK(route_step(router).offsets == std::vector<std::optional<uint64_t>>{std::nullopt, 4 * kMiB, std::nullopt});
 }

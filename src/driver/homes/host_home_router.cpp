@@ -53,7 +53,8 @@ placement::Home HostHomeRouter::home_of(int device, uint64_t bytes, uint64_t bud
     if (!routing_.load(std::memory_order_acquire) || device != device_) return placement::Home::Gpu;
     std::lock_guard lock(mutex_);
     const placement::Home home = sequence_.next(bytes, &routed->step_entry);
-    if (home == placement::Home::Gpu && routed->step_entry && *routed->step_entry < step_offsets_.size())
+    if (home == placement::Home::Gpu && routed->step_entry && *routed->step_entry < step_offsets_.size() &&
+        layout_on_.load(std::memory_order_acquire))
         routed->arena_offset = step_offsets_[*routed->step_entry];
     return home;
 }

@@ -57,6 +57,10 @@ public:
     // Remote trials' verdict: these entries of the learned step are homed at
     // `home` from the next allocation on.
     void set_homes(std::span<const size_t> step_entries, placement::Home home);
+    // Whether the planned layout places the GPU-homed entries from the next
+    // allocation on (it does once routing begins): a layout planned around the
+    // host homes is taken away with all of them.
+    void use_layout(bool on) { layout_on_.store(on, std::memory_order_release); }
     // Whether this run learns its homes from itself: UVMP_HOST_HOMES=auto
     // without UVMP_TRACE_IN, with policy learned and a budget.
     bool learns_in_run() const;
@@ -96,6 +100,7 @@ private:
     placement::HomeSequence sequence_;
     std::vector<std::optional<uint64_t>> step_offsets_; // by step entry (RecordedHomes::step_offsets)
     std::atomic<uint64_t> arena_bytes_{0};
+    std::atomic<bool> layout_on_{true};
     std::atomic<uint64_t> planned_placed_{0}, planned_displaced_{0};
 };
 
