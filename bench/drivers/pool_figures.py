@@ -59,15 +59,20 @@ def first_step_over_budget(run):
 
 
 def learning_figures(run, tolerance=STEADY_TOLERANCE):
-    """How the run settled: the step it first went over its budget, the step from which it was
-    steady (that step and the next within `tolerance` of the timed steps' median), the steps in
-    between and the slowest of them. None where the run has fewer than two timed steps."""
-    steps, timed = run.get("step_ms") or [], timed_steps(run)
-    if len(timed) < 2:
+    """How the run settled: the step it first went over its budget, the first step from which every
+    step ran within `tolerance` of the median of its last three (the state it ended in; the timed
+    median can hold a late relapse), a single step above that between two within excepted (a spike of
+    the host), the steps in between and the slowest of them. None where the run has too few steps."""
+    steps = run.get("step_ms") or []
+    if len(steps) < 3 or len(timed_steps(run)) < 2:
         return None
-    limit = statistics.median(timed) * (1 + tolerance)
+    limit = statistics.median(steps[-3:]) * (1 + tolerance)
+    within = [ms <= limit for ms in steps]
+    spike = [not within[k] and k > 0 and within[k - 1] and (k + 1 == len(steps) or within[k + 1])
+             for k in range(len(steps))]
+    last_unsettled = max((k for k in range(len(steps)) if not within[k] and not spike[k]), default=-1)
     over = first_step_over_budget(run)
-    steady = next((k for k in range(over, len(steps) - 1) if steps[k] <= limit and steps[k + 1] <= limit), None)
+    steady = next((k for k in range(max(over, last_unsettled + 1), len(steps)) if within[k]), None)
     before = steps[over:steady if steady is not None else len(steps)]
     return {"first_over": over, "steady_from": steady,
             "steps_before": None if steady is None else steady - over,

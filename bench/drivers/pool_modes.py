@@ -59,9 +59,9 @@ DEFAULT_VS_SAVE_ON_CPU = {"peak/1.25": 1.5}
 DEFAULT_VS_OFFLOAD = 1.0
 # Learning: the default is steady within this many steps of the step in which the job first went
 # over its budget, and no step before is slower than demand-lru's median at the same budget. A
-# step is steady from the first that, with the one after it, runs within STEADY_TOLERANCE of the
-# timed steps' median (the run-to-run spread of a step is a few percent; a single late spike does
-# not undo a settled run).
+# run is steady from the first step from which every step runs within STEADY_TOLERANCE of the
+# median of its last three (the spread of a step is a few percent; a single spike of the host
+# between two steady steps does not undo a settled run).
 STEADY_WITHIN_STEPS = 3
 STEADY_TOLERANCE = 0.10
 # Migration alone (learned, homes off) moves at most this many S each way a steady step.
