@@ -118,7 +118,9 @@ TEST_CASE("host home router: a planned layout gives GPU-homed entries their aren
     // Every home given back takes the layout with it; sent back to the host, they bring it back.
     const std::vector<size_t> all{0, 1, 2};
     router.set_homes(all, Home::Gpu);
+    CHECK(router.layout_used());
     router.use_layout(false);
+    CHECK_FALSE(router.layout_used());
     RoutedStep gpu = route_step(router);
     CHECK(gpu.homes == std::vector<Home>{Home::Gpu, Home::Gpu, Home::Gpu});
     CHECK(gpu.offsets == std::vector<std::optional<uint64_t>>{std::nullopt, std::nullopt, std::nullopt});

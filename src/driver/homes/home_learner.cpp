@@ -309,7 +309,6 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
         entries = entries_of([](uint32_t) { return true; });
         earlier_back = earlier_;
         given_back_bytes = learned_host_bytes_;
-        layout_given_back_ = router_.arena_bytes() != 0;
         router_.use_layout(false);
     }
     if (entries.empty() && earlier_back.empty()) {
@@ -337,9 +336,11 @@ bool HomeLearner::check_verdict(const trace::Trace& recording, const std::vector
     if (bounds.end() - first < 4) return false;
     const uint64_t after_ns = step_call_ns(recording, {*std::next(first), *std::next(first, 2)});
     const bool reverted = after_ns > judged_step_ns_;
+    // Only a whole give-back takes the layout away; the homes back on the host bring it back.
+    const bool layout_back = reverted && router_.arena_bytes() != 0 && !router_.layout_used();
     if (reverted) {
         router_.set_homes(given_back_, placement::Home::Host);
-        if (layout_given_back_) router_.use_layout(true);
+        router_.use_layout(true);
         if (!earlier_given_back_.empty() && callbacks_.home_in_place)
             callbacks_.home_in_place(earlier_given_back_, placement::Home::Host);
         if (callbacks_.given_back)
@@ -348,9 +349,9 @@ bool HomeLearner::check_verdict(const trace::Trace& recording, const std::vector
     log::info("remote trial: the step with {} allocations ({}) homed on the GPU again took {:.1f} ms, against "
               "{:.1f} ms for the judged one; {}",
               given_back_.size() + earlier_given_back_.size(), format_size(given_back_bytes_), after_ns * 1e-6, judged_step_ns_ * 1e-6,
-              reverted ? (layout_given_back_ ? "they live on the host again, with the step layout"
-                                             : "they live on the host again")
-                       : "the verdict stays");
+              !reverted ? "the verdict stays"
+              : layout_back ? "they live on the host again, with the step layout"
+                            : "they live on the host again");
     end();
     return true;
 }

@@ -136,7 +136,6 @@ private:
     std::vector<EarlierHome> earlier_;   // made before the learned step, homed on the host in place
     std::vector<EarlierHome> earlier_given_back_; // of them, those the verdict homed on the GPU
     uint64_t given_back_bytes_ = 0;
-    bool layout_given_back_ = false; // the step layout went with them (every home given back)
     std::mutex host_mutex_;
     // The host-homed allocations made since routing began, with their entries.
     std::unordered_map<uint32_t, std::optional<size_t>> host_homed_;

@@ -61,6 +61,8 @@ public:
     // allocation on (it does once routing begins): a layout planned around the
     // host homes is taken away with all of them.
     void use_layout(bool on) { layout_on_.store(on, std::memory_order_release); }
+    // Whether a planned layout places them now.
+    bool layout_used() const { return arena_bytes() != 0 && layout_on_.load(std::memory_order_acquire); }
     // Whether this run learns its homes from itself: UVMP_HOST_HOMES=auto
     // without UVMP_TRACE_IN, with policy learned and a budget.
     bool learns_in_run() const;
