@@ -518,10 +518,47 @@ void over_dead(PoolRun& run) {
     for (CUdeviceptr p : {y, s1, s2}) run.free_async(p, run.stream);
 }
 
+// Once the budget binds, a slab left wholly free goes back to the driver at
+// once: its dead bytes leave the GPU with it, never evicted. The test sets
+// UVMP_BUDGET=16M, UVMP_POLICY=learned and UVMP_POOL_SLAB_SIZE=16M.
+void slab_back(PoolRun& run) {
+    Toucher k(run);
+    if (!k.ok()) return;
+    // a fills most of one slab, b most of a second: together past the budget.
+    const CUdeviceptr a = run.alloc_async(12 * kMiB, run.stream);
+    const CUdeviceptr b = run.alloc_async(12 * kMiB, run.stream);
+    k.touch(a);
+    k.touch(b);
+    uvmp_stats s = k.settled([](const uvmp_stats& x) { return x.bytes_evicted >= 8 * kMiB; });
+    run.checks.expect(s.bytes_evicted >= 8 * kMiB, "a evicted for b: the budget binds");
+    run.free_async(a, run.stream);
+    run.expect_ok(run.driver.stream_synchronize(run.stream), "cuStreamSynchronize");
+    // The slab goes at the next call of the pool once a's free has completed.
+    const CUdeviceptr c = run.alloc_async(1 * kMiB, run.stream);
+    s = k.settled([](const uvmp_stats& x) { return x.pool_slabs_released >= 1 && x.bytes_dead_resident == 0; });
+    run.checks.expect_eq("a's slab given back", s.pool_slabs_released, 1);
+    run.checks.expect_eq("no dead byte left counted", s.bytes_dead_resident, 0);
+    run.checks.expect_eq("no dead byte evicted", s.bytes_evicted_dead, 0);
+    // A plain free leaves its slab wholly free at once: the slab goes in the
+    // free itself, after the block's own dead bytes were noted.
+    CUdeviceptr d = 0;
+    run.expect_ok(run.driver.mem_alloc(&d, 12 * kMiB), "cuMemAlloc");
+    k.touch(d);
+    run.expect_ok(run.driver.stream_synchronize(run.stream), "cuStreamSynchronize");
+    run.expect_ok(run.driver.mem_free(d), "cuMemFree");
+    s = k.settled([](const uvmp_stats& x) { return x.pool_slabs_released >= 2 && x.bytes_dead_resident == 0; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50)); // anything more would come now
+    s = run.stats();
+    run.checks.expect_eq("d's slab given back", s.pool_slabs_released, 2);
+    run.checks.expect_eq("no dead byte of d left counted", s.bytes_dead_resident, 0);
+    run.checks.expect_eq("no dead byte of d evicted", s.bytes_evicted_dead, 0);
+    for (CUdeviceptr p : {b, c}) run.free_async(p, run.stream);
+}
+
 }  // namespace
 
 bool is_pool_mode(std::string_view mode) {
-    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing", "populate", "dead", "dead_taken", "over_dead"})
+    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing", "populate", "dead", "dead_taken", "over_dead", "slab_back"})
         if (mode == m) return true;
     return false;
 }
@@ -540,6 +577,7 @@ void run_pool_scenario(const DriverEntryPoints& driver, const FakeDriverHelpers&
     else if (mode == "dead") dead_bytes(run);
     else if (mode == "over_dead") over_dead(run);
     else if (mode == "dead_taken") dead_taken_over(run);
+    else if (mode == "slab_back") slab_back(run);
     else if (mode == "exit") at_exit(run);
     else if (mode == "timing") timing(run);
     if (mode != "exit") run.expect_ok(driver.stream_synchronize(run.stream), "cuStreamSynchronize");

@@ -140,8 +140,10 @@ public:
             if (e.end > begin && e.begin < end && n < out.size()) out[n++] = {std::max(e.begin, begin), std::min(e.end, end)};
         return n;
     }
+    bool room_is_short() const override { return room_short; }
     std::vector<Extent> dead; // in address order
     mutable int asked = 0;
+    bool room_short = false;
 };
 
 } // namespace

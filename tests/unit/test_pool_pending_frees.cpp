@@ -295,6 +295,8 @@ namespace {
 // pool's blocks must stay its own.
 class ScatteredHint final : public PlacementHint {
 public:
+    explicit ScatteredHint(bool room_short) : room_short_(room_short) {}
+    bool room_is_short() const override { return room_short_; }
     size_t resident_dead(uint64_t begin, uint64_t end, std::span<Extent> out) const override {
         const uint64_t span = end - begin;
         uint64_t h = begin * 0x9E3779B97F4A7C15ull;
@@ -310,14 +312,19 @@ public:
         }
         return n;
     }
+
+private:
+    bool room_short_;
 };
 
 } // namespace
 
 TEST_CASE("pool: randomized frees on several streams keep CUDA's free semantics", "[pool]") {
     // With a hint, blocks land inside pieces rather than at their start.
-    const bool hinted = GENERATE(false, true);
-    INFO("placement hint: " << hinted);
+    // Room short: wholly free slabs go back at once.
+    const int hint_kind = GENERATE(0, 1, 2); // none, room enough, room short
+    const bool hinted = hint_kind != 0;
+    INFO("placement hint: " << hint_kind);
     FakeSlabs slabs(96 * MiB);
     FakeFences fences;
     struct LastFree {
@@ -346,7 +353,7 @@ TEST_CASE("pool: randomized frees on several streams keep CUDA's free semantics"
         PoolConfig config = small_config(16 * MiB);
         config.release_after_ns = 50;
         PoolBook book(config, slabs, fences);
-        if (hinted) book.set_placement_hint(std::make_shared<ScatteredHint>());
+        if (hinted) book.set_placement_hint(std::make_shared<ScatteredHint>(hint_kind == 2));
         std::mt19937_64 rng(11);
         const StreamKey streams[] = {kS1, kS2, kS3, kNoStream};
         std::vector<std::pair<Block, StreamKey>> live;

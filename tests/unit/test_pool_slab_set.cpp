@@ -4,6 +4,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <memory>
+#include <set>
+#include <span>
+
 using namespace uvmp::pool;
 using namespace uvmp::pool::testing;
 
@@ -222,6 +227,73 @@ TEST_CASE_METHOD(PoolTest, "pool: idle slabs are given back after release_after_
         book.free(a->address, kNoStream, 0, 0, &events);
         CHECK(events.size() == 1);
         CHECK(book.figures().slabs == 0);
+    }
+}
+
+namespace {
+
+// Names no dead byte; says only whether GPU room is short.
+class RoomHint final : public PlacementHint {
+public:
+    size_t resident_dead(uint64_t, uint64_t, std::span<Extent>) const override { return 0; }
+    bool room_is_short() const override { return short_room.load(); }
+    std::atomic<bool> short_room{false};
+};
+
+} // namespace
+
+TEST_CASE_METHOD(PoolTest, "pool: once GPU room is short, a slab goes back as soon as it is wholly free", "[pool]") {
+    PoolConfig config = small_config(4 * MiB);
+    config.release_after_ns = 1'000'000'000;
+    PoolBook book(config, slabs, fences);
+    auto hint = std::make_shared<RoomHint>();
+    book.set_placement_hint(hint);
+    std::vector<SlabEvent> events;
+    auto a = book.allocate(4 * MiB, kS1, 0, 0);
+    auto b = book.allocate(4 * MiB, kS1, 0, 0);
+    REQUIRE(a);
+    REQUIRE(b);
+
+    SECTION("room enough: kept for release_after_ns") {
+        book.free(a->address, kNoStream, 0, 10, &events);
+        book.free(b->address, kNoStream, 0, 20, &events);
+        CHECK(events.empty());
+        CHECK(book.figures().slabs == 2);
+    }
+    SECTION("room short: given back by the free that leaves it wholly free") {
+        hint->short_room = true;
+        book.free(a->address, kNoStream, 0, 10, &events);
+        REQUIRE(events.size() == 1);
+        CHECK(events[0].released);
+        CHECK(events[0].slab == a->slab);
+        CHECK(book.figures().slabs == 1);
+        CHECK(slabs.bad_releases == 0);
+    }
+    SECTION("room short: a slab whose last free is pending goes once its fence completes") {
+        hint->short_room = true;
+        const FenceKey f = fences.issue(kS1);
+        book.free(a->address, kS1, f, 10, &events);
+        CHECK(events.empty());
+        fences.complete(f);
+        // The fence is asked again a millisecond on, at the next call.
+        book.free(b->address, kNoStream, 0, 2'000'000, &events);
+        std::set<uint32_t> gone;
+        for (const SlabEvent& e : events) gone.insert(e.slab);
+        CHECK(gone == std::set<uint32_t>{a->slab, b->slab});
+        CHECK(book.figures().slabs == 0);
+    }
+    SECTION("room short: retain_bytes still kept") {
+        PoolConfig keep = config;
+        keep.retain_bytes = 4 * MiB;
+        FakeSlabs own;
+        PoolBook kept(keep, own, fences);
+        kept.set_placement_hint(hint);
+        hint->short_room = true;
+        auto c = kept.allocate(4 * MiB, kS1, 0, 0);
+        REQUIRE(c);
+        kept.free(c->address, kNoStream, 0, 10, &events);
+        CHECK(events.empty());
+        CHECK(kept.figures().slabs == 1);
     }
 }
 

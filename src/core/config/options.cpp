@@ -178,7 +178,8 @@ constexpr std::array kOptions = {
         "most 5% slower than blocks placed as they come; on whenever homes are learned; off never."),
     option<OptionType::Duration, &Config::pool_release_after>("pool_release_after", "UVMP_POOL_RELEASE_AFTER", "10s",
         "A wholly free slab unused this long is given back to the driver: a duration such as "
-        "10s, 500ms or 2m (a plain number is seconds)."),
+        "10s, 500ms or 2m (a plain number is seconds). Once the budget has bound, slabs go as soon "
+        "as they are wholly free: their dead bytes then leave the GPU without an eviction."),
     option<OptionType::Bool, &Config::hide_managed>("hide_managed", "UVMP_HIDE_MANAGED", "1",
         "Pointer-attribute queries report converted allocations as device memory, so "
         "frameworks keep their device-memory paths."),

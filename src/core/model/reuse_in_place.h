@@ -43,6 +43,7 @@ public:
     size_t resident_dead(uint64_t begin, uint64_t end, std::span<pool::Extent> out) const override;
     // Whether room has been wanted past the budget (give_up called). Any thread.
     bool budget_binds() const { return budget_binds_.load(std::memory_order_relaxed); }
+    bool room_is_short() const override { return budget_binds(); }
 
     // Dead bytes of `residency` are given up for room (Residency::room_from_dead)
     // through `evict(address, size)`, a call a piece; both must outlive this.

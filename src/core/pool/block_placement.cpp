@@ -98,4 +98,6 @@ Piece* BlockPlacement::find_fit_on_resident_dead(uint64_t size, const FreeIndex&
     return best;
 }
 
+bool BlockPlacement::room_is_short() const { return hint_ && hint_->room_is_short(); }
+
 } // namespace uvmp::pool

@@ -48,6 +48,8 @@ public:
     Piece* find_fit(uint64_t size, const FreeIndex& ready, const FreeIndex* own_pending, uint64_t& start) const;
 
     void set_hint(std::shared_ptr<const PlacementHint> hint) { hint_ = std::move(hint); }
+    // Whether the hint says GPU room is short (PlacementHint::room_is_short).
+    bool room_is_short() const;
 
 private:
     // Pieces of at least this size hold a block of `size` wherever they lie.

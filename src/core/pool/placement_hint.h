@@ -26,6 +26,13 @@ public:
     // out.size(); the first ones). Called with the pool's lock held, from any
     // thread: it must be thread-safe and must not call back into the pool.
     virtual size_t resident_dead(uint64_t begin, uint64_t end, std::span<Extent> out) const = 0;
+    // Whether GPU room is short: room has been wanted past the budget, so dead
+    // bytes left on the GPU will be evicted when room is wanted again, at the
+    // cost of host page population. The pool then gives a slab back as soon as
+    // it is wholly free, whatever release_after_ns says: freeing drops its pages
+    // without moving them, and a later block populates fresh memory on the GPU,
+    // which costs a small fraction of that eviction. Any thread, lock held.
+    virtual bool room_is_short() const = 0;
 };
 
 } // namespace uvmp::pool

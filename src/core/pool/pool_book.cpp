@@ -71,6 +71,7 @@ struct PoolBook::State {
     }
 
     void maybe_release_idle(uint64_t now, std::vector<ReleasedSlab>& gone) {
+        if (!slabs.releases_at_once() && placement.room_is_short()) slabs.release_at_once();
         if (slabs.idle_check_due(now)) slabs.release_idle(now, pending, gone);
     }
 

@@ -23,7 +23,8 @@
 // `alignment`; the search is best fit. Slabs wholly free for `release_after_ns`
 // are given back, beyond the first `retain_bytes` of them (the most recently
 // used are the ones kept). With a placement hint, blocks of a chunk or more go
-// over dead memory still on the GPU where they can (set_placement_hint).
+// over dead memory still on the GPU where they can (set_placement_hint); once
+// the hint says GPU room is short, slabs go back as soon as they are wholly free.
 //
 // An arena (make_arena) is a slab apart, for a layout planned for the step
 // (core/pool/step_layout.h): best fit never places a block there; allocate_at

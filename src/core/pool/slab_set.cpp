@@ -10,7 +10,7 @@ namespace uvmp::pool {
 
 SlabSet::SlabSet(const PoolConfig& config)
     : cfg_(config), chunk_shift_(static_cast<unsigned>(std::countr_zero(config.chunk_bytes))),
-      next_slab_id_(config.first_slab_id) {}
+      next_slab_id_(config.first_slab_id), release_after_ns_(config.release_after_ns) {}
 
 Slab* SlabSet::add(uint64_t base, uint64_t bytes, bool is_arena) {
     auto& slab = slabs_.emplace_back(std::make_unique<Slab>());
@@ -117,11 +117,11 @@ std::pair<uint64_t, uint64_t> SlabSet::note_backed(Slab& slab, uint64_t addr, ui
 void SlabSet::became_wholly_free(Slab* slab, uint64_t since) {
     slab->wholly_free = true;
     slab->empty_since = since;
-    next_idle_check_ = retaining_ ? 0 : std::min(next_idle_check_, saturating_add(since, cfg_.release_after_ns));
+    next_idle_check_ = retaining_ ? 0 : std::min(next_idle_check_, saturating_add(since, release_after_ns_));
 }
 
 void SlabSet::release_idle(uint64_t now, PendingFrees& pending, std::vector<ReleasedSlab>& gone) {
-    const uint64_t after = cfg_.release_after_ns;
+    const uint64_t after = release_after_ns_;
     auto due = [&](uint64_t since) { return now >= since && now - since >= after; };
     // A recheck for slabs whose last frees are still pending on the GPU.
     const uint64_t recheck = std::clamp<uint64_t>(after / 4, 1'000'000, 100'000'000);

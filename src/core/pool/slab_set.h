@@ -58,9 +58,16 @@ public:
     void became_wholly_free(Slab* slab, uint64_t since);
     // The slab's last live block was freed at `now`, some of its frees pending.
     void emptied_pending(uint64_t now) {
-        next_idle_check_ = std::min(next_idle_check_, saturating_add(now, cfg_.release_after_ns));
+        next_idle_check_ = std::min(next_idle_check_, saturating_add(now, release_after_ns_));
     }
     bool idle_check_due(uint64_t now) const { return now >= next_idle_check_; }
+    // From here on a slab goes back as soon as it is wholly free (but for
+    // retain_bytes): GPU room is short (PlacementHint::room_is_short).
+    void release_at_once() {
+        release_after_ns_ = 0;
+        next_idle_check_ = 0;
+    }
+    bool releases_at_once() const { return release_after_ns_ == 0; }
     // Gives back (onto `gone`) the slabs wholly free for release_after_ns, but
     // for the newest that fit in retain_bytes; asks first the fences of slabs
     // due but for pending frees.
@@ -88,6 +95,7 @@ private:
     uint32_t next_slab_id_;
     uint64_t reserved_ = 0, reserved_high_ = 0; // backed bytes of the slabs
     uint64_t slab_bytes_ = 0;
+    uint64_t release_after_ns_; // cfg_'s, until release_at_once
     // release_idle runs from allocate/free only once now_ns reaches this.
     uint64_t next_idle_check_ = kNever;
     // The last pass kept slabs for retain_bytes: a slab that becomes wholly free

@@ -27,21 +27,21 @@ ReplacedBlocks::ReplacedBlocks(uint64_t slab_bytes, uint64_t chunk_bytes,
     book_.set_placement_hint(std::move(hint));
 }
 
-uint64_t ReplacedBlocks::allocate(uint32_t alloc_id, uint64_t size) {
+uint64_t ReplacedBlocks::allocate(uint32_t alloc_id, uint64_t size, std::vector<pool::SlabEvent>& released) {
     if (size == 0) return 0; // holds no byte: anywhere will do
-    const auto block = book_.allocate(size, pool::kNoStream, 0, 0);
+    const auto block = book_.allocate(size, pool::kNoStream, 0, 0, &released);
     // Slabs of this pool are never refused.
     if (!block) throw std::logic_error("ReplacedBlocks: the simulated pool refused a block");
     address_of_[alloc_id] = block->address;
     return block->address;
 }
 
-uint64_t ReplacedBlocks::free(uint32_t alloc_id) {
+uint64_t ReplacedBlocks::free(uint32_t alloc_id, std::vector<pool::SlabEvent>& released) {
     const auto it = address_of_.find(alloc_id);
     if (it == address_of_.end()) return 0;
     const uint64_t address = it->second;
     address_of_.erase(it);
-    book_.free(address, pool::kNoStream, 0, 0);
+    book_.free(address, pool::kNoStream, 0, 0, &released);
     return address;
 }
 

@@ -3,8 +3,10 @@
 // under a budget, where its blocks go over dead bytes still on the GPU. The
 // recorded addresses came from a run whose placement knew nothing of them (or
 // of the simulated policy's evictions), so replaying them would predict another
-// library. The simulated pool has no streams (every free is ready at once) and
-// never gives a slab back; its address space lies apart from the recorded one.
+// library. The simulated pool has no streams (every free is ready at once); it
+// gives a slab back where the library's would once GPU room is short (as soon as
+// the slab is wholly free), and says so; its address space lies apart from the
+// recorded one.
 #pragma once
 
 #include "core/pool/placement_hint.h"
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 namespace uvmp::sim {
 
@@ -22,10 +25,12 @@ public:
     ReplacedBlocks(const ReplacedBlocks&) = delete;
     ReplacedBlocks& operator=(const ReplacedBlocks&) = delete;
 
-    // Where the block of allocation `alloc_id` (of `size` bytes) goes.
-    uint64_t allocate(uint32_t alloc_id, uint64_t size);
-    // Frees the allocation's block: its address, or 0 when it has none.
-    uint64_t free(uint32_t alloc_id);
+    // Where the block of allocation `alloc_id` (of `size` bytes) goes. Slabs
+    // given back meanwhile are added to `released`.
+    uint64_t allocate(uint32_t alloc_id, uint64_t size, std::vector<pool::SlabEvent>& released);
+    // Frees the allocation's block: its address, or 0 when it has none. Slabs
+    // given back by the free are added to `released`.
+    uint64_t free(uint32_t alloc_id, std::vector<pool::SlabEvent>& released);
 
 private:
     class Slabs final : public pool::SlabSource {

@@ -138,6 +138,8 @@ private:
     void replay_allocations_until(uint64_t launch);
     void allocation_added(size_t k, ChunkRange chunks, uint64_t launch);
     void allocation_removing(size_t k, uint64_t launch);
+    // A slab the re-placed pool gave back takes its dead bytes with it.
+    void forget_released_slabs();
     void plan_launch(uint64_t i, std::span<const ChunkRange> launch_ranges);
     void prefetch_populated_first();
     LaunchMoves weigh_evictions() const;
@@ -199,6 +201,7 @@ private:
     // for the next block placed over them.
     std::shared_ptr<ReuseInPlace> reuse_;
     std::optional<sim::ReplacedBlocks> replaced_;
+    std::vector<pool::SlabEvent> slab_events_; // of the re-placed pool's last call
     // (Apart from the re-placed slabs, which begin at 2^46 and grow up.)
     std::optional<sim::PlannedBlocks> planned_;
     // Dead memory the launch's plan gave up for room: evicted before its other
@@ -266,7 +269,9 @@ void TraceReplay::allocation_added(size_t k, ChunkRange chunks, uint64_t launch)
     // traces made before the pool fault in at first use.
     if (e.kind == trace::AllocKind::Pooled) {
         std::optional<uint64_t> at = planned_ ? planned_->allocate(e.alloc_id, e.size, launch) : std::nullopt;
-        const uint64_t address = at ? *at : replaced_ ? replaced_->allocate(e.alloc_id, e.size) : e.address;
+        slab_events_.clear();
+        const uint64_t address = at ? *at : replaced_ ? replaced_->allocate(e.alloc_id, e.size, slab_events_) : e.address;
+        forget_released_slabs();
         result_.reused_bytes += place_block(residency_, *reuse_, chunks, address, launch,
                                             [&](ChunkRange run) { populated_.push_back(run); });
     } else reuse_->forget(residency_, e.address, e.size);
@@ -276,13 +281,21 @@ void TraceReplay::allocation_removing(size_t k, uint64_t launch) {
     const ChunkSchedule::AllocEvent& e = events_[k];
     if (e.kind == trace::AllocKind::Pooled) {
         std::optional<uint64_t> at = planned_ ? planned_->free(e.alloc_id) : std::nullopt;
-        const uint64_t address = at ? *at : replaced_ ? replaced_->free(e.alloc_id) : e.address;
+        slab_events_.clear();
+        const uint64_t address = at ? *at : replaced_ ? replaced_->free(e.alloc_id, slab_events_) : e.address;
         reuse_->note_removal(residency_, e.alloc_id, address, launch);
+        // After the block's dead bytes are noted, as the library's planner hears of them.
+        forget_released_slabs();
     }
     // Freed before any launch: nothing of it is populated (its ids may be handed out again).
     const ChunkId first = residency_.first_chunk(e.alloc_id);
     const ChunkId last = first + residency_.chunk_count(e.alloc_id) - 1;
     std::erase_if(populated_, [&](const ChunkRange& run) { return run.first >= first && run.last <= last; });
+}
+
+void TraceReplay::forget_released_slabs() {
+    for (const pool::SlabEvent& e : slab_events_)
+        if (e.released) reuse_->forget(residency_, e.base, e.bytes);
 }
 
 void TraceReplay::replay_allocations_until(uint64_t launch) {

@@ -263,13 +263,15 @@ CUresult Interceptor::give_back(const Allocation& allocation, pool::StreamKey st
         unadvise_host_home(*table, removed->base, removed->size, removed->device);
     t_slab_events.clear();
     const auto bytes = pools_.free(allocation.device, *book, allocation.base, stream, fence, now_ns(), t_slab_events);
+    if (bytes) release_converted(*removed, *bytes);
+    // After the block's removal reaches the planner: a slab that this free gave
+    // back takes the block's dead bytes with it.
     record_slab_events(allocation.device, t_slab_events);
     if (!bytes) {
         UVMP_WARN_ONCE("a converted allocation at {:#x} was not in its device's pool; its bytes stay counted",
                        static_cast<unsigned long long>(allocation.base));
         return CUDA_ERROR_INVALID_VALUE;
     }
-    release_converted(*removed, *bytes);
     return CUDA_SUCCESS;
 }
 

@@ -134,6 +134,7 @@ void Planner::slab_changed(CUdevice device, uint64_t base, uint64_t bytes) {
     if (auto found = models_.find(device); found != models_.end()) {
         found->second.reuse->forget(*found->second.residency, base, bytes);
         keep_clear_of(found->second.dead_pending, base, bytes);
+        publish(found->second);
     }
 }
 

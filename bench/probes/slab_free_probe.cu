@@ -1,0 +1,154 @@
+// What giving a managed slab back costs, against evicting its bytes. Under a
+// budget the pool's freed blocks leave dead bytes on the GPU; room for live data
+// comes either from evicting them (host pages populated for bytes nobody reads)
+// or from freeing a slab that holds nothing live, after which a new slab's pages
+// are populated on the GPU when blocks land there. Which is cheaper decides
+// whether the pool gives wholly free slabs back as soon as room is short.
+//
+// For each of `rounds` ranges of `GiB` (fresh managed memory each time):
+//   evict        a GPU-resident range prefetched to the host (stream time)
+//   free         cudaFree of a GPU-resident range, the GPU idle (host time)
+//   free busy    cudaFree of one while a kernel of about 100 ms runs on another
+//                stream: whether the free waits for the GPU's work
+//   free mixed   cudaFree of a range half of whose pages were evicted
+//   make         cudaMallocManaged of a range (host time)
+//   populate     a fresh range prefetched to the GPU (stream time)
+//
+// Usage: slab_free_probe [GiB per range, 1-4] [rounds, 1-8] (default 1 and 4).
+// Prints one line per measure (median of the rounds) and one JSON line; exit 77
+// when the GPU lacks the free memory.
+
+#include "cuda_check.h"
+#include "probe_args.h"
+#include "probe_guard.h"
+#include "probe_timing.h"
+#include "stream_timing.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+constexpr size_t kGiB = size_t{1} << 30;
+
+// Spins for about `cycles` clock cycles: GPU work that is still running when the free is called.
+__global__ void spin(long long cycles) {
+    const long long start = clock64();
+    while (clock64() - start < cycles) {
+    }
+}
+
+struct Ranges {
+    std::vector<double> evict_ms, free_ms, free_busy_ms, free_mixed_ms, make_ms, populate_ms;
+};
+
+void* resident_range(size_t bytes, cudaMemLocation gpu, cudaStream_t stream, double* make_ms = nullptr,
+                     double* populate_ms = nullptr) {
+    void* p = nullptr;
+    const auto start = bench::Clock::now();
+    CUDA_CHECK(cudaMallocManaged(&p, bytes));
+    if (make_ms) *make_ms = bench::ms_since(start);
+    const bench::StreamTiming t =
+        bench::time_on_stream(stream, [&] { CUDA_CHECK(cudaMemPrefetchAsync(p, bytes, gpu, 0, stream)); });
+    if (populate_ms) *populate_ms = t.gpu_ms;
+    return p;
+}
+
+double timed_free(void* p) {
+    const auto start = bench::Clock::now();
+    CUDA_CHECK(cudaFree(p));
+    return bench::ms_since(start);
+}
+
+double gbps(size_t bytes, double ms) { return ms > 0.0 ? bytes / (ms * 1e6) : 0.0; }
+
+} // namespace
+
+int main(int argc, char** argv) {
+    long gib = 1, rounds = 4;
+    if (argc > 3) {
+        std::fprintf(stderr, "usage: slab_free_probe [GiB per range, 1-4] [rounds, 1-8]\n");
+        return 2;
+    }
+    if (argc >= 2) {
+        const auto value = bench::whole_number_in(argv[1], 1, 4);
+        if (!value) {
+            std::fprintf(stderr, "slab_free_probe: invalid size '%s': expected 1 to 4 (GiB per range)\n", argv[1]);
+            return 2;
+        }
+        gib = *value;
+    }
+    if (argc == 3) {
+        const auto value = bench::whole_number_in(argv[2], 1, 8);
+        if (!value) {
+            std::fprintf(stderr, "slab_free_probe: invalid rounds '%s': expected 1 to 8\n", argv[2]);
+            return 2;
+        }
+        rounds = *value;
+    }
+    const size_t bytes = static_cast<size_t>(gib) * kGiB;
+
+    int device = 0;
+    CUDA_CHECK(cudaSetDevice(device));
+    // At most two ranges are held at once.
+    if (!bench::gpu_has_room("slab_free_probe", 2 * bytes)) return 77;
+    int clock_khz = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
+
+    cudaStream_t stream, busy;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking));
+    cudaMemLocation gpu{}, host{};
+    gpu.type = cudaMemLocationTypeDevice;
+    gpu.id = device;
+    host.type = cudaMemLocationTypeHost;
+    host.id = 0;
+
+    Ranges r;
+    const long long spin_cycles = static_cast<long long>(clock_khz) * 100; // about 100 ms
+    double spin_alone_ms = 0.0;
+    for (long i = 0; i < rounds; ++i) {
+        double make_ms = 0.0, populate_ms = 0.0;
+        void* a = resident_range(bytes, gpu, stream, &make_ms, &populate_ms);
+        r.make_ms.push_back(make_ms);
+        r.populate_ms.push_back(populate_ms);
+        r.evict_ms.push_back(
+            bench::time_on_stream(stream, [&] { CUDA_CHECK(cudaMemPrefetchAsync(a, bytes, host, 0, stream)); }).gpu_ms);
+        CUDA_CHECK(cudaFree(a));
+
+        r.free_ms.push_back(timed_free(resident_range(bytes, gpu, stream)));
+
+        void* b = resident_range(bytes, gpu, stream);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        const auto spin_start = bench::Clock::now();
+        spin<<<1, 1, 0, busy>>>(spin_cycles);
+        CUDA_CHECK(cudaGetLastError());
+        r.free_busy_ms.push_back(timed_free(b));
+        CUDA_CHECK(cudaStreamSynchronize(busy));
+        spin_alone_ms = bench::ms_since(spin_start);
+
+        void* c = resident_range(bytes, gpu, stream);
+        CUDA_CHECK(cudaMemPrefetchAsync(c, bytes / 2, host, 0, stream));
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        r.free_mixed_ms.push_back(timed_free(c));
+    }
+    CUDA_CHECK(cudaStreamDestroy(stream));
+    CUDA_CHECK(cudaStreamDestroy(busy));
+
+    const double evict = bench::median(r.evict_ms), freed = bench::median(r.free_ms),
+                 busy_free = bench::median(r.free_busy_ms), mixed = bench::median(r.free_mixed_ms),
+                 make = bench::median(r.make_ms), populate = bench::median(r.populate_ms);
+    std::printf("managed ranges of %ld GiB, median of %ld rounds:\n", gib, rounds);
+    std::printf("evict      %8.2f ms  (%.1f GB/s)\n", evict, gbps(bytes, evict));
+    std::printf("free       %8.2f ms  (GPU idle)\n", freed);
+    std::printf("free busy  %8.2f ms  (a kernel of %.0f ms running on another stream)\n", busy_free, spin_alone_ms);
+    std::printf("free mixed %8.2f ms  (half the pages evicted first)\n", mixed);
+    std::printf("make       %8.2f ms\n", make);
+    std::printf("populate   %8.2f ms  (%.1f GB/s)\n", populate, gbps(bytes, populate));
+    std::printf("{\"bytes\": %zu, \"rounds\": %ld, \"evict_ms\": %.3f, \"free_ms\": %.3f, \"free_busy_ms\": %.3f, "
+                "\"busy_kernel_ms\": %.3f, \"free_mixed_ms\": %.3f, \"make_ms\": %.3f, \"populate_ms\": %.3f}\n",
+                bytes, rounds, evict, freed, busy_free, spin_alone_ms, mixed, make, populate);
+    return 0;
+}
