@@ -40,6 +40,8 @@ SERIES = [
      "`ONLY=replay bench/device_run.sh` (bench/drivers/replay.py) [replay.json]; the .md by hand"),
     ("probe-run", r"probe-run-\d+",
      "`PROBE=1 bench/device_run.sh` (bench/probes/populate_probe.cu) [probe.json]"),
+    ("slab-free-run", r"slab-free-run-\d+",
+     "`bench/slab_free_probe GIB 4` (bench/probes/slab_free_probe.cu), by hand on the GPU machine"),
     ("wait-or-fault-run", r"wait-or-fault-run-\d+",
      "`PROBE=1 bench/device_run.sh` (bench/probes/wait_or_fault_probe.cu) [wait_or_fault.json]"),
     ("sim-speed-run", r"sim-speed-run-\d+",
