@@ -118,7 +118,7 @@ TEST_CASE("recording iteration bounds: steps of repeated layers, not a layer, an
     CHECK(recording_iteration_bounds(only_layers).empty());
 }
 
-TEST_CASE("step call times: launch call to launch call, the fastest full step with an end to time", "[trace]") {
+TEST_CASE("step call times: launch call to launch call, the median full step with an end to time", "[trace]") {
     Trace t;
     // Steps of 3 launches; the calls of the second step are slower.
     const uint64_t call_ns[] = {0, 10, 20, 100, 150, 200, 260, 270, 280, 300};
@@ -131,12 +131,16 @@ TEST_CASE("step call times: launch call to launch call, the fastest full step wi
     CHECK(step_call_ns(t, {3, 6}) == 160);
     CHECK(step_call_ns(t, {6, 10}) == 0); // ends with the recording: no call to time it to
     CHECK(step_call_ns(t, {3, 3}) == 0);
+    // Steps of 100, 160 and 40 ns: the middle one, not the fastest.
     const std::vector<uint64_t> bounds{0, 3, 6, 9};
-    CHECK(fastest_step_call_ns(t, bounds) == 40); // [6, 9): 260 to 300
+    CHECK(typical_step_call_ns(t, bounds) == 100);
+    // Two timed steps (100 and 160): their mean; the last has no end to time.
+    const std::vector<uint64_t> two_timed{0, 3, 6, 10};
+    CHECK(typical_step_call_ns(t, two_timed) == 130);
     const std::vector<uint64_t> first_two{3, 6, 10};
-    CHECK(fastest_step_call_ns(t, first_two) == 160);
+    CHECK(typical_step_call_ns(t, first_two) == 160);
     const std::vector<uint64_t> untimed{6, 10};
-    CHECK_FALSE(fastest_step_call_ns(t, untimed).has_value());
+    CHECK_FALSE(typical_step_call_ns(t, untimed).has_value());
     // A clock that did not advance times nothing.
     t.launches[6].time_ns = 300;
     CHECK(step_call_ns(t, {6, 9}) == 0);

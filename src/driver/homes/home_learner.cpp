@@ -196,7 +196,7 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     homes->kinds_from_waits = cleaned.kinds_from_waits;
     // The recorded steps ran over the budget with every home on the GPU: what
     // the trial's step with host homes must beat.
-    before_homes_step_ns_ = fastest_step_call_ns(recording, bounds);
+    before_homes_step_ns_ = typical_step_call_ns(recording, bounds);
     learned_host_bytes_ = homes->choice.host_bytes + homes->earlier_host_bytes;
     const std::vector<EarlierHome> earlier = earlier_homes(recording, homes->earlier_host_ids);
     const uint64_t earlier_bytes = homes->earlier_host_bytes;
@@ -293,9 +293,9 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
                                  .trips = trips});
     // The verdict above weighs each allocation's readers against its GPU home,
     // by the rates. The steps themselves can say more: where the step with the
-    // host homes took longer than the fastest recorded with every home on the
-    // GPU, the homes cost more than the search foresaw (kernels re-reading their
-    // host-homed operands), and every one of them is given back its GPU home,
+    // host homes took longer than the median of those recorded with every home
+    // on the GPU, the homes cost more than the search foresaw (kernels re-reading
+    // their host-homed operands), and every one of them is given back its GPU home,
     // with the step layout planned around them: the steps recorded before ran
     // with neither (with the layout kept, resnet50's steps on an H100 ran
     // 1586-2164 ms against 864-969 before the homes). The check after it keeps
@@ -303,7 +303,7 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
     const uint64_t judged_ns = step_call_ns(recording, {step_begin, step_end});
     uint64_t given_back_bytes = verdict.gpu_again_bytes;
     if (before_homes_step_ns_ && judged_ns > *before_homes_step_ns_) {
-        log::info("remote trial: the step with host homes took {:.1f} ms, the fastest recorded before them {:.1f} ms; "
+        log::info("remote trial: the step with host homes took {:.1f} ms, the median of those recorded before them {:.1f} ms; "
                   "every host home is given back its GPU home",
                   judged_ns * 1e-6, *before_homes_step_ns_ * 1e-6);
         entries = entries_of([](uint32_t) { return true; });

@@ -67,13 +67,14 @@ uint64_t step_call_ns(const trace::Trace& trace, LaunchRange range) {
     return end_ns > begin_ns ? end_ns - begin_ns : 0;
 }
 
-std::optional<uint64_t> fastest_step_call_ns(const trace::Trace& trace, std::span<const uint64_t> bounds) {
-    std::optional<uint64_t> fastest;
-    for (size_t k = 0; k + 1 < bounds.size(); ++k) {
-        const uint64_t ns = step_call_ns(trace, {bounds[k], bounds[k + 1]});
-        if (ns && (!fastest || ns < *fastest)) fastest = ns;
-    }
-    return fastest;
+std::optional<uint64_t> typical_step_call_ns(const trace::Trace& trace, std::span<const uint64_t> bounds) {
+    std::vector<uint64_t> timed;
+    for (size_t k = 0; k + 1 < bounds.size(); ++k)
+        if (const uint64_t ns = step_call_ns(trace, {bounds[k], bounds[k + 1]})) timed.push_back(ns);
+    if (timed.empty()) return std::nullopt;
+    std::sort(timed.begin(), timed.end());
+    const size_t mid = timed.size() / 2;
+    return timed.size() % 2 ? timed[mid] : timed[mid - 1] + (timed[mid] - timed[mid - 1]) / 2;
 }
 
 } // namespace uvmp
