@@ -7,7 +7,8 @@
 #   OUT        where results go (default ./device-out): device.log (everything printed),
 #              overhead.json, probe.json, summary.json
 #   PROBE=1    also run the probes first: wait-or-fault (data needed now: fault, prefetch and
-#              wait, or both) and populate (fresh managed memory placed three ways)
+#              wait, or both), populate (fresh managed memory placed three ways) and slab free
+#              (giving a managed slab back against evicting it): probe.json, slab_free.json
 #   TRACES=1   also record the bundled example traces (resnet50 b256, GPT-2 small b16) with
 #              kernel timing into $OUT, and run uvmtrace info on each
 #   OVERSUB=1  also run the oversubscription benchmark (bench/drivers/oversubscription.py) last:
@@ -135,6 +136,7 @@ LAYERS_SHARED=$BUILD/examples/layers_shared
 EMPTY_LAUNCH=$BUILD/bench/empty_launch
 POPULATE_PROBE=$BUILD/bench/populate_probe
 WAIT_OR_FAULT_PROBE=$BUILD/bench/wait_or_fault_probe
+SLAB_FREE_PROBE=$BUILD/bench/slab_free_probe
 LINK_PROBE=$BUILD/bench/link_probe
 CHECK_GPU=$REPO_ROOT/tests/gpu/check_gpu.py
 
@@ -227,7 +229,7 @@ check_build() {
     echo "### build directory $BUILD"
     local missing=0 path
     for path in "$UVMRUN" "$UVMTRACE" "$LIBRARY" "$LAYERS_STATIC" "$LAYERS_SHARED" "$EMPTY_LAUNCH" "$POPULATE_PROBE" \
-        "$WAIT_OR_FAULT_PROBE" "$LINK_PROBE"; do
+        "$WAIT_OR_FAULT_PROBE" "$SLAB_FREE_PROBE" "$LINK_PROBE"; do
         if [[ -f $path ]]; then
             echo "found   $path"
         else
@@ -269,6 +271,15 @@ probe_section() {
     local key
     for key in prefetch_gbps discard_prefetch_gbps first_touch_gbps; do
         add_row "probe: fresh 2 GiB, ${key%_gbps} GB/s" "$(json_value "$OUT/probe.json" "$key")" "(measure)" \
+            "$(verdict_of_status "$status")"
+    done
+
+    # What giving a wholly free slab back costs against evicting its bytes.
+    run_step "slab free probe" 90 "$SLAB_FREE_PROBE" 1 4
+    status=$STEP_STATUS
+    grep '^{"bytes"' "$STEP_OUTPUT" | tail -n 1 >"$OUT/slab_free.json" || true
+    for key in evict_ms free_ms free_busy_ms busy_kernel_ms populate_ms; do
+        add_row "probe: 1 GiB managed, ${key%_ms} ms" "$(json_value "$OUT/slab_free.json" "$key")" "(measure)" \
             "$(verdict_of_status "$status")"
     done
 }
