@@ -42,8 +42,9 @@ typedef struct uvmp_stats {
     uint64_t access_entries;        /* (allocation, offset) pairs found over all launches */
 
     uint64_t populate_calls;
-    uint64_t bytes_populated;       /* converted bytes placed on the GPU at allocation time */
-    uint64_t bytes_prefetched;
+    uint64_t bytes_populated;       /* converted bytes given pages on the GPU with no data to move: at
+                                       allocation time, or fresh memory first brought in by a later move */
+    uint64_t bytes_prefetched;      /* bytes fetched to the GPU that held data elsewhere */
     uint64_t bytes_evicted;
 
     uint64_t iterations;            /* uvmp_mark_iteration calls */

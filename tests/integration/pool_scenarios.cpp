@@ -555,10 +555,36 @@ void slab_back(PoolRun& run) {
     for (CUdeviceptr p : {b, c}) run.free_async(p, run.stream);
 }
 
+// A block made with no room to populate it is brought in by the launch that
+// first names it: that move populates fresh memory and is counted so, not as a
+// fetch over the link. The test sets UVMP_BUDGET=16M, UVMP_POLICY=learned and
+// UVMP_POOL_SLAB_SIZE=64M.
+void fresh_fetch(PoolRun& run) {
+    Toucher k(run);
+    if (!k.ok()) return;
+    const CUdeviceptr a = run.alloc_async(12 * kMiB, run.stream);
+    k.touch(a);
+    uvmp_stats s = k.settled([](const uvmp_stats& x) { return x.bytes_populated >= 12 * kMiB; });
+    run.checks.expect_eq("a populated when made", s.bytes_populated, 12 * kMiB);
+    // b finds no room: it stays as it is until a launch names it.
+    const CUdeviceptr b = run.alloc_async(12 * kMiB, run.stream);
+    k.touch(b);
+    s = k.settled([](const uvmp_stats& x) { return x.bytes_populated >= 24 * kMiB; });
+    run.checks.expect_eq("b populated by the launch naming it", s.bytes_populated, 24 * kMiB);
+    run.checks.expect_eq("nothing fetched: b had no data anywhere", s.bytes_prefetched, 0);
+    run.checks.expect(s.bytes_evicted >= 8 * kMiB, "a evicted for b's room");
+    // a comes back: its bytes were on the host, and that is a fetch.
+    k.touch(a);
+    s = k.settled([](const uvmp_stats& x) { return x.bytes_prefetched >= 8 * kMiB; });
+    run.checks.expect(s.bytes_prefetched >= 8 * kMiB, "a fetched back");
+    run.checks.expect_eq("no more populated", s.bytes_populated, 24 * kMiB);
+    for (CUdeviceptr p : {a, b}) run.free_async(p, run.stream);
+}
+
 }  // namespace
 
 bool is_pool_mode(std::string_view mode) {
-    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing", "populate", "dead", "dead_taken", "over_dead", "slab_back"})
+    for (std::string_view m : {"many", "reuse", "sync", "attributes", "guard", "idle", "exit", "timing", "populate", "dead", "dead_taken", "over_dead", "slab_back", "fresh_fetch"})
         if (mode == m) return true;
     return false;
 }
@@ -578,6 +604,7 @@ void run_pool_scenario(const DriverEntryPoints& driver, const FakeDriverHelpers&
     else if (mode == "over_dead") over_dead(run);
     else if (mode == "dead_taken") dead_taken_over(run);
     else if (mode == "slab_back") slab_back(run);
+    else if (mode == "fresh_fetch") fresh_fetch(run);
     else if (mode == "exit") at_exit(run);
     else if (mode == "timing") timing(run);
     if (mode != "exit") run.expect_ok(driver.stream_synchronize(run.stream), "cuStreamSynchronize");

@@ -142,7 +142,7 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     }
     if (planner_) {
         make_launch_lane();
-        const PlannedAllocation planned{id, *dptr, bytes, device, context};
+        const PlannedAllocation planned{id, *dptr, bytes, device, context, block->fresh_begin, block->fresh_end};
         const uint64_t limit = budget->budget();
         executor_.post([this, planned, limit](Executor&) {
             planner_->allocation_added(planned, limit, config_.populate == Populate::Prefetch);

@@ -101,8 +101,26 @@ void Planner::allocation_added(const PlannedAllocation& allocation, uint64_t bud
             move(ChunkSpan{run.first, run.last - run.first + 1}, trace::MoveKind::Populate, model, allocation.context);
             model.populating.push_back(run);
         }
+    note_unpopulated(model, allocation, *chunks);
     if (reused) bytes_reused_in_place_.fetch_add(reused, std::memory_order_relaxed);
     publish(model);
+}
+
+void Planner::note_unpopulated(DeviceModel& model, const PlannedAllocation& allocation, ChunkRange chunks) {
+    const Residency& residency = *model.residency;
+    if (model.unpopulated.size() <= chunks.last) model.unpopulated.resize(chunks.last + 1, 0);
+    for (ChunkId c = chunks.first; c <= chunks.last; ++c) {
+        const uint64_t begin = allocation.base + residency.chunk_offset(c);
+        const uint64_t end = begin + residency.bytes_of({c, c});
+        model.unpopulated[c] =
+            !residency.is_resident(c) && begin >= allocation.fresh_begin && end <= allocation.fresh_end;
+    }
+}
+
+void Planner::clear_unpopulated(DeviceModel& model, ChunkRange range) {
+    if (model.unpopulated.empty()) return;
+    const ChunkId last = std::min<ChunkId>(range.last, static_cast<ChunkId>(model.unpopulated.size() - 1));
+    if (range.first <= last) std::fill(model.unpopulated.begin() + range.first, model.unpopulated.begin() + last + 1, 0);
 }
 
 void Planner::allocation_removed(uint32_t id) {
@@ -111,6 +129,8 @@ void Planner::allocation_removed(uint32_t id) {
     if (auto found = models_.find(it->second.device); found != models_.end()) {
         // What was resident stays on the GPU, dead, for the next block placed there.
         DeviceModel& model = found->second;
+        if (const uint32_t count = model.residency->chunk_count(id))
+            clear_unpopulated(model, {model.residency->first_chunk(id), model.residency->first_chunk(id) + count - 1});
         model.reuse->note_removal(*model.residency, id, it->second.base, launches_);
         model.residency->remove_allocation(id);
         publish(model);
@@ -122,8 +142,11 @@ void Planner::allocation_homed_on_host(uint32_t id, uint64_t bytes) {
     auto it = allocations_.find(id);
     if (it != allocations_.end()) {
         if (auto found = models_.find(it->second.device); found != models_.end()) {
-            found->second.residency->remove_allocation(id);
-            publish(found->second);
+            DeviceModel& model = found->second;
+            if (const uint32_t count = model.residency->chunk_count(id))
+                clear_unpopulated(model, {model.residency->first_chunk(id), model.residency->first_chunk(id) + count - 1});
+            model.residency->remove_allocation(id);
+            publish(model);
         }
         allocations_.erase(it);
     }
@@ -242,6 +265,8 @@ std::optional<trace::LaunchBatch> Planner::launch(const PlannedLaunch& launch, b
     model.dead_pending.clear();
     if (!execute(plan_, dead_scratch_, launch.fence, model, launch.origin.context) && launch.fence)
         fences_.release(launch.fence);
+    // What the kernel names is on the GPU once it has run, fetched or faulted in.
+    for (const ChunkRange& range : range_scratch_) clear_unpopulated(model, range);
     std::optional<trace::LaunchBatch> batch;
     if (measure_waits) {
         batch = batch_of(launch.seq, model);
@@ -314,6 +339,30 @@ void Planner::wait_for_fence(CUevent fence, CUcontext context) {
 
 void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, CUcontext context) {
     if (span.count == 0) return;
+    // A fetch of fresh memory that nothing brought to the GPU yet moves no data:
+    // it populates, and is counted so (the bytes over the link stay the fetched
+    // ones). Runs of the span are one or the other.
+    if (kind == trace::MoveKind::Prefetch && !model.unpopulated.empty()) {
+        const ChunkId last = span.first + span.count - 1;
+        auto fresh = [&](ChunkId c) { return c < model.unpopulated.size() && model.unpopulated[c] != 0; };
+        if (std::any_of(model.unpopulated.begin() + std::min<size_t>(span.first, model.unpopulated.size()),
+                        model.unpopulated.begin() + std::min<size_t>(size_t{last} + 1, model.unpopulated.size()),
+                        [](uint8_t bit) { return bit != 0; })) {
+            for (ChunkId c = span.first; c <= last;) {
+                const bool run_fresh = fresh(c);
+                ChunkId end = c;
+                while (end < last && fresh(end + 1) == run_fresh) ++end;
+                if (run_fresh) clear_unpopulated(model, {c, end});
+                issue_move({c, end - c + 1}, run_fresh ? trace::MoveKind::Populate : kind, model, context);
+                c = end + 1;
+            }
+            return;
+        }
+    }
+    issue_move(span, kind, model, context);
+}
+
+void Planner::issue_move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, CUcontext context) {
     const Residency& residency = *model.residency;
     const uint32_t alloc_id = residency.alloc_id_of(span.first);
     auto it = allocations_.find(alloc_id);

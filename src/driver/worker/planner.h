@@ -46,6 +46,11 @@ struct PlannedAllocation {
     uint64_t size;
     CUdevice device;
     CUcontext context;
+    // The block's memory that has no pages anywhere yet (pool::Block's fresh
+    // range; empty where not known): bringing it to the GPU populates it,
+    // moving nothing over the link.
+    uint64_t fresh_begin = 0;
+    uint64_t fresh_end = 0;
 };
 
 // Where a launch was made: the context current on the launching thread and its
@@ -170,6 +175,9 @@ private:
         bool budget_bound = false;
         // Chunks populated for blocks made since the device's last launch.
         std::vector<ChunkRange> populating;
+        // By chunk id: fresh memory of a live block that nothing has brought to
+        // the GPU yet (no room when the block was made). A move there populates.
+        std::vector<uint8_t> unpopulated;
         // While waits are measured: what the device's latest launches'
         // batches brought, newest last.
         std::deque<BatchChunks> recent;
@@ -195,11 +203,17 @@ private:
     // false when the plan moves nothing (the fence is the caller's).
     bool execute(const Plan& plan, std::span<const DeadPiece> dead, CUevent fence, DeviceModel& model, CUcontext context);
     void wait_for_fence(CUevent fence, CUcontext context);
+    // Notes the chunks of a new block's fresh memory that place_block left
+    // missing (PlannedAllocation::fresh_begin); forgets whatever its ids held.
+    void note_unpopulated(DeviceModel& model, const PlannedAllocation& allocation, ChunkRange chunks);
+    // Those of `range` are populated or gone from here on.
+    static void clear_unpopulated(DeviceModel& model, ChunkRange range);
     // Hands one move to the mover, to be issued on the stream of `context`. The
     // model already counts it done: the move is issued whether or not the block
     // is still live when the mover gets to it (its slab still holds the bytes, or
     // the driver refuses a range given back).
     void move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, CUcontext context);
+    void issue_move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, CUcontext context);
     void evict_dead(DeadPiece piece, DeviceModel& model, CUcontext context);
     // On the mover. A move to the GPU goes to the model's device.
     struct MoveOrder {
