@@ -30,9 +30,9 @@ __global__ void first_touch(unsigned int* data, size_t count) {
 }
 
 using Timing = bench::StreamTiming;
+using bench::gigabytes_per_second;
 using bench::time_on_stream;
 
-double gigabytes_per_second(size_t bytes, double ms) { return ms > 0.0 ? bytes / (ms * 1e6) : 0.0; }
 
 void report(const char* path, size_t bytes, const Timing& timing) {
     std::printf("%-17s %6.1f GB/s  (%.2f ms on the stream, host call %.2f ms)\n", path,

@@ -62,8 +62,6 @@ double timed_free(void* p) {
     return bench::ms_since(start);
 }
 
-double gbps(size_t bytes, double ms) { return ms > 0.0 ? bytes / (ms * 1e6) : 0.0; }
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -141,12 +139,12 @@ int main(int argc, char** argv) {
                  busy_free = bench::median(r.free_busy_ms), mixed = bench::median(r.free_mixed_ms),
                  make = bench::median(r.make_ms), populate = bench::median(r.populate_ms);
     std::printf("managed ranges of %ld GiB, median of %ld rounds:\n", gib, rounds);
-    std::printf("evict      %8.2f ms  (%.1f GB/s)\n", evict, gbps(bytes, evict));
+    std::printf("evict      %8.2f ms  (%.1f GB/s)\n", evict, bench::gigabytes_per_second(bytes, evict));
     std::printf("free       %8.2f ms  (GPU idle)\n", freed);
     std::printf("free busy  %8.2f ms  (a kernel of %.0f ms running on another stream)\n", busy_free, spin_alone_ms);
     std::printf("free mixed %8.2f ms  (half the pages evicted first)\n", mixed);
     std::printf("make       %8.2f ms\n", make);
-    std::printf("populate   %8.2f ms  (%.1f GB/s)\n", populate, gbps(bytes, populate));
+    std::printf("populate   %8.2f ms  (%.1f GB/s)\n", populate, bench::gigabytes_per_second(bytes, populate));
     std::printf("{\"bytes\": %zu, \"rounds\": %ld, \"evict_ms\": %.3f, \"free_ms\": %.3f, \"free_busy_ms\": %.3f, "
                 "\"busy_kernel_ms\": %.3f, \"free_mixed_ms\": %.3f, \"make_ms\": %.3f, \"populate_ms\": %.3f}\n",
                 bytes, rounds, evict, freed, busy_free, spin_alone_ms, mixed, make, populate);

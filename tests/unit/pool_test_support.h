@@ -165,6 +165,23 @@ inline PoolConfig small_config(uint64_t slab = 8 * MiB) {
     return c;
 }
 
+// Dead extents and whether room is short, set by the test and answered as a
+// hint does; counts its questions.
+class FakeHint final : public PlacementHint {
+public:
+    size_t resident_dead(uint64_t begin, uint64_t end, std::span<Extent> out) const override {
+        ++asked;
+        size_t n = 0;
+        for (const Extent& e : dead)
+            if (e.end > begin && e.begin < end && n < out.size()) out[n++] = {std::max(e.begin, begin), std::min(e.end, end)};
+        return n;
+    }
+    bool room_is_short() const override { return room_short; }
+    std::vector<Extent> dead; // in address order
+    mutable int asked = 0;
+    bool room_short = false;
+};
+
 constexpr StreamKey kS1 = 0x100, kS2 = 0x200, kS3 = 0x300;
 
 // The slab source and fences of one pool, for a case that makes its own book.

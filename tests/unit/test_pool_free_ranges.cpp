@@ -128,26 +128,6 @@ TEST_CASE_METHOD(PoolTest, "pool: best fit, coalescing and fragmentation", "[poo
     }
 }
 
-namespace {
-
-// Dead extents set by the test, answered as a hint does; counts its questions.
-class FakeHint final : public PlacementHint {
-public:
-    size_t resident_dead(uint64_t begin, uint64_t end, std::span<Extent> out) const override {
-        ++asked;
-        size_t n = 0;
-        for (const Extent& e : dead)
-            if (e.end > begin && e.begin < end && n < out.size()) out[n++] = {std::max(e.begin, begin), std::min(e.end, end)};
-        return n;
-    }
-    bool room_is_short() const override { return room_short; }
-    std::vector<Extent> dead; // in address order
-    mutable int asked = 0;
-    bool room_short = false;
-};
-
-} // namespace
-
 TEST_CASE("pool: with a placement hint, a block goes over dead memory still on the GPU", "[pool][placement]") {
     FakeSlabs slabs;
     FakeFences fences;

@@ -4,10 +4,8 @@
 
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <memory>
 #include <set>
-#include <span>
 
 using namespace uvmp::pool;
 using namespace uvmp::pool::testing;
@@ -230,23 +228,11 @@ TEST_CASE_METHOD(PoolTest, "pool: idle slabs are given back after release_after_
     }
 }
 
-namespace {
-
-// Names no dead byte; says only whether GPU room is short.
-class RoomHint final : public PlacementHint {
-public:
-    size_t resident_dead(uint64_t, uint64_t, std::span<Extent>) const override { return 0; }
-    bool room_is_short() const override { return short_room.load(); }
-    std::atomic<bool> short_room{false};
-};
-
-} // namespace
-
 TEST_CASE_METHOD(PoolTest, "pool: once GPU room is short, a slab goes back as soon as it is wholly free", "[pool]") {
     PoolConfig config = small_config(4 * MiB);
     config.release_after_ns = 1'000'000'000;
     PoolBook book(config, slabs, fences);
-    auto hint = std::make_shared<RoomHint>();
+    auto hint = std::make_shared<FakeHint>();
     book.set_placement_hint(hint);
     std::vector<SlabEvent> events;
     auto a = book.allocate(4 * MiB, kS1, 0, 0);
@@ -261,7 +247,7 @@ TEST_CASE_METHOD(PoolTest, "pool: once GPU room is short, a slab goes back as so
         CHECK(book.figures().slabs == 2);
     }
     SECTION("room short: given back by the free that leaves it wholly free") {
-        hint->short_room = true;
+        hint->room_short = true;
         book.free(a->address, kNoStream, 0, 10, &events);
         REQUIRE(events.size() == 1);
         CHECK(events[0].released);
@@ -270,7 +256,7 @@ TEST_CASE_METHOD(PoolTest, "pool: once GPU room is short, a slab goes back as so
         CHECK(slabs.bad_releases == 0);
     }
     SECTION("room short: a slab whose last free is pending goes once its fence completes") {
-        hint->short_room = true;
+        hint->room_short = true;
         const FenceKey f = fences.issue(kS1);
         book.free(a->address, kS1, f, 10, &events);
         CHECK(events.empty());
@@ -288,7 +274,7 @@ TEST_CASE_METHOD(PoolTest, "pool: once GPU room is short, a slab goes back as so
         FakeSlabs own;
         PoolBook kept(keep, own, fences);
         kept.set_placement_hint(hint);
-        hint->short_room = true;
+        hint->room_short = true;
         auto c = kept.allocate(4 * MiB, kS1, 0, 0);
         REQUIRE(c);
         kept.free(c->address, kNoStream, 0, 10, &events);

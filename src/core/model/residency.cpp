@@ -194,6 +194,12 @@ uint32_t Residency::chunk_count(uint32_t alloc_id) const {
     return slot ? slot->count : 0;
 }
 
+std::optional<ChunkRange> Residency::chunks_of(uint32_t alloc_id) const {
+    const AllocSlot* slot = find(alloc_id);
+    if (!slot || slot->count == 0) return std::nullopt;
+    return ChunkRange{slot->first, slot->first + slot->count - 1};
+}
+
 void Residency::launch_ranges(std::span<const trace::Access> accesses, std::vector<ChunkRange>& out,
                               uint64_t* not_live) const {
     out.clear();

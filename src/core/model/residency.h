@@ -90,6 +90,8 @@ public:
     // kNoChunk / 0 for ids that are not live.
     ChunkId first_chunk(uint32_t alloc_id) const;
     uint32_t chunk_count(uint32_t alloc_id) const;
+    // All of a live allocation's chunks; nullopt where it has none.
+    std::optional<ChunkRange> chunks_of(uint32_t alloc_id) const;
 
     // The chunks that a launch's accesses touch (length 0: to the end of the
     // allocation), as ranges replacing what `out` held: ascending, none

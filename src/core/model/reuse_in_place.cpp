@@ -43,9 +43,9 @@ uint64_t ReuseInPlace::give_up(uint64_t bytes) {
 }
 
 void ReuseInPlace::note_removal(Residency& residency, uint32_t alloc_id, uint64_t address, uint64_t step) {
-    const uint32_t count = residency.chunk_count(alloc_id);
-    if (count == 0) return;
-    const ChunkRange all{residency.first_chunk(alloc_id), residency.first_chunk(alloc_id) + count - 1};
+    const std::optional<ChunkRange> chunks = residency.chunks_of(alloc_id);
+    if (!chunks) return;
+    const ChunkRange all = *chunks;
     for (ChunkId c = residency.first_resident(all); c <= all.last; c = residency.first_resident({c, all.last})) {
         const ChunkRange run{c, residency.first_missing({c, all.last}) - 1};
         uint64_t start = address + residency.chunk_offset(run.first);

@@ -288,9 +288,8 @@ void TraceReplay::allocation_removing(size_t k, uint64_t launch) {
         forget_released_slabs();
     }
     // Freed before any launch: nothing of it is populated (its ids may be handed out again).
-    const ChunkId first = residency_.first_chunk(e.alloc_id);
-    const ChunkId last = first + residency_.chunk_count(e.alloc_id) - 1;
-    std::erase_if(populated_, [&](const ChunkRange& run) { return run.first >= first && run.last <= last; });
+    if (const std::optional<ChunkRange> all = residency_.chunks_of(e.alloc_id))
+        std::erase_if(populated_, [&](const ChunkRange& run) { return run.first >= all->first && run.last <= all->last; });
 }
 
 void TraceReplay::forget_released_slabs() {

@@ -129,8 +129,7 @@ void Planner::allocation_removed(uint32_t id) {
     if (auto found = models_.find(it->second.device); found != models_.end()) {
         // What was resident stays on the GPU, dead, for the next block placed there.
         DeviceModel& model = found->second;
-        if (const uint32_t count = model.residency->chunk_count(id))
-            clear_unpopulated(model, {model.residency->first_chunk(id), model.residency->first_chunk(id) + count - 1});
+        if (const auto all = model.residency->chunks_of(id)) clear_unpopulated(model, *all);
         model.reuse->note_removal(*model.residency, id, it->second.base, launches_);
         model.residency->remove_allocation(id);
         publish(model);
@@ -143,8 +142,7 @@ void Planner::allocation_homed_on_host(uint32_t id, uint64_t bytes) {
     if (it != allocations_.end()) {
         if (auto found = models_.find(it->second.device); found != models_.end()) {
             DeviceModel& model = found->second;
-            if (const uint32_t count = model.residency->chunk_count(id))
-                clear_unpopulated(model, {model.residency->first_chunk(id), model.residency->first_chunk(id) + count - 1});
+            if (const auto all = model.residency->chunks_of(id)) clear_unpopulated(model, *all);
             model.residency->remove_allocation(id);
             publish(model);
         }
@@ -342,24 +340,17 @@ void Planner::move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, CUc
     // A fetch of fresh memory that nothing brought to the GPU yet moves no data:
     // it populates, and is counted so (the bytes over the link stay the fetched
     // ones). Runs of the span are one or the other.
-    if (kind == trace::MoveKind::Prefetch && !model.unpopulated.empty()) {
-        const ChunkId last = span.first + span.count - 1;
-        auto fresh = [&](ChunkId c) { return c < model.unpopulated.size() && model.unpopulated[c] != 0; };
-        if (std::any_of(model.unpopulated.begin() + std::min<size_t>(span.first, model.unpopulated.size()),
-                        model.unpopulated.begin() + std::min<size_t>(size_t{last} + 1, model.unpopulated.size()),
-                        [](uint8_t bit) { return bit != 0; })) {
-            for (ChunkId c = span.first; c <= last;) {
-                const bool run_fresh = fresh(c);
-                ChunkId end = c;
-                while (end < last && fresh(end + 1) == run_fresh) ++end;
-                if (run_fresh) clear_unpopulated(model, {c, end});
-                issue_move({c, end - c + 1}, run_fresh ? trace::MoveKind::Populate : kind, model, context);
-                c = end + 1;
-            }
-            return;
-        }
+    if (kind != trace::MoveKind::Prefetch || model.unpopulated.empty()) return issue_move(span, kind, model, context);
+    auto fresh = [&](ChunkId c) { return c < model.unpopulated.size() && model.unpopulated[c] != 0; };
+    const ChunkId last = span.first + span.count - 1;
+    for (ChunkId c = span.first; c <= last;) {
+        const bool run_fresh = fresh(c);
+        ChunkId end = c;
+        while (end < last && fresh(end + 1) == run_fresh) ++end;
+        if (run_fresh) clear_unpopulated(model, {c, end});
+        issue_move({c, end - c + 1}, run_fresh ? trace::MoveKind::Populate : kind, model, context);
+        c = end + 1;
     }
-    issue_move(span, kind, model, context);
 }
 
 void Planner::issue_move(ChunkSpan span, trace::MoveKind kind, DeviceModel& model, CUcontext context) {
