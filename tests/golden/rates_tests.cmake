@@ -6,7 +6,7 @@ add_test(NAME "uvmtrace: simulate --rates names the rates it ran with"
                  --budget 16G --homes auto --rates ${UVMP_H100_RATES})
 set_tests_properties("uvmtrace: simulate --rates names the rates it ran with" PROPERTIES
   LABELS golden
-  PASS_REGULAR_EXPRESSION "rates +fetch 38.4, evict 13.5, remote write 38.4, remote read 22.2, memory 3350 GB/s \\(file, NVIDIA H100")
+  PASS_REGULAR_EXPRESSION "rates +fetch 38.4, evict 13.5, remote write 38.4, remote read 22.2, memory 3350, populate 38.4 GB/s \\(file, NVIDIA H100")
 add_test(NAME "uvmtrace: simulate --json holds the rates and their source"
          COMMAND sh -c "'$<TARGET_FILE:uvmtrace>' simulate '${PROJECT_SOURCE_DIR}/examples/traces/gpt2-small-b16.uvmt' --budget 66% --json --rates '${UVMP_H100_RATES}' && '$<TARGET_FILE:uvmtrace>' simulate '${PROJECT_SOURCE_DIR}/examples/traces/gpt2-small-b16.uvmt' --budget 66% --json")
 set_tests_properties("uvmtrace: simulate --json holds the rates and their source" PROPERTIES

@@ -34,6 +34,7 @@ LinkRates h100() {
     r.remote_write_gbps = 38.4;
     r.remote_read_gbps = 22.2;
     r.memory_gbps = 3350;
+    r.populate_gbps = 231.5;
     r.source = Source::Probe;
     r.device = {"NVIDIA H100 80GB HBM3", "GPU-0f1e2d3c-aaaa-bbbb-cccc-000000000001", "580.159.04"};
     r.measured_unix_s = 1'790'000'000;
@@ -68,6 +69,7 @@ TEST_CASE("link rates: a default value is the reference, and says so") {
     CHECK(r.remote_write_gbps == 52.6);
     CHECK(r.remote_read_gbps == 51.2);
     CHECK(r.memory_gbps == 4800.0);
+    CHECK(r.populate_gbps == 209.0);
     CHECK(uvmp::placement::kMemoryGbps == r.memory_gbps);
 }
 
@@ -81,6 +83,7 @@ TEST_CASE("link rates: JSON round trip keeps every figure, the device and the ti
     CHECK(read.remote_write_gbps == written.remote_write_gbps);
     CHECK(read.remote_read_gbps == written.remote_read_gbps);
     CHECK(read.memory_gbps == written.memory_gbps);
+    CHECK(read.populate_gbps == written.populate_gbps);
     CHECK(read.device == written.device);
     CHECK(read.measured_unix_s == written.measured_unix_s);
     CHECK(read.source == Source::Cache);
@@ -124,12 +127,21 @@ TEST_CASE("link rates: bad files fail with what is wrong") {
         j["measured_unix_s"] = -1;
         CHECK(error_kind_of(j) == RatesFileError::Kind::BadValue);
     }
+    SECTION("a cache entry without the population rate is measured again") {
+        j.erase("populate_gbps");
+        CHECK_THROWS_WITH(rates_from_json(j, Source::Cache, "cached.json"),
+                          "rates file 'cached.json': missing 'populate_gbps' (GB/s)");
+        j["populate_gbps"] = -1;
+        CHECK(error_kind_of(j) == RatesFileError::Kind::BadValue);
+    }
     SECTION("not an object") { CHECK(error_kind_of(nlohmann::json::array()) == RatesFileError::Kind::NotJson); }
     SECTION("only the rates: the rest is optional") {
         const nlohmann::json bare = {{"fetch_gbps", 1}, {"evict_gbps", 2}, {"remote_write_gbps", 3},
                                      {"remote_read_gbps", 4}, {"memory_gbps", 5}};
         const LinkRates r = rates_from_json(bare, Source::File, "bare.json");
         CHECK(r.memory_gbps == 5);
+        // Without a population rate, fresh memory costs a fetch, as before it was measured.
+        CHECK(r.populate_gbps == 1);
         CHECK(r.device.uuid.empty());
         CHECK(r.measured_unix_s == 0);
     }

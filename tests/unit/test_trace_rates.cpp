@@ -20,6 +20,7 @@ uvmp::rates::LinkRates h100_probe() {
     rates.remote_write_gbps = 24.25;
     rates.remote_read_gbps = 22.2;
     rates.memory_gbps = 3350;
+    rates.populate_gbps = 231.5;
     rates.source = uvmp::rates::Source::Probe;
     rates.device = {"NVIDIA H100 80GB HBM3", "GPU-00112233-4455-6677-8899-aabbccddeeff", "13.0"};
     rates.measured_unix_s = 1764979200;
@@ -36,7 +37,7 @@ TEST_CASE("a trace's rates read back as they were written", "[trace_io][rates]")
     const std::string path = fixtures::scratch_path("rates-roundtrip.uvmt");
     REQUIRE(write_trace_file(original, path) == 0);
     const Trace read = read_trace_file(path);
-    CHECK(read.header.format_minor == 4);
+    CHECK(read.header.format_minor == 5);
     REQUIRE(read.header.rates);
     const uvmp::rates::LinkRates& r = *read.header.rates;
     const uvmp::rates::LinkRates expected = h100_probe();
@@ -45,6 +46,7 @@ TEST_CASE("a trace's rates read back as they were written", "[trace_io][rates]")
     CHECK(r.remote_write_gbps == Approx(expected.remote_write_gbps));
     CHECK(r.remote_read_gbps == Approx(expected.remote_read_gbps));
     CHECK(r.memory_gbps == Approx(expected.memory_gbps));
+    CHECK(r.populate_gbps == Approx(expected.populate_gbps));
     CHECK(r.source == uvmp::rates::Source::Probe);
     CHECK(r.device == expected.device);
     CHECK(r.measured_unix_s == expected.measured_unix_s);

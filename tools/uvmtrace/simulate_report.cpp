@@ -39,6 +39,7 @@ nlohmann::json to_json(const SimResult& r) {
         {"evicted_bytes", r.evicted_bytes},
         {"demand_bytes", r.demand_bytes},
         {"demand_fetched_bytes", r.demand_fetched_bytes},
+        {"populated_bytes", r.populated_bytes},
         {"prefetch_calls", r.prefetch_calls},
         {"evict_calls", r.evict_calls},
         {"transfer_calls", r.transfer_calls()},
@@ -83,6 +84,10 @@ void print_result(const SimResult& r) {
                                          format_size(r.prefetched_bytes), r.prefetch_calls,
                                          format_size(r.demand_fetched_bytes))
                            : fmt::format("{} in {} calls", format_size(r.prefetched_bytes), r.prefetch_calls));
+    // Only re-placed pool blocks are told fresh: traces without them print as before.
+    if (r.populated_bytes)
+        line("populated", fmt::format("{} of fresh memory made on the GPU as it was first fetched",
+                                      format_size(r.populated_bytes)));
     line("evicted", fmt::format("{} in {} calls", format_size(r.evicted_bytes), r.evict_calls));
     line("demand-faulted", format_size(r.demand_bytes));
     // Only blocks of the pool are reused in place: traces without them print as before.

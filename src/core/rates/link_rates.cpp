@@ -27,6 +27,15 @@ constexpr RateField kRateFields[] = {
     {"remote_read_gbps", &LinkRates::remote_read_gbps},
     {"memory_gbps", &LinkRates::memory_gbps},
 };
+constexpr RateField kPopulateField{"populate_gbps", &LinkRates::populate_gbps};
+
+double positive_rate(const nlohmann::json& value, const char* key, std::string_view origin) {
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() <= 0)
+        throw RatesFileError(RatesFileError::Kind::BadValue,
+                             fmt::format("rates file '{}': '{}' must be a positive number of GB/s, got {}", origin, key,
+                                         value.dump()));
+    return value.get<double>();
+}
 
 std::string text_field(const nlohmann::json& object, const char* key, std::string_view origin) {
     const auto it = object.find(key);
@@ -53,6 +62,7 @@ std::string_view to_string(Source source) {
 nlohmann::json to_json(const LinkRates& rates) {
     nlohmann::json j = {{"format", kFormat}, {"version", kVersion}};
     for (const RateField& field : kRateFields) j[field.key] = rates.*field.member;
+    j[kPopulateField.key] = rates.*kPopulateField.member;
     j["source"] = to_string(rates.source);
     j["device"] = {{"name", rates.device.name},
                    {"uuid", rates.device.uuid},
@@ -77,11 +87,15 @@ LinkRates rates_from_json(const nlohmann::json& json, Source loaded_as, std::str
         const auto it = json.find(field.key);
         if (it == json.end())
             throw RatesFileError(Kind::MissingField, fmt::format("rates file '{}': missing '{}' (GB/s)", origin, field.key));
-        if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() <= 0)
-            throw RatesFileError(Kind::BadValue, fmt::format("rates file '{}': '{}' must be a positive number of GB/s, "
-                                                             "got {}", origin, field.key, it->dump()));
-        rates.*field.member = it->get<double>();
+        rates.*field.member = positive_rate(*it, field.key, origin);
     }
+    if (const auto it = json.find(kPopulateField.key); it != json.end())
+        rates.*kPopulateField.member = positive_rate(*it, kPopulateField.key, origin);
+    else if (loaded_as == Source::Cache)
+        throw RatesFileError(Kind::MissingField, fmt::format("rates file '{}': missing '{}' (GB/s)", origin,
+                                                             kPopulateField.key));
+    else
+        rates.populate_gbps = rates.fetch_gbps;
     rates.source = loaded_as;
     if (const auto device = json.find("device"); device != json.end() && !device->is_null()) {
         if (!device->is_object())
@@ -133,9 +147,10 @@ void write_rates_file(const std::string& path, const LinkRates& rates) {
 }
 
 std::string describe(const LinkRates& rates) {
-    std::string text = fmt::format("fetch {:g}, evict {:g}, remote write {:g}, remote read {:g}, memory {:g} GB/s ({}",
+    std::string text = fmt::format("fetch {:g}, evict {:g}, remote write {:g}, remote read {:g}, memory {:g}, populate "
+                                   "{:g} GB/s ({}",
                                    rates.fetch_gbps, rates.evict_gbps, rates.remote_write_gbps, rates.remote_read_gbps,
-                                   rates.memory_gbps, to_string(rates.source));
+                                   rates.memory_gbps, rates.populate_gbps, to_string(rates.source));
     if (!rates.device.name.empty()) text += fmt::format(", {}", rates.device.name);
     if (!rates.device.driver_version.empty()) text += fmt::format(", driver {}", rates.device.driver_version);
     if (rates.measured_unix_s > 0) {

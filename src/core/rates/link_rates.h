@@ -40,6 +40,9 @@ struct LinkRates {
     double remote_write_gbps = kReferenceRemoteWriteGbps;
     double remote_read_gbps = kReferenceRemoteReadGbps;
     double memory_gbps = kReferenceMemoryGbps;
+    // Fresh pages made on the GPU by a prefetch: a block over memory no one has
+    // touched costs this, not a fetch.
+    double populate_gbps = kReferencePopulateGbps;
     Source source = Source::Reference;
     DeviceIdentity device;      // empty for the reference
     int64_t measured_unix_s = 0; // when the probe ran; 0 when unknown
@@ -62,8 +65,10 @@ private:
 
 // The file format: {"format": "uvmprefetch-link-rates", "version": 1,
 // "fetch_gbps", "evict_gbps", "remote_write_gbps", "remote_read_gbps",
-// "memory_gbps" (positive numbers, required), "source", "device": {"name",
-// "uuid", "driver_version"}, "measured_unix_s" (optional)}.
+// "memory_gbps" (positive numbers, required), "populate_gbps" (a positive
+// number; a file without it takes the fetch rate, as the figures were used before
+// it was measured, and a cache entry without it is measured again), "source",
+// "device": {"name", "uuid", "driver_version"}, "measured_unix_s" (optional)}.
 nlohmann::json to_json(const LinkRates& rates);
 // `loaded_as`: the source the rates take once read (Cache or File); the
 // file's own "source" says how they were measured and is not kept. Throws

@@ -19,7 +19,7 @@ LinkShape link_shape(const LinkRates& rates) {
     const double both =
         (rates.fetch_gbps + rates.evict_gbps) / (kReferenceFetchGbps + kReferenceEvictGbps);
     return {scaled(kReferencePrefetchCurve, fetch), scaled(kReferenceEvictCurve, evict),
-            kReferenceDemandFaultGbps * fetch, kReferenceConcurrentGbps * both};
+            kReferenceDemandFaultGbps * fetch, kReferenceConcurrentGbps * both, rates.populate_gbps};
 }
 
 } // namespace uvmp::rates

@@ -18,6 +18,8 @@ struct LinkShape {
     // of both directions, until a probe measures them.
     double demand_fault_gbps = 0;
     double concurrent_gbps = 0;
+    // Measured as it is: making pages costs no link time.
+    double populate_gbps = 0;
 };
 
 LinkShape link_shape(const LinkRates& rates);

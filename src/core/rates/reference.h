@@ -20,6 +20,9 @@ inline constexpr double kReferenceEvictGbps = 15.0;        // to the host, which
 inline constexpr double kReferenceRemoteWriteGbps = 52.6;  // kernels writing host memory
 inline constexpr double kReferenceRemoteReadGbps = 51.2;   // kernels reading host memory
 inline constexpr double kReferenceMemoryGbps = 4800;       // HBM3e: no kernel moves its named bytes faster
+// A prefetch to the GPU of managed memory no one has touched yet: pages made
+// there, nothing copied (2 GiB ranges, docs/benchmarks.md, "Placement primitives").
+inline constexpr double kReferencePopulateGbps = 209.0;
 
 // Throughput of one transfer call by its piece size: small pieces spend most of
 // their time in per-call overhead. Measured by a separate run than the rates

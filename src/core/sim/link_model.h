@@ -23,6 +23,8 @@ struct LinkModel {
     double demand_fault_gbps = 0;
     // Evicting and fetching at the same time share the link: this is their sum.
     double concurrent_gbps = 0;
+    // A fetch of chunks no block has used yet makes pages, at this rate.
+    double populate_gbps = 0;
     // For launches recorded without a duration.
     uint64_t default_kernel_ns = 20'000;
 
@@ -33,6 +35,7 @@ struct LinkModel {
         evict_curve = std::move(shape.evict_curve);
         demand_fault_gbps = shape.demand_fault_gbps;
         concurrent_gbps = shape.concurrent_gbps;
+        populate_gbps = shape.populate_gbps;
     }
 
     double prefetch_gbps(uint64_t piece_bytes) const { return rate(prefetch_curve, piece_bytes); }

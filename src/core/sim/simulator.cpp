@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace uvmp {
 namespace {
@@ -129,7 +130,8 @@ private:
     };
     // The bytes one launch moves and how long the link takes for them.
     struct LaunchMoves {
-        uint64_t evict_bytes = 0, fetch_bytes = 0, demand_bytes = 0, fault_evict_bytes = 0;
+        // fetch_bytes holds populate_bytes: both run on the copy engine in the plan's order.
+        uint64_t evict_bytes = 0, fetch_bytes = 0, populate_bytes = 0, demand_bytes = 0, fault_evict_bytes = 0;
         double evict_seconds = 0, fetch_seconds = 0, fault_evict_seconds = 0;
         double copy_start = 0;
     };
@@ -140,6 +142,10 @@ private:
     void allocation_removing(size_t k, uint64_t launch);
     // A slab the re-placed pool gave back takes its dead bytes with it.
     void forget_released_slabs();
+    // Marks which of a new block's chunks lie over memory no block has used.
+    void note_fresh(ChunkRange chunks, uint64_t address, uint64_t size);
+    // A slab made or given back: its memory is fresh again.
+    void forget_used(uint64_t base, uint64_t bytes);
     void plan_launch(uint64_t i, std::span<const ChunkRange> launch_ranges);
     void prefetch_populated_first();
     LaunchMoves weigh_evictions() const;
@@ -210,6 +216,10 @@ private:
     double dead_seconds_ = 0;
     // Blocks populated since the last launch: their prefetches go first among the next launch's.
     std::vector<ChunkRange> populated_;
+    // By chunk id: the chunk's memory was never used by a block before (its
+    // first fetch makes pages), and the address chunks blocks have used.
+    std::vector<uint8_t> fresh_;
+    std::unordered_set<uint64_t> used_address_chunks_;
     std::vector<ChunkSpan> planned_prefetch_;
 
     Plan plan_;
@@ -222,7 +232,7 @@ TraceReplay::TraceReplay(const trace::Trace& trace, const ChunkSchedule& schedul
       launches_(trace.launches.size()), prefetch_gbps_(link_.prefetch_curve), evict_gbps_(link_.evict_curve),
       residency_(config.budget_bytes, config.chunk_bytes, ChunkIds::Given), ready_at_(schedule.chunk_slots(), 0.0),
       at_bound_(bounds.size()), events_(schedule.events()), slab_changes_(schedule.slab_changes()),
-      reuse_(std::make_shared<ReuseInPlace>()) {
+      reuse_(std::make_shared<ReuseInPlace>()), fresh_(schedule.chunk_slots(), 0) {
     residency_.reserve_chunk_slots(schedule.chunk_slots());
     policy_ = make_policy(config, schedule, trace);
     residency_.keep_recency_order(policy_->reads_recency_order());
@@ -272,6 +282,7 @@ void TraceReplay::allocation_added(size_t k, ChunkRange chunks, uint64_t launch)
         slab_events_.clear();
         const uint64_t address = at ? *at : replaced_ ? replaced_->allocate(e.alloc_id, e.size, slab_events_) : e.address;
         forget_released_slabs();
+        note_fresh(chunks, address, e.size);
         result_.reused_bytes += place_block(residency_, *reuse_, chunks, address, launch,
                                             [&](ChunkRange run) { populated_.push_back(run); });
     } else reuse_->forget(residency_, e.address, e.size);
@@ -288,13 +299,36 @@ void TraceReplay::allocation_removing(size_t k, uint64_t launch) {
         forget_released_slabs();
     }
     // Freed before any launch: nothing of it is populated (its ids may be handed out again).
-    if (const std::optional<ChunkRange> all = residency_.chunks_of(e.alloc_id))
+    if (const std::optional<ChunkRange> all = residency_.chunks_of(e.alloc_id)) {
         std::erase_if(populated_, [&](const ChunkRange& run) { return run.first >= all->first && run.last <= all->last; });
+        std::fill(fresh_.begin() + all->first, fresh_.begin() + all->last + 1, uint8_t{0});
+    }
+}
+
+void TraceReplay::note_fresh(ChunkRange chunks, uint64_t address, uint64_t size) {
+    const uint64_t chunk = config_.chunk_bytes;
+    for (ChunkId c = chunks.first; c <= chunks.last; ++c) {
+        const uint64_t begin = address + uint64_t{c - chunks.first} * chunk;
+        if (begin >= address + size) break;
+        const uint64_t end = std::min(begin + chunk, address + size);
+        bool fresh = true;
+        for (uint64_t a = begin / chunk; a <= (end - 1) / chunk; ++a) fresh &= used_address_chunks_.insert(a).second;
+        fresh_[c] = fresh;
+    }
 }
 
 void TraceReplay::forget_released_slabs() {
     for (const pool::SlabEvent& e : slab_events_)
-        if (e.released) reuse_->forget(residency_, e.base, e.bytes);
+        if (e.released) {
+            reuse_->forget(residency_, e.base, e.bytes);
+            forget_used(e.base, e.bytes);
+        }
+}
+
+void TraceReplay::forget_used(uint64_t base, uint64_t bytes) {
+    if (bytes == 0) return;
+    for (uint64_t a = base / config_.chunk_bytes; a <= (base + bytes - 1) / config_.chunk_bytes; ++a)
+        used_address_chunks_.erase(a);
 }
 
 void TraceReplay::replay_allocations_until(uint64_t launch) {
@@ -305,7 +339,10 @@ void TraceReplay::replay_allocations_until(uint64_t launch) {
         const ChunkSchedule::SlabChange& change = slab_changes_[next_slab_];
         ChunkSchedule::replay_events(events_.first(change.before_event), next_event_, launch, residency_, added, removing);
         // (The recorded slabs: re-placed blocks lie in slabs of their own.)
-        if (!replaced_) reuse_->forget(residency_, change.base, change.size);
+        if (!replaced_) {
+            reuse_->forget(residency_, change.base, change.size);
+            forget_used(change.base, change.size);
+        }
     }
     ChunkSchedule::replay_events(events_, next_event_, launch, residency_, added, removing);
 }
@@ -359,10 +396,18 @@ void TraceReplay::weigh_fetches(LaunchMoves& moves) {
     span_bytes_.clear();
     for (const ChunkSpan& span : plan_.prefetch) {
         const uint64_t bytes = Plan::bytes({&span, 1}, residency_);
-        if (span_bytes_.size() < demand_spans) result_.demand_fetched_bytes += bytes;
+        // Memory no block used before has no data to copy: its pages are made.
+        uint64_t fresh = 0;
+        for (ChunkId c = span.first; c < span.first + span.count; ++c)
+            if (fresh_[c]) {
+                fresh += residency_.bytes_of({c, c});
+                fresh_[c] = 0;
+            }
+        if (span_bytes_.size() < demand_spans) result_.demand_fetched_bytes += bytes - fresh;
         span_bytes_.push_back(bytes);
         moves.fetch_bytes += bytes;
-        moves.fetch_seconds += seconds_for(bytes, prefetch_gbps_(bytes));
+        moves.populate_bytes += fresh;
+        moves.fetch_seconds += seconds_for(bytes - fresh, prefetch_gbps_(bytes)) + seconds_for(fresh, link_.populate_gbps);
     }
     for (const ChunkSpan& span : plan_.demand) {
         moves.demand_bytes += Plan::bytes({&span, 1}, residency_);
@@ -387,8 +432,9 @@ void TraceReplay::schedule_copies(const LaunchMoves& moves) {
     const uint64_t moved = moves.evict_bytes + moves.fetch_bytes;
     if (moved == 0) return;
     double copy_seconds = moves.evict_seconds + moves.fetch_seconds;
-    if (moves.evict_bytes > 0 && moves.fetch_bytes > 0)
-        copy_seconds = std::max({moves.evict_seconds, moves.fetch_seconds, seconds_for(moved, link_.concurrent_gbps)});
+    if (moves.evict_bytes > 0 && moves.fetch_bytes > moves.populate_bytes)
+        copy_seconds = std::max({moves.evict_seconds, moves.fetch_seconds,
+                                 seconds_for(moved - moves.populate_bytes, link_.concurrent_gbps)});
     // Evictions go first; fetched pieces arrive in order, in proportion to their bytes.
     const double per_byte = copy_seconds / static_cast<double>(moved);
     uint64_t done_bytes = moves.evict_bytes;
@@ -424,7 +470,8 @@ double TraceReplay::run_kernel(const trace::Launch& launch, std::span<const Chun
 
 void TraceReplay::account_launch(uint64_t i, const LaunchMoves& moves, double end) {
     result_.evicted_bytes += moves.evict_bytes + moves.fault_evict_bytes;
-    result_.prefetched_bytes += moves.fetch_bytes;
+    result_.prefetched_bytes += moves.fetch_bytes - moves.populate_bytes;
+    result_.populated_bytes += moves.populate_bytes;
     result_.demand_bytes += moves.demand_bytes;
     result_.evict_calls += plan_.evict.size() + dead_calls_;
     result_.dead_evicted_bytes += dead_bytes_;

@@ -72,6 +72,10 @@ struct SimResult {
     // Of prefetched_bytes: chunks a launch missed, fetched beside it (policies
     // that fetch demand, as the library's learned and belady do).
     uint64_t demand_fetched_bytes = 0;
+    // Chunks fetched that no block had used before (memory fresh from a new
+    // slab or arena): pages made on the GPU at the population rate, nothing
+    // copied; not in prefetched_bytes.
+    uint64_t populated_bytes = 0;
     uint64_t prefetch_calls = 0; // one per contiguous piece
     uint64_t evict_calls = 0;
     uint64_t transfer_calls() const { return prefetch_calls + evict_calls; }

@@ -165,7 +165,10 @@ public:
         allocate();
 
         rates::LinkRates rates;
-        // Pages first made on the GPU, so that every move after is a migration.
+        // Pages first made on the GPU by a prefetch of memory nothing has
+        // touched (what a block over fresh memory costs), then written there,
+        // so that every move after is a migration of data.
+        const double populate_ms = time_ms([&] { prefetch(CU_MEM_LOCATION_TYPE_DEVICE, device_); });
         launch(write_);
         std::vector<double> fetch, evict, memory, remote_write, remote_read;
         for (int i = 0; i < kProbeRepetitions; ++i) {
@@ -186,6 +189,7 @@ public:
         rates.memory_gbps = median(memory);
         rates.remote_write_gbps = median(remote_write);
         rates.remote_read_gbps = median(remote_read);
+        rates.populate_gbps = gbps(populate_ms);
         rates.source = rates::Source::Probe;
         rates.measured_unix_s = static_cast<int64_t>(std::time(nullptr));
         return rates;

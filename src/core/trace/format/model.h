@@ -16,7 +16,7 @@
 namespace uvmp::trace {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 4;
+inline constexpr uint16_t kFormatMinor = 5;
 
 enum class AllocKind : uint8_t {
     Converted = 0,     // device allocation turned into managed memory

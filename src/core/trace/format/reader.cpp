@@ -348,6 +348,13 @@ private:
         r.device.uuid = in.string();
         r.device.driver_version = in.string();
         r.measured_unix_s = in.svarint();
+        // Before 1.5 fresh memory was taken to cost a fetch.
+        r.populate_gbps = r.fetch_gbps;
+        if (!in.at_end()) {
+            const uint64_t mbps = in.varint();
+            if (mbps == 0) in.fail("has a population rate of 0");
+            r.populate_gbps = static_cast<double>(mbps) / 1e3;
+        }
         return r;
     }
 

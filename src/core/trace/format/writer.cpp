@@ -52,6 +52,8 @@ void encode_header_payload(Encoder& out, const Header& header) {
         out.fields(r->source, mbps(r->fetch_gbps), mbps(r->evict_gbps), mbps(r->remote_write_gbps),
                    mbps(r->remote_read_gbps), mbps(r->memory_gbps), r->device.name, r->device.uuid,
                    r->device.driver_version, r->measured_unix_s);
+        // 1.5: the population rate, appended.
+        out.fields(mbps(r->populate_gbps));
     }
 }
 
