@@ -34,7 +34,7 @@
 #              the same cap; --workloads/--pressure-workload bert-large the transformer encoder)
 #   ONLY=pool  run only the managed-pool benchmark (the GPU and build checks still come first)
 #   ONLY=infer run only the inference benchmark (bench/drivers/inference.py): greedy generation
-#              with a 3 B decoder natively, under uvmrun without and with a budget above the
+#              with a 3 B decoder natively (twice), under uvmrun without and with a budget above the
 #              footprint, and at weights/1.25 and weights/2 under uvmrun's defaults, demand-lru and
 #              accelerate's offloading: $OUT/infer.json, $OUT/infer.md, the runs' logs in
 #              $OUT/infer-runs; about 4 minutes; INFER_ARGS, words added last, override its defaults

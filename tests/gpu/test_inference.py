@@ -101,7 +101,7 @@ class PureLogic(unittest.TestCase):
         plan = inference.make_plan(args)
         self.assertEqual([(e["kind"], e.get("mode"), e.get("pressure")) for e in plan],
                          [("probe", None, None), ("generate", "native", None), ("generate", "default", None),
-                          ("generate", "fit", None)]
+                          ("generate", "fit", None), ("generate", "native-again", None)]
                          + [("generate", m, p) for p in ("weights/1.25", "weights/2")
                             for m in ("default", "demand-lru", "accelerate")])
 
@@ -110,6 +110,7 @@ class PureLogic(unittest.TestCase):
             return bench.command_for(entry, resolve=False)
         native = command("native", None)
         self.assertNotIn(args.uvmrun, native)
+        self.assertEqual(command("native-again", None), native)
         self.assertEqual(native[native.index("--new-tokens") + 1:native.index("--new-tokens") + 4],
                          ["32", "--warmup", "8"])
         self.assertIn("--deterministic", native)
@@ -210,6 +211,21 @@ class PureLogic(unittest.TestCase):
         row = next(r for r in report["rows"] if r["mode"] == "default" and r["pressure"])
         self.assertEqual(inference.row_verdict(row, report["checks"]), "FAIL: tokens = native")
 
+    def test_native_twice_tells_whether_its_tokens_are_reproducible(self):
+        report = self.report_of()
+        same = fabricated_run("native-again", None, summary_line(20.1, [1, 2, 3, 4, 5]))
+        other = fabricated_run("native-again", None, summary_line(20.1, [1, 2, 3, 9, 9]))
+        runs = report["runs"]
+        report = inference.build_report({"tokens": 4, "warmup": 2}, LINK, runs + [same])
+        self.assertEqual(self.verdicts(report)["infer native-again tokens = native"], "PASS")
+        self.assertEqual(report["token_mismatches"], [])
+        report = inference.build_report({"tokens": 4, "warmup": 2}, LINK, runs + [other])
+        self.assertEqual(self.verdicts(report)["infer native-again tokens = native"], "FAIL")
+        self.assertTrue(report["token_mismatches"][0].startswith("native gave other tokens in its second run"))
+        row = next(r for r in report["rows"] if r["mode"] == "native-again")
+        self.assertAlmostEqual(row["ratio_native"], 20.1 / 20.0)
+        self.assertEqual(next(line for line in inference.table_cells(report) if line[0] == "native, again")[10], "NO")
+
     def test_a_run_without_its_summary_has_no_figures(self):
         record = fabricated_run("native", None, "Traceback: out of memory\n")
         self.assertIsNone(record["median_ms"])
@@ -234,7 +250,8 @@ class WholeRun(unittest.TestCase):
         self.assertEqual(verdicts["infer fit ms/token x native"], "PASS")
         self.assertEqual(verdicts["infer default at weights/2 (3.00G) vs accelerate"], "PASS")
         self.assertEqual(report["link"]["remote_read_gbps"], 51.0)
-        self.assertEqual(len(report["runs"]), 9)
+        self.assertEqual(len(report["runs"]), 10)
+        self.assertEqual(verdicts["infer native-again tokens = native"], "PASS")
         # The fit budget: 1.5 x the default run's 26 GiB pool peak (above native's 7 GiB reserved).
         self.assertEqual(report["fit_budget"]["bytes"], 39 * GIB)
         run = next(r for r in report["runs"] if r["mode"] == "default" and r["pressure"] == "weights/2")
