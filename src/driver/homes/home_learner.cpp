@@ -143,7 +143,9 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     // comes out too fast is judged streaming, which remote trials correct.
     const placement::Rates link = router_.rates(device_);
     const trace::LaunchWaits waits =
-        trace::mover_waits(mover, {.evict_gbps = link.evict_gbps, .fetch_gbps = link.fetch_gbps});
+        trace::mover_waits(mover, {.evict_gbps = link.evict_gbps,
+                                   .fetch_gbps = link.fetch_gbps,
+                                   .populate_gbps = link.populate_gbps});
     const trace::CleanedDurations cleaned = trace::use_fastest_durations(recording, waits, link.memory_gbps);
     log::info("kernel durations of the recording: {} launches waited for moves as they began (of {} that queued "
               "moves, {} kernels with a start); {} kinds timed only on such launches, taken less the wait; {} "

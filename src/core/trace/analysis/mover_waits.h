@@ -16,6 +16,7 @@
 // longer than the bytes account for.
 #pragma once
 
+#include "core/rates/reference.h"
 #include "core/trace/analysis/fastest_durations.h"
 
 #include <cstdint>
@@ -51,10 +52,10 @@ struct MoverRecord {
 };
 
 struct MoverRates {
-    double evict_gbps = 15;
-    double fetch_gbps = 49;
+    double evict_gbps = rates::kReferenceEvictGbps;
+    double fetch_gbps = rates::kReferenceFetchGbps;
     // Pages populated on the GPU with nothing to copy.
-    double populate_gbps = 67;
+    double populate_gbps = rates::kReferencePopulateGbps;
 };
 
 // The wait of each launch that waited, by launch. A batch whose kernel has no
