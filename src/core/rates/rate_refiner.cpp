@@ -1,5 +1,7 @@
 #include "core/rates/rate_refiner.h"
 
+#include "core/util/median.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -23,13 +25,7 @@ bool RateRefiner::observe(Move move, uint64_t bytes, double seconds) {
 std::optional<double> RateRefiner::estimate_gbps(Move move) const {
     const Window& w = window_of(move);
     if (w.counted < settings_.min_moves || w.gbps.empty()) return std::nullopt;
-    std::vector<double> sorted = w.gbps;
-    const size_t mid = sorted.size() / 2;
-    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(mid), sorted.end());
-    if (sorted.size() % 2) return sorted[mid];
-    const double upper = sorted[mid];
-    const double lower = *std::max_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(mid));
-    return (lower + upper) / 2;
+    return median(w.gbps);
 }
 
 size_t RateRefiner::moves_counted(Move move) const { return window_of(move).counted; }

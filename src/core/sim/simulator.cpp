@@ -3,6 +3,7 @@
 #include "core/model/reuse_in_place.h"
 #include "core/sim/planned_blocks.h"
 #include "core/sim/replaced_blocks.h"
+#include "core/util/median.h"
 #include "core/util/size_parse.h"
 
 #include <algorithm>
@@ -84,15 +85,6 @@ bool overlaps(std::span<const ChunkRange> ranges, const ChunkSpan& span) {
     for (const ChunkRange& r : ranges)
         if (r.first <= last && span.first <= r.last) return true;
     return false;
-}
-
-double median(std::vector<double> values) {
-    if (values.empty()) return 0.0;
-    const size_t mid = values.size() / 2;
-    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-    double m = values[mid];
-    if (values.size() % 2 == 0) m = (m + *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
-    return m;
 }
 
 uint64_t pool_slab_bytes(const trace::Trace& trace, const SimConfig& config) {

@@ -1,6 +1,7 @@
 #include "core/trace/analysis/iteration_bounds.h"
 
 #include "core/trace/analysis/iteration_period.h"
+#include "core/util/median.h"
 
 #include <algorithm>
 
@@ -72,9 +73,7 @@ std::optional<uint64_t> typical_step_call_ns(const trace::Trace& trace, std::spa
     for (size_t k = 0; k + 1 < bounds.size(); ++k)
         if (const uint64_t ns = step_call_ns(trace, {bounds[k], bounds[k + 1]})) timed.push_back(ns);
     if (timed.empty()) return std::nullopt;
-    std::sort(timed.begin(), timed.end());
-    const size_t mid = timed.size() / 2;
-    return timed.size() % 2 ? timed[mid] : timed[mid - 1] + (timed[mid] - timed[mid - 1]) / 2;
+    return median(std::move(timed));
 }
 
 } // namespace uvmp
