@@ -11,6 +11,11 @@
 //   free busy    cudaFree of one while a kernel of about 100 ms runs on another
 //                stream: whether the free waits for the GPU's work
 //   free mixed   cudaFree of a range half of whose pages were evicted
+//   launch beside a free
+//                the host time of a kernel launch on a third stream, made
+//                while another thread's cudaFree waits for the running kernel:
+//                whether a free made off the launching thread holds its
+//                launches up
 //   make         cudaMallocManaged of a range (host time)
 //   populate     a fresh range prefetched to the GPU (stream time)
 //
@@ -26,7 +31,10 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -40,8 +48,10 @@ __global__ void spin(long long cycles) {
     }
 }
 
+__global__ void empty_kernel() {}
+
 struct Ranges {
-    std::vector<double> evict_ms, free_ms, free_busy_ms, free_mixed_ms, make_ms, populate_ms;
+    std::vector<double> evict_ms, free_ms, free_busy_ms, free_mixed_ms, make_ms, populate_ms, launch_beside_free_ms;
 };
 
 void* resident_range(size_t bytes, cudaMemLocation gpu, cudaStream_t stream, double* make_ms = nullptr,
@@ -95,9 +105,14 @@ int main(int argc, char** argv) {
     int clock_khz = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
 
-    cudaStream_t stream, busy;
+    cudaStream_t stream, busy, side;
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    // Loaded before anything is timed: a first launch also loads its module.
+    empty_kernel<<<1, 1, 0, side>>>();
+    CUDA_CHECK(cudaGetLastError());
+    CUDA_CHECK(cudaStreamSynchronize(side));
     cudaMemLocation gpu{}, host{};
     gpu.type = cudaMemLocationTypeDevice;
     gpu.id = device;
@@ -127,6 +142,25 @@ int main(int argc, char** argv) {
         CUDA_CHECK(cudaStreamSynchronize(busy));
         spin_alone_ms = bench::ms_since(spin_start);
 
+        void* d = resident_range(bytes, gpu, stream);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        spin<<<1, 1, 0, busy>>>(spin_cycles);
+        CUDA_CHECK(cudaGetLastError());
+        std::atomic<bool> freeing{false};
+        std::thread freer([&] {
+            freeing.store(true);
+            CUDA_CHECK(cudaFree(d));
+        });
+        while (!freeing.load()) std::this_thread::yield();
+        // Long enough for the free to be waiting on the kernel, well inside its 100 ms.
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        const auto launch_start = bench::Clock::now();
+        empty_kernel<<<1, 1, 0, side>>>();
+        CUDA_CHECK(cudaGetLastError());
+        r.launch_beside_free_ms.push_back(bench::ms_since(launch_start));
+        freer.join();
+        CUDA_CHECK(cudaDeviceSynchronize());
+
         void* c = resident_range(bytes, gpu, stream);
         CUDA_CHECK(cudaMemPrefetchAsync(c, bytes / 2, host, 0, stream));
         CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -134,19 +168,23 @@ int main(int argc, char** argv) {
     }
     CUDA_CHECK(cudaStreamDestroy(stream));
     CUDA_CHECK(cudaStreamDestroy(busy));
+    CUDA_CHECK(cudaStreamDestroy(side));
 
     const double evict = bench::median(r.evict_ms), freed = bench::median(r.free_ms),
                  busy_free = bench::median(r.free_busy_ms), mixed = bench::median(r.free_mixed_ms),
-                 make = bench::median(r.make_ms), populate = bench::median(r.populate_ms);
+                 make = bench::median(r.make_ms), populate = bench::median(r.populate_ms),
+                 beside = bench::median(r.launch_beside_free_ms);
     std::printf("managed ranges of %ld GiB, median of %ld rounds:\n", gib, rounds);
     std::printf("evict      %8.2f ms  (%.1f GB/s)\n", evict, bench::gigabytes_per_second(bytes, evict));
     std::printf("free       %8.2f ms  (GPU idle)\n", freed);
     std::printf("free busy  %8.2f ms  (a kernel of %.0f ms running on another stream)\n", busy_free, spin_alone_ms);
     std::printf("free mixed %8.2f ms  (half the pages evicted first)\n", mixed);
+    std::printf("launch     %8.3f ms  (beside another thread's free of a busy GPU)\n", beside);
     std::printf("make       %8.2f ms\n", make);
     std::printf("populate   %8.2f ms  (%.1f GB/s)\n", populate, bench::gigabytes_per_second(bytes, populate));
     std::printf("{\"bytes\": %zu, \"rounds\": %ld, \"evict_ms\": %.3f, \"free_ms\": %.3f, \"free_busy_ms\": %.3f, "
-                "\"busy_kernel_ms\": %.3f, \"free_mixed_ms\": %.3f, \"make_ms\": %.3f, \"populate_ms\": %.3f}\n",
-                bytes, rounds, evict, freed, busy_free, spin_alone_ms, mixed, make, populate);
+                "\"busy_kernel_ms\": %.3f, \"free_mixed_ms\": %.3f, \"launch_beside_free_ms\": %.3f, \"make_ms\": %.3f, "
+                "\"populate_ms\": %.3f}\n",
+                bytes, rounds, evict, freed, busy_free, spin_alone_ms, mixed, beside, make, populate);
     return 0;
 }
