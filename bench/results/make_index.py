@@ -31,6 +31,9 @@ SERIES = [
      "(bench/drivers/pool_frees.py) [pool.json, pool.md]"),
     ("figures-run", r"figures-run-\d+",
      "`bench/drivers/compat/memory_figures.py` natively and under `uvmrun --budget`, by hand; the .md by hand"),
+    ("decode-check-run", r"decode-check-run-\d+",
+     "`examples/generate_workload.py --deterministic --new-tokens 24 --warmup 6 --layers 16` natively twice "
+     "and under plain `uvmrun`, with `uvmrun --probe-rates` first, by hand on the GPU machine"),
     ("infer-run", r"infer-run-\d+",
      "`ONLY=infer bench/device_run.sh` (bench/drivers/inference.py) [infer.json, infer.md]"),
     ("robust-run", r"robust-run-\d+",
