@@ -29,6 +29,19 @@ MOVED_COUNTERS = {"evicted": "bytes_evicted", "evicted_dead": "bytes_evicted_dea
                   "remote_written": "remote_write_bytes_named", "remote_read": "remote_read_bytes_named"}
 
 
+# Where the application's thread spent a step under the library: sums of sampled
+# launch-call and hook times (with their sample counts), the mover's calls, fences, slabs.
+TIMING_COUNTERS = ("launch_calls_timed", "launch_call_ns", "hooks_timed", "hook_ns", "move_calls", "move_call_ns",
+                   "launches_fenced", "launches_with_demand", "pool_slabs_created", "pool_slabs_released")
+
+
+def timing_between(before, after):
+    """The library's timing counters over a step (None without the library)."""
+    if not before or not after:
+        return None
+    return {key: after[key] - before[key] for key in TIMING_COUNTERS if key in before and key in after}
+
+
 def moved_between(before, after):
     """Counter deltas between two reads of the library's counters (None without the library)."""
     if not before or not after:
@@ -169,6 +182,8 @@ def main():
             loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        # The step's work is queued: a step much longer than this waited for the GPU.
+        issued_ms = (time.perf_counter() - start) * 1e3
         torch.cuda.synchronize()
         elapsed_ms = (time.perf_counter() - start) * 1e3
         if args.mark_iterations:
@@ -176,6 +191,7 @@ def main():
         now = counters.read()
         step_launches = now["launches_seen"] - last["launches_seen"] if now and last else None
         moved = moved_between(last, now)
+        timing = timing_between(last, now)
         last = now
         if step + 1 == args.warmup and args.warmup < args.steps:
             warmed_up = now
@@ -183,9 +199,12 @@ def main():
         losses.append(loss.item())
         launches.append(step_launches)
         moved_steps.append(moved)
-        line = {"step": step, "ms": round(elapsed_ms, 3), "loss": losses[-1], "launches": step_launches}
+        line = {"step": step, "ms": round(elapsed_ms, 3), "issued_ms": round(issued_ms, 3), "loss": losses[-1],
+                "launches": step_launches}
         if moved is not None:
             line["moved"] = moved
+        if timing is not None:
+            line["library_time"] = timing
         print(json.dumps(line), flush=True)
     steady = times[args.warmup:] or times
     summary = {
