@@ -92,6 +92,15 @@ void print_text(const Trace& trace, const TraceSummary& summary) {
                          size_and_bytes(footprint.peak_live_bytes), footprint.first_launch,
                          footprint.first_launch + summary.period->period - 1));
     }
+    if (const auto& steps = summary.step_times) {
+        const double ms = 1e-6;
+        line("step times",
+             fmt::format("{} of {} full steps timed: {:.1f} ms from one's first launch call to the next's (median; "
+                         "{:.1f}-{:.1f}), kernels {:.1f} ms (median), {:.0f}% of it",
+                         steps->measured, steps->steps, static_cast<double>(steps->median_call_ns) * ms,
+                         static_cast<double>(steps->least_call_ns) * ms, static_cast<double>(steps->most_call_ns) * ms,
+                         static_cast<double>(steps->median_kernel_ns) * ms, steps->kernel_share * 100));
+    }
     std::string moves;
     for (size_t kind = 0; kind < summary.moves_by_kind.size(); ++kind) {
         const MoveTotals& totals = summary.moves_by_kind[kind];
@@ -154,6 +163,17 @@ nlohmann::ordered_json to_json(const Trace& trace, const TraceSummary& summary) 
                                       {"peak_live_bytes", summary.iteration->peak_live_bytes}};
     } else {
         out["iteration_footprint"] = nullptr;
+    }
+    if (const auto& steps = summary.step_times) {
+        out["step_times"] = {{"steps", steps->steps},
+                             {"measured", steps->measured},
+                             {"median_call_ns", steps->median_call_ns},
+                             {"least_call_ns", steps->least_call_ns},
+                             {"most_call_ns", steps->most_call_ns},
+                             {"median_kernel_ns", steps->median_kernel_ns},
+                             {"kernel_share", steps->kernel_share}};
+    } else {
+        out["step_times"] = nullptr;
     }
     nlohmann::ordered_json moves;
     for (size_t kind = 0; kind < summary.moves_by_kind.size(); ++kind) {

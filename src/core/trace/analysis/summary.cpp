@@ -1,5 +1,7 @@
 #include "core/trace/analysis/summary.h"
 
+#include "core/trace/analysis/iteration_bounds.h"
+
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -196,6 +198,8 @@ TraceSummary summarize(const Trace& trace) {
     if (summary.period && summary.period->period > 0 && summary.period->first_launch < trace.launches.size()) {
         summary.iteration = measure_iteration(trace, *summary.period, changes);
     }
+    const std::vector<uint64_t> bounds = iteration_bounds(trace);
+    summary.step_times = summarize_step_times(uvmp::step_times(trace, bounds));
     summary.dropped_records = trace.dropped_records;
     return summary;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/trace/analysis/iteration_period.h"
+#include "core/trace/analysis/step_times.h"
 #include "core/trace/format/model.h"
 
 #include <array>
@@ -65,6 +66,8 @@ struct TraceSummary {
     std::array<MoveTotals, 4> moves_by_kind{}; // indexed by MoveKind
     std::optional<IterationPeriod> period;
     std::optional<IterationFootprint> iteration;
+    // Over the full steps (iteration_bounds()), where kernels were timed.
+    std::optional<StepTimeSummary> step_times;
     uint64_t dropped_records = 0;
 
     AllocTotals all_allocs() const;
