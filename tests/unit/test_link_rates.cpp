@@ -261,6 +261,33 @@ TEST_CASE("rate refiner: converges to the rate the moves run at, ignoring tiny m
     CHECK(refined.device == probed.device);
 }
 
+TEST_CASE("fastest moves: each moving rate no slower than the one the run started from") {
+    const LinkRates probed = h100();
+    RateRefiner refiner;
+    constexpr uint64_t kPiece = 64ull << 20;
+    auto seconds_at = [](uint64_t bytes, double gbps) { return static_cast<double>(bytes) / (gbps * 1e9); };
+    // Evictions beside faults run far below the probe's figure; fetches above it.
+    for (int i = 0; i < 15; ++i) {
+        refiner.observe(Move::Evict, kPiece, seconds_at(kPiece, probed.evict_gbps / 3));
+        refiner.observe(Move::Fetch, kPiece, seconds_at(kPiece, probed.fetch_gbps + 5));
+    }
+    const LinkRates refined = refiner.refined(probed);
+    REQUIRE(refined.source == Source::Refined);
+    REQUIRE(refined.evict_gbps == Approx(probed.evict_gbps / 3));
+
+    const LinkRates fastest = fastest_moves(refined, probed);
+    CHECK(fastest.evict_gbps == probed.evict_gbps);
+    CHECK(fastest.fetch_gbps == Approx(probed.fetch_gbps + 5));
+    // The rest is the current figures', source included.
+    CHECK(fastest.remote_read_gbps == refined.remote_read_gbps);
+    CHECK(fastest.populate_gbps == refined.populate_gbps);
+    CHECK(fastest.source == Source::Refined);
+    // Nothing refined: the base itself.
+    const LinkRates same = fastest_moves(probed, probed);
+    CHECK(same.evict_gbps == probed.evict_gbps);
+    CHECK(same.fetch_gbps == probed.fetch_gbps);
+}
+
 TEST_CASE("streaming line: derived from measured rates, 600 without them") {
     LinkRates h200;
     h200.source = Source::Probe;

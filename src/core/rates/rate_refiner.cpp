@@ -40,4 +40,11 @@ LinkRates RateRefiner::refined(const LinkRates& base) const {
     return out;
 }
 
+LinkRates fastest_moves(const LinkRates& current, const LinkRates& base) {
+    LinkRates fastest = current;
+    fastest.fetch_gbps = std::max(current.fetch_gbps, base.fetch_gbps);
+    fastest.evict_gbps = std::max(current.evict_gbps, base.evict_gbps);
+    return fastest;
+}
+
 } // namespace uvmp::rates

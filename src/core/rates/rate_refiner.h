@@ -61,4 +61,13 @@ private:
     Window fetch_, evict_;
 };
 
+// `current` (a refinement of `base`) with fetch and eviction no slower than
+// `base`'s: the least a move can have taken. The run's moves are timed beside
+// kernels, faults and other moves, and the first ones beside host pages made
+// for the first time, so a refined rate can fall well below what the link
+// does alone (3.9-4.6 GB/s over GPT-2's learning steps on an H100 whose probe
+// read 14.7). A model that bounds waits from below takes these; what moving
+// a byte costs takes `current`.
+LinkRates fastest_moves(const LinkRates& current, const LinkRates& base);
+
 } // namespace uvmp::rates

@@ -139,13 +139,19 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     if (bounds.size() < 3) return false;
     // Each byte moved at the link's best rate for its direction: the least the
     // wait can have lasted (a kernel faulting in what it lacks is no faster
-    // than the fetch beside it). A kind whose every launch waited and that
-    // comes out too fast is judged streaming, which remote trials correct.
+    // than the fetch beside it). Best means the probe's where the run's own
+    // moves, timed beside the learning steps' faults, went slower (GPT-2 on an
+    // H100: evictions refined to 3.9-4.6 GB/s over its learning steps, 14.7
+    // probed): a slower rate makes every wait longer, more launches count as
+    // having waited, and which kernels are judged streaming moves with it. A
+    // kind whose every launch waited and that comes out too fast is judged
+    // streaming, which remote trials correct.
     const placement::Rates link = router_.rates(device_);
+    const placement::Rates fastest = router_.fastest_rates(device_);
     const trace::LaunchWaits waits =
-        trace::mover_waits(mover, {.evict_gbps = link.evict_gbps,
-                                   .fetch_gbps = link.fetch_gbps,
-                                   .populate_gbps = link.populate_gbps});
+        trace::mover_waits(mover, {.evict_gbps = fastest.evict_gbps,
+                                   .fetch_gbps = fastest.fetch_gbps,
+                                   .populate_gbps = fastest.populate_gbps});
     const trace::CleanedDurations cleaned = trace::use_fastest_durations(recording, waits, link.memory_gbps);
     log::info("kernel durations of the recording: {} launches waited for moves as they began (of {} that queued "
               "moves, {} kernels with a start); {} kinds timed only on such launches, taken less the wait; {} "

@@ -40,8 +40,15 @@ public:
 
     // Where the rates of a device come from (driver/rates/device_rates.h);
     // until given, the reference figures. Set before the first allocation.
-    void take_rates_from(std::function<rates::LinkRates(int)> rates_of) { rates_of_ = std::move(rates_of); }
+    // `rates_of`: the device's rates as decisions take them; `fastest_of`: the
+    // same with moves no slower than the run has seen them go (DeviceRates::fastest).
+    void take_rates_from(std::function<rates::LinkRates(int)> rates_of,
+                         std::function<rates::LinkRates(int)> fastest_of) {
+        rates_of_ = std::move(rates_of);
+        fastest_of_ = std::move(fastest_of);
+    }
     rates::LinkRates rates(int device) const { return rates_of_ ? rates_of_(device) : rates::LinkRates{}; }
+    rates::LinkRates fastest_rates(int device) const { return fastest_of_ ? fastest_of_(device) : rates(device); }
 
     // The home of the run's next converted allocation, of `bytes` on `device`
     // whose budget is `budget_bytes`, and where its block goes (*routed). Any
@@ -95,6 +102,7 @@ private:
     const Config& config_;
     HostHomeFigures& figures_;
     std::function<rates::LinkRates(int)> rates_of_;
+    std::function<rates::LinkRates(int)> fastest_of_;
     std::once_flag once_;
     std::atomic<bool> routing_{false};
     int device_ = -1; // the device the homes were chosen for: its budget decided them

@@ -30,7 +30,8 @@ Interceptor::Interceptor(Config config, bool active)
       kernels_([this](const void* handle, KernelInfo& info) { describe_kernel(handle, info); }),
       pools_(config_, stats_, host_memory_), host_homes_(config_, stats_.host_homes), learner_(config_, host_homes_),
       start_ns_(monotonic_ns()) {
-    host_homes_.take_rates_from([this](int device) { return rates_.of(device); });
+    host_homes_.take_rates_from([this](int device) { return rates_.of(device); },
+                                [this](int device) { return rates_.fastest(device); });
     planner_ = make_planner();
     if (active_ && !config_.trace_in.empty() && config_.policy != ResidencyPolicy::Learned &&
         config_.host_homes != HostHomes::On)

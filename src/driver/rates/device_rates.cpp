@@ -122,6 +122,14 @@ void DeviceRates::observe_move(int device, rates::Move move, uint64_t bytes, dou
     log::info("device {}: link rates refined from {} timed moves: {}", device, counted, rates::describe(refined));
 }
 
+rates::LinkRates DeviceRates::fastest(int device) const {
+    const rates::LinkRates current = of(device);
+    if (device < 0 || static_cast<size_t>(device) >= kMaxDevices) return current;
+    std::lock_guard lock(refine_mutex_);
+    const Refinement& r = refinements_[static_cast<size_t>(device)];
+    return r.base ? rates::fastest_moves(current, *r.base) : current;
+}
+
 std::vector<std::string> DeviceRates::summary_lines() const {
     std::vector<std::string> lines;
     for (const auto& [device, rates] : all())

@@ -42,6 +42,9 @@ public:
     std::optional<rates::LinkRates> settled(int device) const;
     // The settled rates, else the reference figures.
     rates::LinkRates of(int device) const { return settled(device).value_or(rates::LinkRates{}); }
+    // of(), with fetch and eviction no slower than the figures the run's moves
+    // refined (rates::fastest_moves): for models that bound a wait from below.
+    rates::LinkRates fastest(int device) const;
     // Every settled device's rates, by device.
     std::vector<std::pair<int, rates::LinkRates>> all() const;
 
@@ -82,7 +85,7 @@ private:
     };
     // Past this many publications a device keeps its last refined figures.
     static constexpr size_t kMaxPublished = 1024;
-    std::mutex refine_mutex_;
+    mutable std::mutex refine_mutex_;
     std::array<Refinement, kMaxDevices> refinements_;
     // UVMP_RATES=FILE: read once, for every device.
     std::optional<rates::LinkRates> file_rates_;
