@@ -170,7 +170,7 @@ def main():
 
         saving = ActivationOffload(torch, model.parameters(), args.offload_min_bytes, args.offload_prefetch_bytes)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    times, losses, launches, moved_steps = [], [], [], []
+    times, issued, losses, launches, moved_steps = [], [], [], [], []
     last = counters.read()
     warmed_up = last  # the counters once warm-up is over
     for step in range(args.steps):
@@ -196,6 +196,7 @@ def main():
         if step + 1 == args.warmup and args.warmup < args.steps:
             warmed_up = now
         times.append(elapsed_ms)
+        issued.append(issued_ms)
         losses.append(loss.item())
         launches.append(step_launches)
         moved_steps.append(moved)
@@ -211,6 +212,9 @@ def main():
         "model": args.model, "batch": args.batch, "steps": args.steps, "warmup": args.warmup,
         "saved_tensors": "save_on_cpu" if args.save_on_cpu else "offload" if args.offload_activations else "gpu",
         "median_ms": statistics.median(steady), "step_ms": [round(ms, 3) for ms in times],
+        # Well below median_ms: the GPU set the pace. Near it: the application's thread did, or the GPU
+        # fell so far behind that the launch queue filled (a trace's step times tell which).
+        "median_issued_ms": statistics.median(issued[args.warmup:] or issued),
         "losses": losses, "launches_per_step": launches,
         "deterministic": deterministic_state(torch),
         **memory_figures(torch),

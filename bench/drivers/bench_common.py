@@ -287,8 +287,10 @@ class Bench:
 
     @staticmethod
     def print_run_end(record):
+        issued = record.get("median_issued_ms")
         print(f"--- {record['status']} (exit {record['exit']}, {record['wall_s']} s, median "
-              f"{fmt(record['median_ms'], 3)} ms)", flush=True)
+              f"{fmt(record['median_ms'], 3)} ms" + (f", its work queued in {fmt(issued, 3)} ms" if issued else "") + ")",
+              flush=True)
 
 
 def add_output_arguments(parser):

@@ -190,6 +190,7 @@ def table_rows(report):
                     row[key], row[f"{key}_ratio"] = median_of(ok, key), None
                 else:
                     row[key], row[f"{key}_ratio"] = worst_memory_ratio(ok, key, median_of(native_runs, key))
+            row["median_issued_ms"] = median_of(ok, "median_issued_ms")
             row["steady_per_step"] = mean_of_dicts([steady_bytes_per_step(r) for r in ok])
             row["all_steps_per_step"] = mean_of_dicts([all_steps_bytes_per_step(r) for r in ok])
             # The slowest settling of the row's runs.

@@ -210,7 +210,7 @@ class PoolBench(Bench):
 
         summary = training_summary(output)
         if summary:
-            for key in ("median_ms", "step_ms", "losses", "peak_allocated_bytes", "peak_reserved_bytes",
+            for key in ("median_ms", "median_issued_ms", "step_ms", "losses", "peak_allocated_bytes", "peak_reserved_bytes",
                         "memory_allocated_bytes", "memory_reserved_bytes", "allocator_backend", "alloc_conf",
                         "deterministic", "moved_after_warmup", "launches_per_step", "moved_per_step"):
                 record[key] = summary.get(key)

@@ -135,6 +135,12 @@ def row_checks(row, rows, report):
                                    skip=unmade or (not versus["runs_started"] and speedup is None)))
         if default:
             lines += learning_checks(name, row, rows, unmade)
+        if row.get("median_issued_ms") and row["median_ms"]:
+            # Well below the step: the GPU set its pace. Near it: the application's thread, or a
+            # GPU so far behind that the launch queue filled (`uvmtrace info` step times tell which).
+            lines.append(check(f"{name} step's work queued", f"{fmt(row['median_issued_ms'], 1)} ms of "
+                               f"{fmt(row['median_ms'], 1)} ({fmt(100 * row['median_issued_ms'] / row['median_ms'], 0)}%)",
+                               "-", None))
         if row["mode"] == "learned":
             lines.append(migration_check(name, row, measured))
     # Native runs against the first of them: the job itself must repeat its losses.

@@ -494,6 +494,10 @@ class PureLogic(unittest.TestCase):
         self.assertEqual(checks[f"{name} steps before steady"][2], "PASS")
         self.assertEqual(checks[f"{name} slowest step before steady vs demand-lru"][2], "PASS")
         self.assertEqual(checks["pool gpt2-small learned at peak/1.5 (15.8G) migration out / in vs S"][2], "PASS")
+        # Where the step's work was queued: information, with its share of the step; absent without it.
+        self.assertNotIn(f"{name} step's work queued", checks)
+        checks = found([dict(row("default", 1040.0, quick), median_issued_ms=1010.0)])
+        self.assertEqual(checks[f"{name} step's work queued"], ("1010.0 ms of 1040.0 (97%)", "-", "info"))
         # Without demand-lru the slowest step is information; steady from the first step: nothing before.
         checks = found([row("default", 538.5, quick)])
         self.assertEqual(checks[f"{name} slowest step before steady"][2], "info")
