@@ -35,14 +35,20 @@ std::vector<uint64_t> period_bounds(const std::optional<trace::IterationPeriod>&
 
 } // namespace
 
-std::vector<uint64_t> iteration_bounds(const trace::Trace& trace) {
+std::vector<uint64_t> iteration_bounds(const trace::Trace& trace,
+                                       const std::optional<trace::IterationPeriod>& detected) {
     const uint64_t launches = trace.launches.size();
     if (trace.iterations.size() >= 2) {
         std::vector<uint64_t> starts;
         for (const trace::Iteration& mark : trace.iterations) starts.push_back(mark.launches_before);
         return close_bounds(std::move(starts), launches);
     }
-    return period_bounds(trace::detect_iteration_period(trace), launches);
+    return period_bounds(detected, launches);
+}
+
+std::vector<uint64_t> iteration_bounds(const trace::Trace& trace) {
+    // Marks need no detection.
+    return iteration_bounds(trace, trace.iterations.size() >= 2 ? std::nullopt : trace::detect_iteration_period(trace));
 }
 
 std::vector<uint64_t> recording_iteration_bounds(const trace::Trace& trace) {

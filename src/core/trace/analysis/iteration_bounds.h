@@ -3,6 +3,7 @@
 // the loop seed all cut a trace at these bounds.
 #pragma once
 
+#include "core/trace/analysis/iteration_period.h"
 #include "core/trace/format/model.h"
 
 #include <cstdint>
@@ -16,6 +17,10 @@ namespace uvmp {
 // marks, else from the detected period; a trailing partial iteration is left
 // out. Empty when fewer than one full iteration is found.
 std::vector<uint64_t> iteration_bounds(const trace::Trace& trace);
+// The same where the caller holds detect_iteration_period(trace) already: the
+// detection is not run again.
+std::vector<uint64_t> iteration_bounds(const trace::Trace& trace,
+                                       const std::optional<trace::IterationPeriod>& detected);
 // The same for a trace recorded from the middle of a run (trace::MemoryRecorder),
 // where only steps will do: empty unless the marks give two full iterations,
 // or the detected period gives two and explains the whole recording but for

@@ -198,7 +198,7 @@ TraceSummary summarize(const Trace& trace) {
     if (summary.period && summary.period->period > 0 && summary.period->first_launch < trace.launches.size()) {
         summary.iteration = measure_iteration(trace, *summary.period, changes);
     }
-    const std::vector<uint64_t> bounds = iteration_bounds(trace);
+    const std::vector<uint64_t> bounds = iteration_bounds(trace, summary.period);
     summary.step_times = summarize_step_times(uvmp::step_times(trace, bounds));
     summary.dropped_records = trace.dropped_records;
     return summary;
