@@ -6,6 +6,7 @@
 namespace uvmp::tools {
 
 void register_info(CLI::App& app);
+void register_compare(CLI::App& app);
 void register_dump(CLI::App& app);
 void register_export(CLI::App& app);
 void register_simulate(CLI::App& app);

@@ -15,9 +15,10 @@ constexpr int kExitBadUsage = 2;
 } // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app("uvmtrace: inspect, simulate, replay, export and trim uvmprefetch access traces", "uvmtrace");
+    CLI::App app("uvmtrace: inspect, compare, simulate, replay, export and trim uvmprefetch access traces", "uvmtrace");
     app.require_subcommand(1);
     uvmp::tools::register_info(app);
+    uvmp::tools::register_compare(app);
     uvmp::tools::register_dump(app);
     uvmp::tools::register_export(app);
     uvmp::tools::register_simulate(app);
