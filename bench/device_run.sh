@@ -222,6 +222,24 @@ show_gpu() {
     nvidia-smi -L || echo "nvidia-smi -L failed"
     nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,memory.free --format=csv ||
         echo "nvidia-smi memory query failed"
+    show_host
+}
+
+# The host's NUMA nodes and the one the GPU hangs off: kernels reading host memory
+# and evictions populating host pages run at the rate of the node the pages land on,
+# which differs from host to host.
+show_host() {
+    echo "### host"
+    local nodes bus sysfs gpu_node
+    nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' 2>/dev/null | wc -l)
+    bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null | head -1)
+    # nvidia-smi gives an 8-digit PCI domain, sysfs a 4-digit one, in lower case.
+    sysfs=$(echo "${bus#????}" | tr '[:upper:]' '[:lower:]')
+    gpu_node=$(cat "/sys/bus/pci/devices/$sysfs/numa_node" 2>/dev/null || echo unknown)
+    echo "CPUs: $(nproc), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+    echo "NUMA nodes: $nodes; the GPU ($bus): node $gpu_node (-1: none reported)"
+    nvidia-smi topo -m 2>/dev/null || echo "nvidia-smi topo -m failed"
+    add_row "host NUMA nodes / the GPU's node" "$nodes / $gpu_node" "-" info
 }
 
 check_build() {

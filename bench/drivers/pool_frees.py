@@ -61,6 +61,7 @@ Exit status 0 when every run that was started succeeded and every loss list equa
 """
 
 import argparse
+import json
 import math
 import os
 import re
@@ -78,6 +79,9 @@ from pool_report import homes_choice_text, mode_label, notes, print_rows, save, 
 
 
 # ---------------------------------------------------------------- the runs
+
+# Kernels of `uvmtrace compare` a report keeps: those that grew most.
+KERNELS_KEPT = 8
 
 class PoolBench(Bench):
     def __init__(self, args, workdir):
@@ -160,13 +164,22 @@ class PoolBench(Bench):
         elif entry.get("pressure") is not None:
             # The default mode adds nothing: whatever the library does by default with a budget.
             wrapper += PRESSURE_OPTIONS[mode]
+        if self.traced(entry):
+            wrapper += ["--trace-out", self.run_trace_pattern(run_id or "RUN")]
         return wrapper + ["--"] + command
 
-    def env_for(self, mode):
+    def traced(self, entry):
+        """Whether a run records its trace with kernel timings for `uvmtrace compare` (--trace-modes)."""
+        return entry.get("pressure") is not None and entry["mode"] in self.args.trace_modes
+
+    def run_trace_pattern(self, run_id):
+        return os.path.join(self.workdir, f"{run_id}.trace.%p.uvmt")
+
+    def env_for(self, mode, traced=False):
         if mode in WITHOUT_LIBRARY:
             return self.native_env
-        if mode == "record":
-            return dict(self.uvmrun_env, UVMP_TRACE_TIMING="1")
+        if mode == "record" or traced:
+            return dict(self.uvmrun_env, UVMP_TRACE_TIMING="1", **DEFAULT_WITH.get(mode, {}))
         if mode in DEFAULT_WITH:
             return dict(self.uvmrun_env, **DEFAULT_WITH[mode])
         return self.uvmrun_env
@@ -203,7 +216,7 @@ class PoolBench(Bench):
         record["command"] = command
         print(f"--- {run_id}: {mode_label(mode, entry.get('pressure'))}, budget {label} (timeout {timeout:.0f} s, "
               f"{self.clock.elapsed():.0f} s elapsed)\n$ {' '.join(command)}", flush=True)
-        output = self.execute_run(record, command, timeout, self.env_for(mode))
+        output = self.execute_run(record, command, timeout, self.env_for(mode, self.traced(entry)))
         record["log"] = os.path.join(self.workdir, f"{run_id}.log")
         with open(record["log"], "w", encoding="utf-8") as log:
             log.write(output)
@@ -221,10 +234,32 @@ class PoolBench(Bench):
             self.measured_s[measured_key(entry)] = record["wall_s"]
         if mode == "record" and record["status"] == "ok":
             self.trace = largest_file(os.path.join(self.workdir, f"{workload}.trace.*.uvmt"))
+        if self.traced(entry) and record["status"] == "ok":
+            record["kernel_growth"] = self.compare_with_recording(run_id)
         if pressured and record["status"] == "ok" and SIMULATED_HOMES.get(mode) == "auto":
             record["sim_run_homes"] = self.simulate_run_homes(record, budget)
         self.print_run_end(record)
         return record
+
+    def compare_with_recording(self, run_id):
+        """`uvmtrace compare` of the run's trace against the recording run's: each one's last step
+        with every launch timed (the run's steady state), and the kernels the run's grew in most."""
+        run_trace = largest_file(self.run_trace_pattern(run_id).replace("%p", "*"))
+        if not self.trace or not run_trace:
+            return {"problem": "no trace " + ("of the recording run" if not self.trace else "of this run")}
+        command = [self.args.uvmtrace, "compare", self.trace, run_trace, "--json"]
+        print(f"$ {' '.join(command)}", flush=True)
+        status, output = execute(command, self.args.simulate_timeout_s)
+        try:
+            result = json.loads(output) if status == 0 else None
+        except json.JSONDecodeError:
+            result = None
+        if result is None:
+            print(f"uvmtrace compare failed: {output.strip()[-400:]}", flush=True)
+            return {"problem": f"uvmtrace compare: exit {status}"}
+        kernels = result["kernels"]
+        return {"trace": run_trace, "base": result["base"], "run": result["run"], "kernels": kernels[:KERNELS_KEPT],
+                "other_grown_ns": sum(k["grown_ns"] for k in kernels[KERNELS_KEPT:])}
 
     def simulate_mode(self, mode, budget, extra=(), link=None):
         """`uvmtrace simulate` of the recorded trace as a library pressure mode runs: its policy, or
@@ -387,6 +422,11 @@ def parse_arguments(argv=None):
                              "with UVMP_REMOTE_TRIAL=0: the homes the timing prior chose, untried) and no-layout (the "
                              "default with UVMP_STEP_LAYOUT=off: blocks placed as they come, never by a layout "
                              "planned for the step)")
+    parser.add_argument("--trace-modes", default="",
+                        help="library pressure modes whose runs also record their trace with kernel timings "
+                             "(UVMP_TRACE_TIMING=1, which costs each launch a little), set against the recording "
+                             "run's by `uvmtrace compare`: which kernels the steady step grew in (comma-separated; "
+                             "default none)")
     parser.add_argument("--pressure-warmup", type=int, default=8,
                         help="untimed steps under pressure (default 8: the default mode learns its homes in them, "
                              "from the step that goes over the budget, two steps recorded and the search while "
@@ -426,6 +466,11 @@ def parse_arguments(argv=None):
     if unknown:
         parser.error(f"--pressure-policies: {', '.join(unknown)} unknown; choose from {', '.join(PRESSURE_MODES)}")
     args.pressure_policies = list(dict.fromkeys(args.pressure_policies))
+    args.trace_modes = [m.strip() for m in args.trace_modes.split(",") if m.strip()]
+    unknown = [m for m in args.trace_modes if m not in LIBRARY_PRESSURE_MODES or m == "host-homes"]
+    if unknown:
+        parser.error(f"--trace-modes: {', '.join(unknown)} cannot be traced; choose from "
+                     f"{', '.join(m for m in LIBRARY_PRESSURE_MODES if m != 'host-homes')}")
     if not args.pressure_workload:
         args.pressure_policies = []
     args.pressure_budgets = list(dict.fromkeys(b.strip() for b in args.pressure_budget.split(",") if b.strip()))

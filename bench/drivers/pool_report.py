@@ -12,6 +12,10 @@ from pool_modes import (ASYNC_BACKEND, DEFAULT_PRESSURE_LABEL, DEFAULT_RATIO_GOA
                         WITHOUT_LIBRARY)
 
 
+# Of a kernel's (mangled) name, what a report's note shows.
+KERNEL_NAME_SHOWN = 60
+
+
 def check(what, value, goal, passed, skip=False):
     """One line of the final table: a goal of "-" makes it information; a target that could
     not be judged (passed None) fails unless skip says that its runs were not made."""
@@ -327,7 +331,7 @@ def build_report(bench):
                      "pressure_policies": args.pressure_policies, "pressure_warmup": args.pressure_warmup,
                      "pressure_steps": args.pressure_steps, "record_warmup": args.record_warmup,
                      "record_steps": args.record_steps, "fit_factor": args.fit_factor,
-                     "sim_repeat_last": args.sim_repeat_last,
+                     "sim_repeat_last": args.sim_repeat_last, "trace_modes": args.trace_modes,
                      "timeout_s": args.timeout_s,
                      "pressure_timeout_s": args.pressure_timeout_s, "deadline_s": args.deadline_s},
         "goals": {"default_ratio": DEFAULT_RATIO_GOAL, "fit_ratio": FIT_RATIO_GOAL,
@@ -493,11 +497,35 @@ def notes(report):
             if row["mode"] == "default" and row["pressure"] is not None and row["runs_started"]:
                 lines.append(f"Host homes of {mode_label('default', row['pressure'])} at {row['pressure']}: "
                              + host_homes_text(row.get("host_homes")) + ".")
+        for run in report["runs"]:
+            if run.get("kernel_growth"):
+                lines.append(kernel_growth_text(run))
         lines.append(
             f"Simulated with `uvmtrace simulate --repeat-last {settings['sim_repeat_last']}` on the trace of the "
             "recording run: " + ("; ".join(simulation_text(key, s) for key, s in report["simulations"].items())
                                  or "not yet") + ".")
     return lines
+
+
+def kernel_growth_text(run):
+    """A traced run's `uvmtrace compare` against the recording run (pool_frees.py --trace-modes)."""
+    growth = run["kernel_growth"]
+    head = (f"Kernel growth of {mode_label(run['mode'], run.get('pressure'))} at {run.get('pressure')} ({run['id']}, "
+            "recorded with kernel timings; `uvmtrace compare` of its last step whose every launch was timed against "
+            "the recording run's)")
+    if growth.get("problem"):
+        return f"{head}: not had ({growth['problem']})."
+    ms = 1e-6
+    base, measured = growth["base"], growth["run"]
+    kernels = "; ".join(
+        f"{k['kernel'][:KERNEL_NAME_SHOWN]} {k['grown_ns'] * ms:+.1f} ms ({k['run_launches']} launches, "
+        f"{k['base_ns'] * ms:.1f} to {k['run_ns'] * ms:.1f} ms, {k['run_named_bytes'] / 1e9:.2f} GB named"
+        + (f", {k['run_named_bytes'] / k['grown_ns']:.1f} GB/s over the growth" if k["grown_ns"] > 0 else "") + ")"
+        for k in growth["kernels"])
+    return (f"{head}: step {measured['step']}, {fmt(measured['call_ns'] * ms, 1)} ms from its first launch call to "
+            f"the next step's, kernels {fmt(measured['kernel_ns'] * ms, 1)} ms, against the recording's step "
+            f"{base['step']}, {fmt(base['call_ns'] * ms, 1)} and {fmt(base['kernel_ns'] * ms, 1)} ms. Grew most: "
+            f"{kernels}; the other kernels {growth['other_grown_ns'] * ms:+.1f} ms.")
 
 
 def markdown(report):

@@ -146,6 +146,17 @@ import json, os, sys
 if os.environ.get("FAKE_UVMTRACE_CALLS"):
     with open(os.environ["FAKE_UVMTRACE_CALLS"], "a", encoding="utf-8") as calls:
         calls.write(json.dumps(sys.argv[1:]) + "\n")
+# uvmtrace compare --json: nine kernels, the first grown by 400 ms over 8 GB named.
+if sys.argv[1] == "compare":
+    kernels = [{"kernel": "gemm_kernel", "base_launches": 10, "run_launches": 10, "base_ns": 50_000_000,
+                "run_ns": 450_000_000, "grown_ns": 400_000_000, "run_named_bytes": 8 * 10**9}]
+    kernels += [{"kernel": f"k{i}", "base_launches": 1, "run_launches": 1, "base_ns": 1_000_000,
+                 "run_ns": 2_000_000, "grown_ns": 1_000_000, "run_named_bytes": 0} for i in range(8)]
+    step = {"file": sys.argv[3], "step": 12, "full_steps": 13, "first_launch": 1250, "launches": 100,
+            "timed_launches": 100, "call_ns": 650_000_000, "kernel_ns": 600_000_000}
+    base = dict(step, file=sys.argv[2], step=2, full_steps=3, call_ns=100_000_000, kernel_ns=95_000_000)
+    print(json.dumps({"base": base, "run": step, "kernels": kernels}))
+    sys.exit(0)
 policy = sys.argv[sys.argv.index("--policy") + 1]
 budget = int(sys.argv[sys.argv.index("--budget") + 1].rstrip("M")) * 2**20
 homes = sys.argv[sys.argv.index("--homes") + 1] if "--homes" in sys.argv else None
@@ -320,6 +331,27 @@ class PureLogic(unittest.TestCase):
         saving = options("save-on-cpu", "16G")
         self.assertEqual(saving[saving.index("--memory-cap") + 1], str(16 * GIB))
         self.assertNotIn(args.uvmrun, saving)
+
+    def test_traced_mode_records_with_kernel_timings(self):
+        args = pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__, "--trace-modes", "default",
+                                           "--pressure-policies", "default,learned"])
+        bench = pool_frees.PoolBench(args, tempfile.mkdtemp(prefix="pool-frees-test-"))
+        plan = pool_modes.make_plan(args)
+        default = next(e for e in plan if e.get("mode") == "default" and e.get("pressure") == "16G")
+        learned = next(e for e in plan if e.get("mode") == "learned")
+        unpressured = next(e for e in plan if e.get("mode") == "default" and e.get("pressure") is None)
+        command = bench.command_for(default, "run05-gpt2-small-default")
+        self.assertEqual(command[command.index("--trace-out") + 1],
+                         os.path.join(bench.workdir, "run05-gpt2-small-default.trace.%p.uvmt"))
+        self.assertEqual(bench.env_for("default", bench.traced(default))["UVMP_TRACE_TIMING"], "1")
+        for entry in (learned, unpressured):
+            self.assertFalse(bench.traced(entry))
+            self.assertNotIn("--trace-out", bench.command_for(entry, "run"))
+        self.assertNotIn("UVMP_TRACE_TIMING", bench.env_for("learned"))
+        # Only the library's modes that learn or migrate in the run can be traced.
+        for mode in ("save-on-cpu", "host-homes", "fast"):
+            with self.assertRaises(SystemExit), redirect_stderr(io.StringIO()):
+                pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__, "--trace-modes", mode])
 
     def test_offload_mode_in_the_plan(self):
         args = pool_frees.parse_arguments(["--uvmrun", __file__, "--uvmtrace", __file__, "--workloads", "none",
@@ -627,6 +659,24 @@ class WholeRun(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(workdir, "pool.md")))
         self.assertTrue(any(name.endswith(".log") for name in os.listdir(workdir)))
         self.assertIn("=== managed pool, frees visible", printed)
+
+    def test_traced_default_set_against_the_recording(self):
+        status, report, printed, workdir = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
+                                                          "--workloads", "gpt2-small", "--trace-modes", "default")
+        self.assertEqual(status, 0, printed)
+        run = [r for r in report["runs"] if r["mode"] == "default" and r["pressure"] == "16G"][0]
+        growth = run["kernel_growth"]
+        self.assertEqual(growth["trace"], os.path.join(workdir, f"{run['id']}.trace.{growth['trace'].split('.')[-2]}.uvmt"))
+        self.assertEqual([k["kernel"] for k in growth["kernels"]], ["gemm_kernel"] + [f"k{i}" for i in range(7)])
+        self.assertEqual(growth["other_grown_ns"], 1_000_000)
+        self.assertNotIn("kernel_growth", [r for r in report["runs"] if r["mode"] == "learned"][0])
+        with open(os.path.join(workdir, "pool.md"), encoding="utf-8") as markdown:
+            text = markdown.read()
+        self.assertIn("Kernel growth of default (learned, homes learned in the run) at 16G", text)
+        self.assertIn("step 12, 650.0 ms from its first launch call to the next step's, kernels 600.0 ms, against "
+                      "the recording's step 2, 100.0 and 95.0 ms. Grew most: gemm_kernel +400.0 ms (10 launches, "
+                      "50.0 to 450.0 ms, 8.00 GB named, 20.0 GB/s over the growth)", text)
+        self.assertIn("the other kernels +1.0 ms.", text)
 
     def test_rows_for_the_device_script(self):
         _, _, _, workdir = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
