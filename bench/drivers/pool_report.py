@@ -522,10 +522,12 @@ def kernel_growth_text(run):
         f"{k['base_ns'] * ms:.1f} to {k['run_ns'] * ms:.1f} ms, {k['run_named_bytes'] / 1e9:.2f} GB named"
         + (f", {k['run_named_bytes'] / k['grown_ns']:.1f} GB/s over the growth" if k["grown_ns"] > 0 else "") + ")"
         for k in growth["kernels"])
-    return (f"{head}: step {measured['step']}, {fmt(measured['call_ns'] * ms, 1)} ms from its first launch call to "
-            f"the next step's, kernels {fmt(measured['kernel_ns'] * ms, 1)} ms, against the recording's step "
-            f"{base['step']}, {fmt(base['call_ns'] * ms, 1)} and {fmt(base['kernel_ns'] * ms, 1)} ms. Grew most: "
-            f"{kernels}; the other kernels {growth['other_grown_ns'] * ms:+.1f} ms.")
+    def call(step):  # 0: no launch came after the step to end it
+        return fmt(step["call_ns"] * ms, 1) if step["call_ns"] else "untimed"
+    return (f"{head}: step {measured['step']}, {call(measured)} ms from its first launch call to the next step's, "
+            f"kernels {fmt(measured['kernel_ns'] * ms, 1)} ms, against the recording's step {base['step']}, "
+            f"{call(base)} and {fmt(base['kernel_ns'] * ms, 1)} ms. Grew most: {kernels}; the other kernels "
+            f"{growth['other_grown_ns'] * ms:+.1f} ms.")
 
 
 def markdown(report):
