@@ -65,6 +65,7 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 
 from bench_common import (GIB, MIB, TRAIN_SCRIPT, TRAIN_WORKLOADS, Bench, add_link_arguments, add_output_arguments,
@@ -249,14 +250,19 @@ class PoolBench(Bench):
             return {"problem": "no trace " + ("of the recording run" if not self.trace else "of this run")}
         command = [self.args.uvmtrace, "compare", self.trace, run_trace, "--json"]
         print(f"$ {' '.join(command)}", flush=True)
-        status, output = execute(command, self.args.simulate_timeout_s)
+        # Standard output alone: a line on standard error (a trace cut short, say) must not spoil the JSON.
         try:
-            result = json.loads(output) if status == 0 else None
-        except json.JSONDecodeError:
-            result = None
+            completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       timeout=self.args.simulate_timeout_s)
+            result = json.loads(completed.stdout) if completed.returncode == 0 else None
+            problem = None if result else f"exit {completed.returncode}: {completed.stderr.strip()[-400:]}"
+        except subprocess.TimeoutExpired:
+            result, problem = None, f"timed out after {self.args.simulate_timeout_s:g} s"
+        except (OSError, json.JSONDecodeError) as error:
+            result, problem = None, str(error)
         if result is None:
-            print(f"uvmtrace compare failed: {output.strip()[-400:]}", flush=True)
-            return {"problem": f"uvmtrace compare: exit {status}"}
+            print(f"uvmtrace compare failed: {problem}", flush=True)
+            return {"problem": f"uvmtrace compare: {problem}"}
         kernels = result["kernels"]
         return {"trace": run_trace, "base": result["base"], "run": result["run"], "kernels": kernels[:KERNELS_KEPT],
                 "other_grown_ns": sum(k["grown_ns"] for k in kernels[KERNELS_KEPT:])}

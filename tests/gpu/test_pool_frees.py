@@ -147,6 +147,8 @@ if os.environ.get("FAKE_UVMTRACE_CALLS"):
     with open(os.environ["FAKE_UVMTRACE_CALLS"], "a", encoding="utf-8") as calls:
         calls.write(json.dumps(sys.argv[1:]) + "\n")
 # uvmtrace compare --json: nine kernels, the first grown by 400 ms over 8 GB named.
+if sys.argv[1] == "compare" and os.environ.get("FAKE_COMPARE_FAILS") == "1":
+    sys.exit("uvmtrace compare: no full step has every launch timed")
 if sys.argv[1] == "compare":
     kernels = [{"kernel": "gemm_kernel", "base_launches": 10, "run_launches": 10, "base_ns": 50_000_000,
                 "run_ns": 450_000_000, "grown_ns": 400_000_000, "run_named_bytes": 8 * 10**9}]
@@ -677,6 +679,18 @@ class WholeRun(unittest.TestCase):
                       "the recording's step 2, 100.0 and 95.0 ms. Grew most: gemm_kernel +400.0 ms (10 launches, "
                       "50.0 to 450.0 ms, 8.00 GB named, 20.0 GB/s over the growth)", text)
         self.assertIn("the other kernels +1.0 ms.", text)
+
+    def test_traced_run_whose_comparison_fails(self):
+        status, report, printed, workdir = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
+                                                          "--workloads", "gpt2-small", "--trace-modes", "default",
+                                                          env={"FAKE_COMPARE_FAILS": "1"})
+        self.assertEqual(status, 0, printed)
+        with open(os.path.join(workdir, "pool.md"), encoding="utf-8") as markdown:
+            self.assertIn("at 16G (run", markdown.read())
+        run = [r for r in report["runs"] if r["mode"] == "default" and r["pressure"] == "16G"][0]
+        self.assertEqual(run["kernel_growth"],
+                         {"problem": "uvmtrace compare: exit 1: uvmtrace compare: no full step has every launch timed"})
+        self.assertIn("not had (uvmtrace compare: exit 1", pool_report.kernel_growth_text(run))
 
     def test_rows_for_the_device_script(self):
         _, _, _, workdir = self.run_bench("--rounds", "1", "--steps", "2", "--warmup", "1",
