@@ -171,6 +171,12 @@ def simulate(uvmtrace, trace, budget_bytes, policy, h2d_gbps, d2h_gbps, timeout,
                "--link-prefetch-gbps", str(h2d_gbps), "--link-evict-gbps", str(d2h_gbps)] + list(extra)
     if repeat_last:
         command += ["--repeat-last", str(repeat_last)]
+    return json_of(command, timeout, "uvmtrace simulate")
+
+
+def json_of(command, timeout, what):
+    """(result, problem) of a command that prints one JSON object: its standard output alone is
+    read, so that a line on standard error (a trace cut short, say) does not spoil it."""
     print(f"$ {' '.join(command)}", flush=True)
     try:
         completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -182,7 +188,7 @@ def simulate(uvmtrace, trace, budget_bytes, policy, h2d_gbps, d2h_gbps, timeout,
     except (OSError, json.JSONDecodeError) as error:
         result, problem = None, str(error)
     if result is None:
-        print(f"uvmtrace simulate failed: {problem}", flush=True)
+        print(f"{what} failed: {problem}", flush=True)
     return result, problem
 
 

@@ -61,15 +61,13 @@ Exit status 0 when every run that was started succeeded and every loss list equa
 """
 
 import argparse
-import json
 import math
 import os
 import re
-import subprocess
 import sys
 
 from bench_common import (GIB, MIB, TRAIN_SCRIPT, TRAIN_WORKLOADS, Bench, add_link_arguments, add_output_arguments,
-                          check_program_paths, execute, largest_file, link_probe_plan_text, parse_size,
+                          check_program_paths, execute, json_of, largest_file, link_probe_plan_text, parse_size,
                           print_timed_plan, run_driver, simulate, training_summary)
 from pool_figures import format_gib, median_of, resolve_pressure, simulation_key
 from pool_modes import (ALLOC_CONF_NAMES, ASYNC_BACKEND, CAPPED_OPTIONS, DEFAULT_PRESSURE_MODES, DEFAULT_WITH,
@@ -249,19 +247,8 @@ class PoolBench(Bench):
         if not self.trace or not run_trace:
             return {"problem": "no trace " + ("of the recording run" if not self.trace else "of this run")}
         command = [self.args.uvmtrace, "compare", self.trace, run_trace, "--json"]
-        print(f"$ {' '.join(command)}", flush=True)
-        # Standard output alone: a line on standard error (a trace cut short, say) must not spoil the JSON.
-        try:
-            completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                       timeout=self.args.simulate_timeout_s)
-            result = json.loads(completed.stdout) if completed.returncode == 0 else None
-            problem = None if result else f"exit {completed.returncode}: {completed.stderr.strip()[-400:]}"
-        except subprocess.TimeoutExpired:
-            result, problem = None, f"timed out after {self.args.simulate_timeout_s:g} s"
-        except (OSError, json.JSONDecodeError) as error:
-            result, problem = None, str(error)
+        result, problem = json_of(command, self.args.simulate_timeout_s, "uvmtrace compare")
         if result is None:
-            print(f"uvmtrace compare failed: {problem}", flush=True)
             return {"problem": f"uvmtrace compare: {problem}"}
         kernels = result["kernels"]
         return {"trace": run_trace, "base": result["base"], "run": result["run"], "kernels": kernels[:KERNELS_KEPT],
