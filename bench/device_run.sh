@@ -7,8 +7,10 @@
 #   OUT        where results go (default ./device-out): device.log (everything printed),
 #              overhead.json, probe.json, summary.json
 #   PROBE=1    also run the probes first: wait-or-fault (data needed now: fault, prefetch and
-#              wait, or both), populate (fresh managed memory placed three ways) and slab free
-#              (giving a managed slab back against evicting it): probe.json, slab_free.json
+#              wait, or both), populate (fresh managed memory placed three ways), slab free
+#              (giving a managed slab back against evicting it) and host home (a new host
+#              home's first write against its pages made ahead): probe.json, slab_free.json,
+#              host_home.json
 #   TRACES=1   also record the bundled example traces (resnet50 b256, GPT-2 small b16) with
 #              kernel timing into $OUT, and run uvmtrace info on each
 #   OVERSUB=1  also run the oversubscription benchmark (bench/drivers/oversubscription.py) last:
@@ -137,6 +139,7 @@ EMPTY_LAUNCH=$BUILD/bench/empty_launch
 POPULATE_PROBE=$BUILD/bench/populate_probe
 WAIT_OR_FAULT_PROBE=$BUILD/bench/wait_or_fault_probe
 SLAB_FREE_PROBE=$BUILD/bench/slab_free_probe
+HOST_HOME_PROBE=$BUILD/bench/host_home_probe
 LINK_PROBE=$BUILD/bench/link_probe
 CHECK_GPU=$REPO_ROOT/tests/gpu/check_gpu.py
 
@@ -247,7 +250,7 @@ check_build() {
     echo "### build directory $BUILD"
     local missing=0 path
     for path in "$UVMRUN" "$UVMTRACE" "$LIBRARY" "$LAYERS_STATIC" "$LAYERS_SHARED" "$EMPTY_LAUNCH" "$POPULATE_PROBE" \
-        "$WAIT_OR_FAULT_PROBE" "$SLAB_FREE_PROBE" "$LINK_PROBE"; do
+        "$WAIT_OR_FAULT_PROBE" "$SLAB_FREE_PROBE" "$HOST_HOME_PROBE" "$LINK_PROBE"; do
         if [[ -f $path ]]; then
             echo "found   $path"
         else
@@ -299,6 +302,15 @@ probe_section() {
     for key in evict_ms free_ms free_busy_ms busy_kernel_ms populate_ms; do
         add_row "probe: 1 GiB managed, ${key%_ms} ms" "$(json_value "$OUT/slab_free.json" "$key")" "(measure)" \
             "$(verdict_of_status "$status")"
+    done
+
+    # A new host home written first by a kernel, against its pages made on the host ahead.
+    run_step "host home probe" 90 "$HOST_HOME_PROBE" 1
+    status=$STEP_STATUS
+    grep '^{"bytes"' "$STEP_OUTPUT" | tail -n 1 >"$OUT/host_home.json" || true
+    for key in first_write_gbps rewrite_gbps host_populate_gbps write_populated_gbps read_populated_gbps; do
+        add_row "probe: 1 GiB host home, ${key%_gbps} GB/s" "$(json_value "$OUT/host_home.json" "$key")" \
+            "(measure)" "$(verdict_of_status "$status")"
     done
 }
 

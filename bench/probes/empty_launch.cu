@@ -23,20 +23,13 @@ __global__ void empty_kernel(float* unused) {}
 }  // namespace
 
 int main(int argc, char** argv) {
-    long launches = 1000000;
     if (argc > 2) {
         std::fprintf(stderr, "usage: empty_launch [N]   (N launches, default 1000000)\n");
         return 2;
     }
-    if (argc == 2) {
-        const auto n = bench::whole_number_in(argv[1], 1, 1000000000L);
-        if (!n) {
-            std::fprintf(stderr, "empty_launch: invalid N '%s': expected a whole number from 1 to 1000000000\n",
-                         argv[1]);
-            return 2;
-        }
-        launches = *n;
-    }
+    const auto launches_argument = bench::number_argument(argc, argv, 1, "empty_launch", "N", 1, 1000000000L, 1000000);
+    if (!launches_argument) return 2;
+    const long launches = *launches_argument;
 
     // The first launch loads the module and creates the context's launch state; it is
     // kept out of the measurement.

@@ -66,20 +66,13 @@ double kernel_ms(cudaStream_t stream, Launch launch) {
 } // namespace
 
 int main(int argc, char** argv) {
-    size_t mib = 2048;
     if (argc > 2) {
         std::fprintf(stderr, "usage: link_probe [MiB, 1 to 4096]\n");
         return 2;
     }
-    if (argc == 2) {
-        const auto value = bench::whole_number_in(argv[1], 1, 4096);
-        if (!value) {
-            std::fprintf(stderr, "link_probe: invalid size '%s': expected a whole number of MiB from 1 to 4096\n",
-                         argv[1]);
-            return 2;
-        }
-        mib = static_cast<size_t>(*value);
-    }
+    const auto mib_argument = bench::number_argument(argc, argv, 1, "link_probe", "size in MiB", 1, 4096, 2048);
+    if (!mib_argument) return 2;
+    const size_t mib = static_cast<size_t>(*mib_argument);
     const size_t bytes = mib * kMiB;
     int device = 0;
     CUDA_CHECK(cudaSetDevice(device));

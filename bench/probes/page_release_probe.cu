@@ -43,15 +43,10 @@ int main(int argc, char** argv) {
         return 2;
     }
     const char* mode = argv[1];
-    size_t gib = 2;
-    if (argc == 3) {
-        const auto value = bench::whole_number_in(argv[2], 1, 4);
-        if (!value) {
-            std::fprintf(stderr, "page_release_probe: invalid size '%s': expected 1 to 4 (GiB per range)\n", argv[2]);
-            return 2;
-        }
-        gib = static_cast<size_t>(*value);
-    }
+    const auto gib_argument =
+        bench::number_argument(argc, argv, 2, "page_release_probe", "size in GiB per range", 1, 4, 2);
+    if (!gib_argument) return 2;
+    const size_t gib = static_cast<size_t>(*gib_argument);
     const size_t bytes = gib * kGiB;
 
     const int device = 0;

@@ -35,26 +35,19 @@ using bench::time_on_stream;
 
 
 void report(const char* path, size_t bytes, const Timing& timing) {
-    std::printf("%-17s %6.1f GB/s  (%.2f ms on the stream, host call %.2f ms)\n", path,
-                gigabytes_per_second(bytes, timing.gpu_ms), timing.gpu_ms, timing.host_call_ms);
+    bench::print_stream_timing(path, 17, bytes, timing);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    size_t gib_per_buffer = 2;
     if (argc > 2) {
         std::fprintf(stderr, "usage: populate_probe [GiB per buffer, 1 or 2]\n");
         return 2;
     }
-    if (argc == 2) {
-        const auto value = bench::whole_number_in(argv[1], 1, 2);
-        if (!value) {
-            std::fprintf(stderr, "populate_probe: invalid size '%s': expected 1 or 2 (GiB per buffer)\n", argv[1]);
-            return 2;
-        }
-        gib_per_buffer = static_cast<size_t>(*value);
-    }
+    const auto gib_argument = bench::number_argument(argc, argv, 1, "populate_probe", "size in GiB per buffer", 1, 2, 2);
+    if (!gib_argument) return 2;
+    const size_t gib_per_buffer = static_cast<size_t>(*gib_argument);
     const size_t bytes = gib_per_buffer * kGiB;
 
     int device = 0;

@@ -75,28 +75,15 @@ double timed_free(void* p) {
 } // namespace
 
 int main(int argc, char** argv) {
-    long gib = 1, rounds = 4;
     if (argc > 3) {
         std::fprintf(stderr, "usage: slab_free_probe [GiB per range, 1-4] [rounds, 1-8]\n");
         return 2;
     }
-    if (argc >= 2) {
-        const auto value = bench::whole_number_in(argv[1], 1, 4);
-        if (!value) {
-            std::fprintf(stderr, "slab_free_probe: invalid size '%s': expected 1 to 4 (GiB per range)\n", argv[1]);
-            return 2;
-        }
-        gib = *value;
-    }
-    if (argc == 3) {
-        const auto value = bench::whole_number_in(argv[2], 1, 8);
-        if (!value) {
-            std::fprintf(stderr, "slab_free_probe: invalid rounds '%s': expected 1 to 8\n", argv[2]);
-            return 2;
-        }
-        rounds = *value;
-    }
-    const size_t bytes = static_cast<size_t>(gib) * kGiB;
+    const auto gib = bench::number_argument(argc, argv, 1, "slab_free_probe", "size in GiB per range", 1, 4, 1);
+    if (!gib) return 2;
+    const auto rounds = bench::number_argument(argc, argv, 2, "slab_free_probe", "rounds", 1, 8, 4);
+    if (!rounds) return 2;
+    const size_t bytes = static_cast<size_t>(*gib) * kGiB;
 
     int device = 0;
     CUDA_CHECK(cudaSetDevice(device));
@@ -122,7 +109,7 @@ int main(int argc, char** argv) {
     Ranges r;
     const long long spin_cycles = static_cast<long long>(clock_khz) * 100; // about 100 ms
     double spin_alone_ms = 0.0;
-    for (long i = 0; i < rounds; ++i) {
+    for (long i = 0; i < *rounds; ++i) {
         double make_ms = 0.0, populate_ms = 0.0;
         void* a = resident_range(bytes, gpu, stream, &make_ms, &populate_ms);
         r.make_ms.push_back(make_ms);
@@ -174,7 +161,7 @@ int main(int argc, char** argv) {
                  busy_free = bench::median(r.free_busy_ms), mixed = bench::median(r.free_mixed_ms),
                  make = bench::median(r.make_ms), populate = bench::median(r.populate_ms),
                  beside = bench::median(r.launch_beside_free_ms);
-    std::printf("managed ranges of %ld GiB, median of %ld rounds:\n", gib, rounds);
+    std::printf("managed ranges of %ld GiB, median of %ld rounds:\n", *gib, *rounds);
     std::printf("evict      %8.2f ms  (%.1f GB/s)\n", evict, bench::gigabytes_per_second(bytes, evict));
     std::printf("free       %8.2f ms  (GPU idle)\n", freed);
     std::printf("free busy  %8.2f ms  (a kernel of %.0f ms running on another stream)\n", busy_free, spin_alone_ms);
@@ -185,6 +172,6 @@ int main(int argc, char** argv) {
     std::printf("{\"bytes\": %zu, \"rounds\": %ld, \"evict_ms\": %.3f, \"free_ms\": %.3f, \"free_busy_ms\": %.3f, "
                 "\"busy_kernel_ms\": %.3f, \"free_mixed_ms\": %.3f, \"launch_beside_free_ms\": %.3f, \"make_ms\": %.3f, "
                 "\"populate_ms\": %.3f}\n",
-                bytes, rounds, evict, freed, busy_free, spin_alone_ms, mixed, beside, make, populate);
+                bytes, *rounds, evict, freed, busy_free, spin_alone_ms, mixed, beside, make, populate);
     return 0;
 }

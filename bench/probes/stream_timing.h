@@ -7,6 +7,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <cstdio>
+
 namespace bench {
 
 struct StreamTiming {
@@ -30,6 +33,13 @@ StreamTiming time_on_stream(cudaStream_t stream, Issue issue) {
     CUDA_CHECK(cudaEventDestroy(before));
     CUDA_CHECK(cudaEventDestroy(after));
     return {host_call_ms, gpu_ms};
+}
+
+// One line: `path` padded to `width`, the GB/s of `bytes` over the stream's time,
+// and both times.
+inline void print_stream_timing(const char* path, int width, size_t bytes, const StreamTiming& timing) {
+    std::printf("%-*s %6.1f GB/s  (%.2f ms on the stream, host call %.2f ms)\n", width, path,
+                gigabytes_per_second(bytes, timing.gpu_ms), timing.gpu_ms, timing.host_call_ms);
 }
 
 } // namespace bench
