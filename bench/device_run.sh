@@ -6,11 +6,11 @@
 #              CUDA examples and the bench programs (default build-dev)
 #   OUT        where results go (default ./device-out): device.log (everything printed),
 #              overhead.json, probe.json, summary.json
-#   PROBE=1    also run the probes first: wait-or-fault (data needed now: fault, prefetch and
-#              wait, or both), populate (fresh managed memory placed three ways), slab free
-#              (giving a managed slab back against evicting it) and host home (a new host
-#              home's first write against its pages made ahead): probe.json, slab_free.json,
-#              host_home.json
+#   PROBE=1    also run the probes first, with any ONLY as well: wait-or-fault (data needed
+#              now: fault, prefetch and wait, or both), populate (fresh managed memory placed
+#              three ways), slab free (giving a managed slab back against evicting it) and host
+#              home (a new host home's first write against its pages made ahead): probe.json,
+#              slab_free.json, host_home.json
 #   TRACES=1   also record the bundled example traces (resnet50 b256, GPT-2 small b16) with
 #              kernel timing into $OUT, and run uvmtrace info on each
 #   OVERSUB=1  also run the oversubscription benchmark (bench/drivers/oversubscription.py) last:
@@ -645,6 +645,7 @@ main() {
     echo "uvmprefetch device run, $(date -u +%Y-%m-%dT%H:%M:%SZ), repository $REPO_ROOT, build $BUILD"
     show_gpu
     check_build
+    if [[ $PROBE == 1 ]]; then probe_section; fi
     if [[ $ONLY == oversub ]]; then
         oversub_section
     elif [[ $ONLY == pool ]]; then
@@ -658,7 +659,6 @@ main() {
     elif [[ $ONLY == robust ]]; then
         robust_section
     else
-        if [[ $PROBE == 1 ]]; then probe_section; fi
         gpu_tests
         if [[ $TRACES == 1 ]]; then traces_section; fi
         if [[ $ONLY != tests ]]; then benchmarks; fi
