@@ -47,8 +47,12 @@ __global__ void read_all(const unsigned int* data, size_t count, unsigned int* s
 }
 
 using Timing = bench::StreamTiming;
+
 using bench::gigabytes_per_second;
 using bench::time_on_stream;
+
+// The width of the path column of the printed lines.
+constexpr int kPathWidth = 16;
 
 // A fresh managed buffer advised as the library advises a host home.
 void* host_home(size_t bytes, int device) {
@@ -76,10 +80,6 @@ Timing populate_timed(cudaStream_t stream, void* buffer, size_t bytes) {
     cudaMemLocation host{};
     host.type = cudaMemLocationTypeHost;
     return time_on_stream(stream, [&] { CUDA_CHECK(cudaMemPrefetchAsync(buffer, bytes, host, 0, stream)); });
-}
-
-void report(const char* path, size_t bytes, const Timing& timing) {
-    bench::print_stream_timing(path, 16, bytes, timing);
 }
 
 }  // namespace
@@ -131,11 +131,11 @@ int main(int argc, char** argv) {
 
     std::printf("fresh host-homed managed buffers of %zu GiB each (prefer the host, mapped by device %d):\n",
                 gib_per_buffer, device);
-    report("first write", bytes, first_write);
-    report("rewrite", bytes, rewrite);
-    report("host populate", bytes, host_populate);
-    report("write populated", bytes, write_populated);
-    report("read populated", bytes, read_populated);
+    bench::print_stream_timing("first write", kPathWidth, bytes, first_write);
+    bench::print_stream_timing("rewrite", kPathWidth, bytes, rewrite);
+    bench::print_stream_timing("host populate", kPathWidth, bytes, host_populate);
+    bench::print_stream_timing("write populated", kPathWidth, bytes, write_populated);
+    bench::print_stream_timing("read populated", kPathWidth, bytes, read_populated);
     std::printf("{\"bytes\": %zu, \"first_write_gbps\": %.2f, \"rewrite_gbps\": %.2f, \"host_populate_gbps\": %.2f, "
                 "\"write_populated_gbps\": %.2f, \"read_populated_gbps\": %.2f, \"host_populate_call_ms\": %.2f}\n",
                 bytes, gigabytes_per_second(bytes, first_write.gpu_ms), gigabytes_per_second(bytes, rewrite.gpu_ms),

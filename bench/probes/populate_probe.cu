@@ -30,13 +30,12 @@ __global__ void first_touch(unsigned int* data, size_t count) {
 }
 
 using Timing = bench::StreamTiming;
+
 using bench::gigabytes_per_second;
 using bench::time_on_stream;
 
-
-void report(const char* path, size_t bytes, const Timing& timing) {
-    bench::print_stream_timing(path, 17, bytes, timing);
-}
+// The width of the path column of the printed lines.
+constexpr int kPathWidth = 17;
 
 }  // namespace
 
@@ -90,9 +89,9 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaStreamDestroy(stream));
 
     std::printf("fresh managed buffers of %zu GiB each, moved to device %d:\n", gib_per_buffer, device);
-    report("prefetch", bytes, prefetch);
-    report("discard+prefetch", bytes, discard_prefetch);
-    report("first touch", bytes, touch);
+    bench::print_stream_timing("prefetch", kPathWidth, bytes, prefetch);
+    bench::print_stream_timing("discard+prefetch", kPathWidth, bytes, discard_prefetch);
+    bench::print_stream_timing("first touch", kPathWidth, bytes, touch);
     std::printf("{\"bytes\": %zu, \"prefetch_gbps\": %.2f, \"discard_prefetch_gbps\": %.2f, "
                 "\"first_touch_gbps\": %.2f, \"prefetch_host_call_ms\": %.2f, "
                 "\"discard_prefetch_host_call_ms\": %.2f}\n",

@@ -63,8 +63,11 @@ ChosenStep choose_step(const trace::Trace& trace, const std::string& path, std::
     return chosen;
 }
 
-double ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
-double signed_ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+// Nanoseconds, counted or a signed difference, as milliseconds.
+template <typename Nanoseconds>
+double ms(Nanoseconds ns) {
+    return static_cast<double>(ns) / 1e6;
+}
 
 // The named bytes over the time a kernel grew by: about the link's remote read
 // rate where each named byte crossed it once, far below where a kernel re-read
@@ -94,13 +97,13 @@ void print_text(const ChosenStep& base, const ChosenStep& run, const StepCompari
     const size_t shown = std::min(top, c.kernels.size());
     fmt::print("kernel time {:+.1f} ms over {} kernels; the {} that grew most (named GB/s: the bytes the run's "
                "launches name over the time they grew by):\n",
-               signed_ms(grown), c.kernels.size(), shown);
+               ms(grown), c.kernels.size(), shown);
     fmt::print("{:>10} {:>10} {:>10} {:>9} {:>9} {:>10}  {}\n", "grown ms", "base ms", "run ms", "launches", "named GB",
                "named GB/s", "kernel");
     constexpr size_t kNameWidth = 70;
     for (size_t i = 0; i < shown; ++i) {
         const KernelStepTimes& k = c.kernels[i];
-        fmt::print("{:>+10.1f} {:>10.1f} {:>10.1f} {:>9} {:>9.2f} {:>10}  {}\n", signed_ms(k.grown_ns()), ms(k.base_ns),
+        fmt::print("{:>+10.1f} {:>10.1f} {:>10.1f} {:>9} {:>9.2f} {:>10}  {}\n", ms(k.grown_ns()), ms(k.base_ns),
                    ms(k.run_ns), k.base_launches == k.run_launches
                                      ? std::to_string(k.run_launches)
                                      : fmt::format("{}/{}", k.base_launches, k.run_launches),
@@ -110,7 +113,7 @@ void print_text(const ChosenStep& base, const ChosenStep& run, const StepCompari
     if (shown < c.kernels.size()) {
         int64_t rest = 0;
         for (size_t i = shown; i < c.kernels.size(); ++i) rest += c.kernels[i].grown_ns();
-        fmt::print("{:>+10.1f} over the other {} kernels\n", signed_ms(rest), c.kernels.size() - shown);
+        fmt::print("{:>+10.1f} over the other {} kernels\n", ms(rest), c.kernels.size() - shown);
     }
 }
 

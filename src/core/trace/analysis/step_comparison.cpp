@@ -15,6 +15,32 @@ std::string kernel_name(const trace::Trace& trace, uint32_t kernel) {
     return "(kernel " + std::to_string(kernel) + ", unnamed)";
 }
 
+// One trace's kernels as entries of the comparison, matched by name across the
+// two traces; each kernel id's name is looked up once, not once a launch.
+class KernelEntries {
+public:
+    KernelEntries(const trace::Trace& trace, std::vector<KernelStepTimes>& kernels,
+                  std::unordered_map<std::string, size_t>& by_name)
+        : trace_(trace), kernels_(kernels), by_name_(by_name) {}
+
+    KernelStepTimes& of(uint32_t kernel) {
+        auto id = by_id_.find(kernel);
+        if (id == by_id_.end()) {
+            const std::string name = kernel_name(trace_, kernel);
+            const auto [named, added] = by_name_.emplace(name, kernels_.size());
+            if (added) kernels_.push_back({.kernel = name});
+            id = by_id_.emplace(kernel, named->second).first;
+        }
+        return kernels_[id->second];
+    }
+
+private:
+    const trace::Trace& trace_;
+    std::vector<KernelStepTimes>& kernels_;
+    std::unordered_map<std::string, size_t>& by_name_;
+    std::unordered_map<uint32_t, size_t> by_id_;
+};
+
 StepTime step_time(const trace::Trace& trace, LaunchRange step) {
     if (step.begin > step.end || step.end > trace.launches.size())
         throw std::invalid_argument("compare_steps: a step lies outside its trace's launches");
@@ -29,22 +55,19 @@ StepComparison compare_steps(const trace::Trace& base, LaunchRange base_step, co
     out.base = step_time(base, base_step);
     out.run = step_time(run, run_step);
 
-    std::unordered_map<std::string, size_t> index;
-    auto entry = [&](const std::string& name) -> KernelStepTimes& {
-        const auto [it, added] = index.emplace(name, out.kernels.size());
-        if (added) out.kernels.push_back({.kernel = name});
-        return out.kernels[it->second];
-    };
+    std::unordered_map<std::string, size_t> by_name;
+    KernelEntries base_entry{base, out.kernels, by_name};
     for (uint64_t i = base_step.begin; i < base_step.end; ++i) {
         const trace::Launch& launch = base.launches[i];
-        KernelStepTimes& k = entry(kernel_name(base, launch.kernel_id));
+        KernelStepTimes& k = base_entry.of(launch.kernel_id);
         ++k.base_launches;
         k.base_ns += launch.duration_ns;
     }
+    KernelEntries run_entry{run, out.kernels, by_name};
     const trace::ManagedBytes managed(run);
     for (uint64_t i = run_step.begin; i < run_step.end; ++i) {
         const trace::Launch& launch = run.launches[i];
-        KernelStepTimes& k = entry(kernel_name(run, launch.kernel_id));
+        KernelStepTimes& k = run_entry.of(launch.kernel_id);
         ++k.run_launches;
         k.run_ns += launch.duration_ns;
         k.run_named_bytes += managed.of(launch);
