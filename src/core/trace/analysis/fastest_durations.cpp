@@ -17,6 +17,7 @@ CleanedDurations use_fastest_durations(Trace& trace, const LaunchWaits& waits, d
     constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
     struct Least {
         uint64_t unwaited = kNone;
+        uint64_t any = kNone;        // over every timed launch, waited or not
         uint64_t less_waits = kNone; // over the launches that waited
         uint64_t taken_off = 0;      // the most a wait took off one of them
     };
@@ -29,6 +30,7 @@ CleanedDurations use_fastest_durations(Trace& trace, const LaunchWaits& waits, d
         kinds.push_back(kind_of(launch, managed));
         if (launch.duration_ns == 0) continue;
         Least& l = least[kinds.back()];
+        l.any = std::min(l.any, launch.duration_ns);
         const auto wait = waits.find(launch.seq);
         if (wait == waits.end() || wait->second == 0) {
             l.unwaited = std::min(l.unwaited, launch.duration_ns);
@@ -53,7 +55,11 @@ CleanedDurations use_fastest_durations(Trace& trace, const LaunchWaits& waits, d
             uint64_t& most = taken_off[kind.kernel];
             most = std::max(most, l.taken_off);
         }
-        duration.emplace(kind, l.unwaited != kNone ? l.unwaited : l.less_waits);
+        // Pressure only lengthens a launch, so each duration bounds the kind's
+        // own from above, and the least of them all is the tightest bound: a
+        // launch the model says waited yet ran faster than every other shows
+        // that those were stalled by what the model does not see.
+        duration.emplace(kind, l.unwaited != kNone ? l.any : l.less_waits);
     }
     out.kinds_from_waits = out.kinds_untimed.size();
     std::vector<std::pair<uint64_t, uint32_t>> by_time_off;

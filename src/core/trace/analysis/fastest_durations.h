@@ -14,8 +14,13 @@
 // keeps gigabytes on the GPU that it would have homed on the host. The run knows
 // which launches found data they name on its way to the GPU (chunks that were
 // not resident, blocks just populated, prefetches just queued, behind the
-// evictions that made room): their durations are set aside where the kind has
-// others, and otherwise taken less an estimate of that wait.
+// evictions that made room). A kind with a launch that waited for nothing
+// takes the least of all its launches, those that waited included: each is a
+// bound from above, and one the model says waited can still be the launch that
+// ran clean, where one it says did not was stalled by what it does not see (a
+// prefetch queued launches before, another launch's eviction). A kind whose
+// every launch waited takes the least of their durations less an estimate of
+// that wait.
 #pragma once
 
 #include "core/trace/analysis/launch_kind.h"
@@ -54,11 +59,11 @@ struct CleanedDurations {
     std::vector<uint32_t> kernels_untimed;
 };
 
-// The same, with `waits`: a kind's duration is the least over its timed
-// launches that waited for nothing; a kind with none takes the least over its
-// launches of their duration less their wait, but no less than its named bytes
-// take at `memory_gbps` (the GPU's memory bandwidth: no kernel moves its bytes
-// faster; 0 for no such bound).
+// The same, with `waits`: a kind with a timed launch that waited for nothing
+// takes the least over all its timed launches; a kind with none takes the least
+// over its launches of their duration less their wait, but no less than its
+// named bytes take at `memory_gbps` (the GPU's memory bandwidth: no kernel moves
+// its bytes faster; 0 for no such bound).
 CleanedDurations use_fastest_durations(Trace& trace, const LaunchWaits& waits, double memory_gbps);
 
 } // namespace uvmp::trace
