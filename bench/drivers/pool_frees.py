@@ -264,12 +264,12 @@ class PoolBench(Bench):
                         repeat_last=self.args.sim_repeat_last,
                         extra=(simulate_homes_arguments(link, homes) if homes else [])
                         + (["--placement", SIMULATED_PLACEMENT[mode]] if mode in SIMULATED_PLACEMENT else [])
-                        + self.streaming_line(homes) + list(extra))
+                        + self.streaming_line(mode, homes) + list(extra))
 
-    def streaming_line(self, homes):
-        """The timing prior's streaming line the library runs with, when --library-env sets one:
-        the simulator judges kernels by the same line."""
-        line = self.uvmrun_env.get("UVMP_STREAMING_GBPS")
+    def streaming_line(self, mode, homes):
+        """The timing prior's streaming line the mode runs with, where it or --library-env sets
+        one: the simulator judges kernels by the same line."""
+        line = DEFAULT_WITH.get(mode, {}).get("UVMP_STREAMING_GBPS", self.uvmrun_env.get("UVMP_STREAMING_GBPS"))
         return ["--streaming-gbps", line] if homes and line else []
 
     def simulate_run_homes(self, record, budget):
@@ -412,9 +412,11 @@ def parse_arguments(argv=None):
                              "host-homes (learned with the homes chosen on the recorded trace: --host-homes on "
                              "--trace-in TRACE), best-fit (the default with UVMP_POOL_PLACEMENT=best-fit: the "
                              "pool places blocks without regard to dead memory on the GPU), no-trial (the default "
-                             "with UVMP_REMOTE_TRIAL=0: the homes the timing prior chose, untried) and no-layout (the "
+                             "with UVMP_REMOTE_TRIAL=0: the homes the timing prior chose, untried), no-layout (the "
                              "default with UVMP_STEP_LAYOUT=off: blocks placed as they come, never by a layout "
-                             "planned for the step)")
+                             "planned for the step) and any-streaming (the default with UVMP_STREAMING_GBPS=1: "
+                             "every timed kernel's operands are candidates, the search and the remote trial alone "
+                             "decide what reads remotely)")
     parser.add_argument("--trace-modes", default="",
                         help="library pressure modes whose runs also record their trace with kernel timings "
                              "(UVMP_TRACE_TIMING=1, which costs each launch a little), set against the recording "

@@ -15,7 +15,8 @@ MODE_LABELS = {"native": "native", "default": "uvmrun defaults", "fit": "uvmrun,
                "offload": "activations offloaded, overlapped, capped",
                "host-homes": "learned, host homes from the trace",
                "best-fit": "default, pool placing by best fit", "no-trial": "default, no remote trial",
-               "no-layout": "default, no step layout"}
+               "no-layout": "default, no step layout",
+               "any-streaming": "default, every timed kernel a streaming candidate"}
 DEFAULT_PRESSURE_LABEL = "default (learned, homes learned in the run)"
 # Runs without the library: the job natively, and offloading of the tensors saved for backward
 # under a cap (set_per_process_memory_fraction): PyTorch's save_on_cpu (what a user can do instead
@@ -27,23 +28,27 @@ WITHOUT_LIBRARY = ("native",) + tuple(CAPPED_OPTIONS)
 # Pressure modes the library runs, each checked against the simulator's prediction: default
 # (uvmrun with a budget and nothing else), host-homes (homes from the recorded trace), learned and
 # demand-lru (migration only).
-LIBRARY_PRESSURE_MODES = ("default", "best-fit", "no-trial", "no-layout", "host-homes", "learned", "demand-lru")
+LIBRARY_PRESSURE_MODES = ("default", "best-fit", "no-trial", "no-layout", "any-streaming", "host-homes", "learned",
+                          "demand-lru")
 PRESSURE_MODES = LIBRARY_PRESSURE_MODES + tuple(CAPPED_OPTIONS)
 DEFAULT_PRESSURE_MODES = "default,learned,demand-lru,save-on-cpu"
 # What uvmrun is told in each library pressure mode besides the budget.
-PRESSURE_OPTIONS = {"default": [], "best-fit": [], "no-trial": [], "no-layout": [], "learned": ["--policy", "learned", "--host-homes", "off"],
+PRESSURE_OPTIONS = {"default": [], "best-fit": [], "no-trial": [], "no-layout": [], "any-streaming": [], "learned": ["--policy", "learned", "--host-homes", "off"],
                     "demand-lru": ["--policy", "demand-lru", "--host-homes", "off"]}
 # uvmtrace simulate --homes for each library pressure mode (None: the simulator's default, every
 # home on the GPU).
-SIMULATED_HOMES = {"default": "auto", "best-fit": "auto", "no-trial": "auto", "no-layout": "auto", "host-homes": "host",
+SIMULATED_HOMES = {"default": "auto", "best-fit": "auto", "no-trial": "auto", "no-layout": "auto", "any-streaming": "auto",
+                   "host-homes": "host",
                    "learned": None, "demand-lru": None}
 # uvmtrace simulate --placement for each library pressure mode that is not the simulator's default
 # (over-dead): auto weighs a layout planned for the learned step as the library does
 # (UVMP_STEP_LAYOUT=auto); best-fit places blocks by best fit alone (UVMP_POOL_PLACEMENT=best-fit).
-SIMULATED_PLACEMENT = {"default": "auto", "no-trial": "auto", "best-fit": "best-fit"}
-# The library's default with one setting changed, to show what that setting gains.
+SIMULATED_PLACEMENT = {"default": "auto", "no-trial": "auto", "any-streaming": "auto", "best-fit": "best-fit"}
+# The library's default with one setting changed, to show what that setting gains. any-streaming
+# puts the streaming line at 1 GB/s: every timed kernel's operands become candidates, so that the
+# home search and the remote trial alone, not the timing prior, decide what reads remotely.
 DEFAULT_WITH = {"best-fit": {"UVMP_POOL_PLACEMENT": "best-fit"}, "no-trial": {"UVMP_REMOTE_TRIAL": "0"},
-                "no-layout": {"UVMP_STEP_LAYOUT": "off"}}
+                "no-layout": {"UVMP_STEP_LAYOUT": "off"}, "any-streaming": {"UVMP_STREAMING_GBPS": "1"}}
 # Modes that read the recorded trace: none of them can run without it.
 NEEDS_TRACE = ("host-homes",)
 DEFAULT_RATIO_GOAL = 1.05
