@@ -14,6 +14,8 @@ from pool_modes import (ASYNC_BACKEND, DEFAULT_PRESSURE_LABEL, DEFAULT_RATIO_GOA
 
 # Of a kernel's (mangled) name, what a report's note shows.
 KERNEL_NAME_SHOWN = 60
+# Kernels kept on the GPU by their rate, as the library lists them (most bytes first), that a note shows.
+KEPT_SHOWN = 4
 
 
 def check(what, value, goal, passed, skip=False):
@@ -239,6 +241,12 @@ def host_homes_text(homes):
         state += (f" (its {trial['launches']} launches of {trial['kinds']} kinds took {trial['past_local_ms']:.1f} ms "
                   f"past their local times on the {gb(trial['named_bytes'])} GB of host-homed data they named: "
                   f"{trial['trips']:.1f} read trips' time a byte)")
+    if trial and trial.get("kept_on_gpu"):
+        state += "; kept on the GPU by their kernels' rate (named GB/s under pressure, then in the trial step, " \
+                 f"line {trial.get('streaming_gbps', 0):.0f}): " + ", ".join(
+                     f"kernel {k['kernel']} {gb(k['bytes'])} GB {k['learned_gbps']:.0f}/"
+                     + (f"{k['trial_gbps']:.0f}" if k.get("trial_gbps") else "untimed")
+                     for k in trial["kept_on_gpu"][:KEPT_SHOWN])
     choice = homes.get("choice")
     if choice:
         state += (f"; chose {choice['chosen']} of the step's {choice['step_allocations']} allocations "

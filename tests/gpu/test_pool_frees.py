@@ -256,6 +256,13 @@ class PureLogic(unittest.TestCase):
         text = pool_report.host_homes_text(pool_figures.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
         self.assertIn("back their GPU home (its 120 launches of 14 kinds took 400.0 ms past their local times on the "
                       "9.00 GB of host-homed data they named: 2.3 read trips' time a byte)", text)
+        self.assertNotIn("kept on the GPU", text)
+        stats["host_homes_trial"].update(streaming_gbps=601.2, kept_on_gpu=[
+            {"kernel": 33, "allocations": 2, "bytes": 1.7e9, "learned_gbps": 197.0, "trial_gbps": 951.0},
+            {"kernel": 40, "allocations": 1, "bytes": 1e8, "learned_gbps": 120.0, "trial_gbps": 0}])
+        text = pool_report.host_homes_text(pool_figures.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
+        self.assertIn("kept on the GPU by their kernels' rate (named GB/s under pressure, then in the trial step, "
+                      "line 601): kernel 33 1.70 GB 197/951, kernel 40 0.10 GB 120/untimed", text)
 
     def test_floor_is_eviction_and_fetch_of_the_swapped_bytes(self):
         self.assertAlmostEqual(pool_figures.floor_ms(15e9, 15.0, 50.0), 1000.0 + 300.0)

@@ -185,3 +185,18 @@ TEST_CASE("remote trial: launches no slower than their local times cost no trips
     CHECK(v.slowest[1].first_launch == 6);
     CHECK(v.slowest[2].kernel == 4);
 }
+
+TEST_CASE("remote trial: kernels kept on the GPU are timed again on the judged step's launches naming no host data",
+          "[placement]") {
+    const uint64_t remote_ns[4] = {20 * kUs, 20 * kUs, 60 * kMs, 10 * kUs};
+    trace::Trace t = local_then_remote(remote_ns);
+    add_launch_naming(t, 5, {1}, kMs); // 8: in the judged step [4, 9), on the weights alone
+    add_launch_naming(t, 6, {1}, kMs); // 9: after it
+    const std::vector<uint32_t> kernels{3, 5, 6};
+    const auto gbps = trial_step_gbps(t, 4, 9, on_host, kernels);
+    REQUIRE(gbps.size() == 3);
+    CHECK_FALSE(gbps[0].has_value()); // it named its host-homed operand there: no local time
+    REQUIRE(gbps[1].has_value());
+    CHECK(*gbps[1] == Approx(64.0 * kMiB / 1e6)); // 64 MiB in 1 ms, in GB/s
+    CHECK_FALSE(gbps[2].has_value()); // not launched in the step
+}

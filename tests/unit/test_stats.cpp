@@ -104,8 +104,18 @@ TEST_CASE("stats: host homes' named bytes and what the remote trial measured rea
     stats.add(stats.remote_write_bytes_named, 8 * kMiB);
     stats.add(stats.remote_read_bytes_named, 24 * kMiB);
     stats.host_homes.used_from(100);
-    stats.host_homes.trial_judged({.launches = 12, .kinds = 3, .kinds_slowed = 1, .named_bytes = 32 * kMiB,
-                                   .past_local_ms = 1.5, .trips = 2.34});
+    stats.host_homes.trial_judged({.launches = 12,
+                                   .kinds = 3,
+                                   .kinds_slowed = 1,
+                                   .named_bytes = 32 * kMiB,
+                                   .past_local_ms = 1.5,
+                                   .trips = 2.34,
+                                   .kept_on_gpu = {{.kernel = 33,
+                                                    .allocations = 2,
+                                                    .bytes = 64 * kMiB,
+                                                    .learned_gbps = 197,
+                                                    .trial_gbps = 950}},
+                                   .streaming_gbps = 601});
     const nlohmann::json j = nlohmann::json::parse(stats.to_json(true, 1));
     CHECK(j["remote_write_bytes_named"] == 8 * kMiB);
     CHECK(j["remote_read_bytes_named"] == 24 * kMiB);
@@ -113,6 +123,12 @@ TEST_CASE("stats: host homes' named bytes and what the remote trial measured rea
     CHECK(trial["launches"] == 12);
     CHECK(trial["named_bytes"] == 32 * kMiB);
     CHECK(trial["trips"].get<double>() == Approx(2.34));
+    CHECK(trial["streaming_gbps"].get<double>() == Approx(601));
+    REQUIRE(trial["kept_on_gpu"].size() == 1);
+    CHECK(trial["kept_on_gpu"][0]["kernel"] == 33);
+    CHECK(trial["kept_on_gpu"][0]["bytes"] == 64 * kMiB);
+    CHECK(trial["kept_on_gpu"][0]["learned_gbps"].get<double>() == Approx(197));
+    CHECK(trial["kept_on_gpu"][0]["trial_gbps"].get<double>() == Approx(950));
     uvmp_stats filled{};
     filled.struct_size = sizeof filled;
     stats.fill(filled, true);

@@ -50,10 +50,23 @@ void HostHomeFigures::add_json(nlohmann::ordered_json& j) const {
                                {"to_host_bytes", in_place_to_host_bytes_},
                                {"to_gpu", in_place_to_gpu_},
                                {"to_gpu_bytes", in_place_to_gpu_bytes_}};
-    if (trial_)
-        j["host_homes_trial"] = {{"launches", trial_->launches},         {"kinds", trial_->kinds},
-                                 {"kinds_slowed", trial_->kinds_slowed}, {"named_bytes", trial_->named_bytes},
-                                 {"past_local_ms", trial_->past_local_ms}, {"trips", trial_->trips}};
+    if (trial_) {
+        nlohmann::ordered_json kept = nlohmann::ordered_json::array();
+        for (const HostHomeTrial::KeptKernel& k : trial_->kept_on_gpu)
+            kept.push_back({{"kernel", k.kernel},
+                            {"allocations", k.allocations},
+                            {"bytes", k.bytes},
+                            {"learned_gbps", k.learned_gbps},
+                            {"trial_gbps", k.trial_gbps}});
+        j["host_homes_trial"] = {{"launches", trial_->launches},
+                                 {"kinds", trial_->kinds},
+                                 {"kinds_slowed", trial_->kinds_slowed},
+                                 {"named_bytes", trial_->named_bytes},
+                                 {"past_local_ms", trial_->past_local_ms},
+                                 {"trips", trial_->trips},
+                                 {"streaming_gbps", trial_->streaming_gbps},
+                                 {"kept_on_gpu", std::move(kept)}};
+    }
     if (!choice_) return;
     const HostHomeChoice& c = *choice_;
     nlohmann::ordered_json h;

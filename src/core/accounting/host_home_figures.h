@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace uvmp {
 
@@ -56,6 +57,18 @@ struct HostHomeTrial {
     uint64_t named_bytes = 0;
     double past_local_ms = 0;
     double trips = 0; // past_local_ms over one trip of named_bytes at the remote read rate
+    // The kernels whose rate under pressure kept allocations on the GPU, with
+    // that rate and the one of the judged step (0: not timed there), in named
+    // GB/s, against the streaming line.
+    struct KeptKernel {
+        uint32_t kernel = 0;
+        uint64_t allocations = 0;
+        uint64_t bytes = 0;
+        double learned_gbps = 0;
+        double trial_gbps = 0;
+    };
+    std::vector<KeptKernel> kept_on_gpu;
+    double streaming_gbps = 0;
 };
 
 class HostHomeFigures {

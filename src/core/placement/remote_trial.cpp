@@ -49,6 +49,24 @@ double trips_of(double past_local_seconds, uint64_t named_bytes, double read_gbp
     return past_local_seconds / (static_cast<double>(named_bytes) / (read_gbps * 1e9));
 }
 
+std::vector<std::optional<double>> trial_step_gbps(const trace::Trace& recording, uint64_t step_begin,
+                                                   uint64_t step_end, const std::function<bool(uint32_t)>& host_homed,
+                                                   std::span<const uint32_t> kernels, const TimingPriorConfig& config) {
+    const auto names_host = [&](const trace::Launch& launch) {
+        if (!recording.has_accesses_of(launch)) return false;
+        const auto accesses = recording.accesses_of(launch);
+        return std::any_of(accesses.begin(), accesses.end(),
+                           [&](const trace::Access& a) { return host_homed(a.alloc_id); });
+    };
+    const TimingPrior prior = TimingPrior::from_launches(recording, config, [&](uint64_t i) {
+        return i >= step_begin && i < step_end && !names_host(recording.launches[i]);
+    });
+    std::vector<std::optional<double>> out;
+    out.reserve(kernels.size());
+    for (const uint32_t kernel : kernels) out.push_back(prior.kernel_gbps(kernel));
+    return out;
+}
+
 TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_begin, uint64_t step_end,
                                 const std::function<bool(uint32_t)>& host_homed, const TrialConfig& config) {
     TrialVerdict verdict;

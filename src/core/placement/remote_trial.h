@@ -33,6 +33,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <span>
 #include <vector>
 
 namespace uvmp::placement {
@@ -86,6 +88,18 @@ struct TrialVerdict {
 // nothing was named, or where the launches took no longer than their local
 // times together.
 double trips_of(double past_local_seconds, uint64_t named_bytes, double read_gbps);
+
+// What each of `kernels` ran at in the judged step, in named GB/s by the timing
+// prior's measure, over its launches there that name no host-homed allocation
+// (nullopt for a kernel with none timed). With the homes in place the step
+// moves little or nothing, so these times are the first the run records free
+// of the learning steps' stalls: a kernel whose operands the prior kept on the
+// GPU for its rate under pressure shows here whether it reads them as a
+// streaming kernel does.
+std::vector<std::optional<double>> trial_step_gbps(const trace::Trace& recording, uint64_t step_begin,
+                                                   uint64_t step_end, const std::function<bool(uint32_t)>& host_homed,
+                                                   std::span<const uint32_t> kernels,
+                                                   const TimingPriorConfig& config = {});
 
 // Judges the launches [step_begin, step_end) of `recording` (positions in its
 // launches: a full step, every allocation of which was routed by the homes).

@@ -8,13 +8,19 @@
 namespace uvmp::placement {
 
 TimingPrior TimingPrior::from_trace(const trace::Trace& trace, const TimingPriorConfig& config) {
+    return from_launches(trace, config, [](uint64_t) { return true; });
+}
+
+TimingPrior TimingPrior::from_launches(const trace::Trace& trace, const TimingPriorConfig& config,
+                                       const std::function<bool(uint64_t)>& counted) {
     TimingPrior prior;
     prior.streaming_gbps_ = config.streaming_gbps;
     prior.to_try_.insert(config.kernels_to_try.begin(), config.kernels_to_try.end());
     const trace::ManagedBytes managed(trace);
     std::unordered_map<uint32_t, std::vector<double>> rates;
-    for (const trace::Launch& launch : trace.launches) {
-        if (launch.duration_ns < config.min_duration_ns) continue;
+    for (uint64_t i = 0; i < trace.launches.size(); ++i) {
+        const trace::Launch& launch = trace.launches[i];
+        if (launch.duration_ns < config.min_duration_ns || !counted(i)) continue;
         const uint64_t bytes = managed.of(launch);
         if (bytes == 0) continue;
         rates[launch.kernel_id].push_back(static_cast<double>(bytes) / static_cast<double>(launch.duration_ns));

@@ -16,6 +16,7 @@
 #include "core/trace/format/model.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -62,6 +63,9 @@ public:
     // offset when unknown) over its duration; each kernel is judged by its
     // median rate. A trace recorded without timing judges nothing.
     static TimingPrior from_trace(const trace::Trace& trace, const TimingPriorConfig& config = {});
+    // The same over the launches whose positions `counted` accepts.
+    static TimingPrior from_launches(const trace::Trace& trace, const TimingPriorConfig& config,
+                                     const std::function<bool(uint64_t)>& counted);
 
     // The same verdict for every operand of a kernel: Unknown for a kernel never
     // timed (or only briefly), which the home choice treats as intolerant;

@@ -200,6 +200,8 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
                   kept.kernel_gbps ? fmt::format("{:.0f} GB/s named", *kept.kernel_gbps) : std::string("not judged"),
                   kept.allocations, format_size(kept.bytes), logged_name(recording, kept.kernel));
     }
+    kept_on_gpu_ = homes->kept_on_gpu;
+    streaming_gbps_ = prior.streaming_gbps;
     homes->waited_launches = cleaned.waited_launches;
     homes->kinds_from_waits = cleaned.kinds_from_waits;
     // The recorded steps ran over the budget with every home on the GPU: what
@@ -292,13 +294,17 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
                   logged_name(recording, kind.kernel), kind.launches, format_size(kind.named_bytes),
                   kind.past_local_seconds * 1e3,
                   placement::trips_of(kind.past_local_seconds, kind.named_bytes, trial.rates.remote_read_gbps));
+    const std::vector<HostHomeTrial::KeptKernel> kept =
+        kept_rejudged(recording, step_begin, step_end, [&](uint32_t id) { return host_homed.contains(id); });
     if (callbacks_.trial_judged)
         callbacks_.trial_judged({.launches = verdict.launches_judged,
                                  .kinds = verdict.kinds_judged,
                                  .kinds_slowed = verdict.kinds_slowed,
                                  .named_bytes = verdict.named_bytes,
                                  .past_local_ms = verdict.past_local_seconds * 1e3,
-                                 .trips = trips});
+                                 .trips = trips,
+                                 .kept_on_gpu = kept,
+                                 .streaming_gbps = streaming_gbps_});
     // The verdict above weighs each allocation's readers against its GPU home,
     // by the rates. The steps themselves can say more: where the step with the
     // host homes took longer than the median of those recorded with every home
@@ -334,6 +340,37 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
     verdict_from_ = recorder_->launches();
     phase_.store(Phase::Checking, std::memory_order_release);
     return false;
+}
+
+std::vector<HostHomeTrial::KeptKernel> HomeLearner::kept_rejudged(const trace::Trace& recording, uint64_t step_begin,
+                                                                  uint64_t step_end,
+                                                                  const std::function<bool(uint32_t)>& host_homed) const {
+    std::vector<uint32_t> kernels;
+    for (const placement::RecordedHomes::KeptOnGpu& k : kept_on_gpu_) kernels.push_back(k.kernel);
+    placement::TimingPriorConfig config;
+    config.streaming_gbps = streaming_gbps_;
+    const std::vector<std::optional<double>> now =
+        placement::trial_step_gbps(recording, step_begin, step_end, host_homed, kernels, config);
+    std::vector<HostHomeTrial::KeptKernel> out;
+    for (size_t i = 0; i < kept_on_gpu_.size(); ++i) {
+        const placement::RecordedHomes::KeptOnGpu& k = kept_on_gpu_[i];
+        out.push_back({.kernel = k.kernel,
+                       .allocations = k.allocations,
+                       .bytes = k.bytes,
+                       .learned_gbps = k.kernel_gbps.value_or(0),
+                       .trial_gbps = now[i].value_or(0)});
+    }
+    // One above the line now kept its operands on the GPU for a stall of the learning steps.
+    constexpr size_t kKeptLogged = 6;
+    for (size_t i = 0; i < std::min(kKeptLogged, out.size()); ++i) {
+        const HostHomeTrial::KeptKernel& k = out[i];
+        log::info("  kept on the GPU by kernel {}: {} allocations ({}), named at {:.0f} GB/s under pressure, {} in "
+                  "the trial step (line {:.0f}); {}",
+                  k.kernel, k.allocations, format_size(k.bytes), k.learned_gbps,
+                  k.trial_gbps > 0 ? fmt::format("{:.0f} GB/s", k.trial_gbps) : std::string("untimed"),
+                  streaming_gbps_, logged_name(recording, k.kernel));
+    }
+    return out;
 }
 
 bool HomeLearner::check_verdict(const trace::Trace& recording, const std::vector<uint64_t>& bounds) {

@@ -24,6 +24,8 @@
 // timing stop.
 #pragma once
 
+#include "core/accounting/host_home_figures.h"
+#include "core/homesearch/recorded_homes.h"
 #include "core/trace/recording/memory_recorder.h"
 #include "driver/homes/host_home_router.h"
 
@@ -108,6 +110,10 @@ private:
     bool learn(trace::Trace& recording, const std::vector<uint64_t>& bounds, const trace::MoverRecord& mover);
     // Judges the second full step after routing began, once the recording holds it.
     bool judge_trial(const trace::Trace& recording, const std::vector<uint64_t>& bounds);
+    // kept_on_gpu_, each with its rate in the judged step [step_begin, step_end).
+    std::vector<HostHomeTrial::KeptKernel> kept_rejudged(const trace::Trace& recording, uint64_t step_begin,
+                                                         uint64_t step_end,
+                                                         const std::function<bool(uint32_t)>& host_homed) const;
     // Sets the judged step against the second full step after the verdict.
     bool check_verdict(const trace::Trace& recording, const std::vector<uint64_t>& bounds);
     void trial_failed(const std::string& why);
@@ -126,6 +132,10 @@ private:
     // Launch kinds every launch of which waited for moves in the learning's
     // recording: the trial holds them to the streaming line.
     std::vector<trace::LaunchKind> kinds_untimed_;
+    // The kernels whose rate kept the step's allocations on the GPU, and the
+    // streaming line they fell below: the trial times them again.
+    std::vector<placement::RecordedHomes::KeptOnGpu> kept_on_gpu_;
+    double streaming_gbps_ = 0;
     uint64_t verdict_from_ = 0; // launches recorded when the verdict took effect
     uint64_t judged_step_ns_ = 0; // the judged step's time, launch to launch
     // The fastest full step the learning recorded (every home on the GPU), and
