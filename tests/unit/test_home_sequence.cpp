@@ -178,6 +178,7 @@ TEST_CASE("recorded homes: the transform's homes as the prologue and the step of
     CHECK(homes->kept_on_gpu[0].bytes == kGiB);
     REQUIRE(homes->kept_on_gpu[0].kernel_gbps);
     CHECK(*homes->kept_on_gpu[0].kernel_gbps < kDefaultStreamingGbps);
+    CHECK(homes->streaming_gbps == kDefaultStreamingGbps); // the line it was judged by
     // Chosen by simulating the recorded run: the host home shortens its step.
     CHECK(homes->simulated_step_seconds > 0);
     CHECK(homes->simulated_step_seconds < homes->all_gpu_step_seconds);

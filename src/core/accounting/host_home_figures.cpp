@@ -81,6 +81,7 @@ void HostHomeFigures::add_json(nlohmann::ordered_json& j) const {
     h["kernels_judged"] = c.kernels_judged;
     h["kernels_streaming"] = c.kernels_streaming;
     h["kernels_tried"] = c.kernels_tried;
+    h["streaming_gbps"] = c.streaming_gbps;
     h["waited_launches"] = c.waited_launches;
     h["kinds_from_waits"] = c.kinds_from_waits;
     h["simulated_ms"] = c.simulated_ms;

@@ -27,6 +27,7 @@ struct HostHomeChoice {
     uint64_t kernels_tried = 0;     // judged tolerant to be tried remote: every launch of them waited
     uint64_t waited_launches = 0;  // learned in the run: launches that waited for moves as they began
     uint64_t kinds_from_waits = 0; // launch kinds timed only on those, their durations less the wait
+    double streaming_gbps = 0;     // the line the kernels were judged by (named GB/s)
     double simulated_ms = 0;     // the learned step simulated with the choice
     double all_gpu_ms = 0;       // and with every home on the GPU
     bool used = false;           // whether routing follows it (it pays enough)

@@ -101,6 +101,7 @@ RecordedHomes read_back(const trace::Trace& trace, const SearchedHomes& searched
     out.kernels_tried = prior.kernels_tried();
     out.candidates = outcome.order.size();
     out.kept_on_gpu = kept_on_gpu(trace, out.step_begin, out.step_end, prior);
+    out.streaming_gbps = prior.streaming_gbps();
     // Made before the learned step and freed before it began: routed by the
     // sequence like any step's, never moved where it lies.
     std::unordered_set<uint32_t> gone_by_step;

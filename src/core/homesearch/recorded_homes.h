@@ -48,6 +48,7 @@ struct RecordedHomes {
         uint64_t bytes = 0;
     };
     std::vector<KeptOnGpu> kept_on_gpu;
+    double streaming_gbps = 0; // the line the kernels were judged by
     // Set by a run learning from itself: launches of the recording that waited
     // for moves as they began, and kinds timed only on those
     // (trace::CleanedDurations).

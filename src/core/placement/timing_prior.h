@@ -77,6 +77,7 @@ public:
     // to be tried (kernels_to_try) whatever their rate: no kernel counts in both.
     size_t kernels_streaming() const;
     size_t kernels_tried() const;
+    double streaming_gbps() const { return streaming_gbps_; }
 
 private:
     double streaming_gbps_ = kDefaultStreamingGbps;

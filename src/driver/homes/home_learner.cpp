@@ -201,7 +201,7 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
                   kept.allocations, format_size(kept.bytes), logged_name(recording, kept.kernel));
     }
     kept_on_gpu_ = homes->kept_on_gpu;
-    streaming_gbps_ = prior.streaming_gbps;
+    streaming_gbps_ = homes->streaming_gbps;
     homes->waited_launches = cleaned.waited_launches;
     homes->kinds_from_waits = cleaned.kinds_from_waits;
     // The recorded steps ran over the budget with every home on the GPU: what

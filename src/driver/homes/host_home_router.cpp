@@ -26,6 +26,7 @@ HostHomeChoice figures_of(const placement::RecordedHomes& homes, const std::stri
     c.kernels_tried = homes.kernels_tried;
     c.waited_launches = homes.waited_launches;
     c.kinds_from_waits = homes.kinds_from_waits;
+    c.streaming_gbps = homes.streaming_gbps;
     c.simulated_ms = homes.simulated_step_seconds * 1e3;
     c.all_gpu_ms = homes.all_gpu_step_seconds * 1e3;
     c.layout_ms = homes.planned_step_seconds * 1e3;
