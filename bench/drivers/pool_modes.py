@@ -32,23 +32,24 @@ LIBRARY_PRESSURE_MODES = ("default", "best-fit", "no-trial", "no-layout", "any-s
                           "demand-lru")
 PRESSURE_MODES = LIBRARY_PRESSURE_MODES + tuple(CAPPED_OPTIONS)
 DEFAULT_PRESSURE_MODES = "default,learned,demand-lru,save-on-cpu"
-# What uvmrun is told in each library pressure mode besides the budget.
-PRESSURE_OPTIONS = {"default": [], "best-fit": [], "no-trial": [], "no-layout": [], "any-streaming": [], "learned": ["--policy", "learned", "--host-homes", "off"],
-                    "demand-lru": ["--policy", "demand-lru", "--host-homes", "off"]}
-# uvmtrace simulate --homes for each library pressure mode (None: the simulator's default, every
-# home on the GPU).
-SIMULATED_HOMES = {"default": "auto", "best-fit": "auto", "no-trial": "auto", "no-layout": "auto", "any-streaming": "auto",
-                   "host-homes": "host",
-                   "learned": None, "demand-lru": None}
-# uvmtrace simulate --placement for each library pressure mode that is not the simulator's default
-# (over-dead): auto weighs a layout planned for the learned step as the library does
-# (UVMP_STEP_LAYOUT=auto); best-fit places blocks by best fit alone (UVMP_POOL_PLACEMENT=best-fit).
-SIMULATED_PLACEMENT = {"default": "auto", "no-trial": "auto", "any-streaming": "auto", "best-fit": "best-fit"}
 # The library's default with one setting changed, to show what that setting gains. any-streaming
 # puts the streaming line at 1 GB/s: every timed kernel's operands become candidates, so that the
 # home search and the remote trial alone, not the timing prior, decide what reads remotely.
 DEFAULT_WITH = {"best-fit": {"UVMP_POOL_PLACEMENT": "best-fit"}, "no-trial": {"UVMP_REMOTE_TRIAL": "0"},
                 "no-layout": {"UVMP_STEP_LAYOUT": "off"}, "any-streaming": {"UVMP_STREAMING_GBPS": "1"}}
+# What uvmrun is told in each library pressure mode besides the budget (the default's variants:
+# nothing, their setting goes in the environment).
+PRESSURE_OPTIONS = {"default": [], **{mode: [] for mode in DEFAULT_WITH},
+                    "learned": ["--policy", "learned", "--host-homes", "off"],
+                    "demand-lru": ["--policy", "demand-lru", "--host-homes", "off"]}
+# uvmtrace simulate --homes for each library pressure mode (None: the simulator's default, every
+# home on the GPU).
+SIMULATED_HOMES = {"default": "auto", **{mode: "auto" for mode in DEFAULT_WITH}, "host-homes": "host",
+                   "learned": None, "demand-lru": None}
+# uvmtrace simulate --placement for each library pressure mode that is not the simulator's default
+# (over-dead): auto weighs a layout planned for the learned step as the library does
+# (UVMP_STEP_LAYOUT=auto); best-fit places blocks by best fit alone (UVMP_POOL_PLACEMENT=best-fit).
+SIMULATED_PLACEMENT = {"default": "auto", "no-trial": "auto", "any-streaming": "auto", "best-fit": "best-fit"}
 # Modes that read the recorded trace: none of them can run without it.
 NEEDS_TRACE = ("host-homes",)
 DEFAULT_RATIO_GOAL = 1.05

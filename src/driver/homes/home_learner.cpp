@@ -347,10 +347,9 @@ std::vector<HostHomeTrial::KeptKernel> HomeLearner::kept_rejudged(const trace::T
                                                                   const std::function<bool(uint32_t)>& host_homed) const {
     std::vector<uint32_t> kernels;
     for (const placement::RecordedHomes::KeptOnGpu& k : kept_on_gpu_) kernels.push_back(k.kernel);
-    placement::TimingPriorConfig config;
-    config.streaming_gbps = streaming_gbps_;
+    // A kernel's rate does not depend on the line: the prior's other settings as the search had them.
     const std::vector<std::optional<double>> now =
-        placement::trial_step_gbps(recording, step_begin, step_end, host_homed, kernels, config);
+        placement::trial_step_gbps(recording, step_begin, step_end, host_homed, kernels);
     std::vector<HostHomeTrial::KeptKernel> out;
     for (size_t i = 0; i < kept_on_gpu_.size(); ++i) {
         const placement::RecordedHomes::KeptOnGpu& k = kept_on_gpu_[i];
