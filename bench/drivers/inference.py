@@ -165,7 +165,8 @@ class InferenceBench(Bench):
     def command_for(self, entry, run_id=None, resolve=True):
         args = self.args
         command = [args.python, args.generate_script, "--new-tokens", str(args.tokens), "--warmup",
-                   str(args.warmup), "--deterministic", "--mark-iterations"] + shlex.split(args.workload_args)
+                   str(args.warmup), "--deterministic", "--mark-iterations", "--attention", args.attention]
+        command += shlex.split(args.workload_args)
         mode = entry["mode"]
         label, budget = self.budget_of(entry, resolve)
         if mode in ("native", "native-again"):
@@ -410,7 +411,8 @@ def notes(report):
     settings, link = report["settings"], report["link"]
     fit = report.get("fit_budget")
     return [f"ms/token: median of {settings['tokens'] - settings['warmup']} decode steps after {settings['warmup']} "
-            f"(one run a mode); every run with PYTORCH_CUDA_ALLOC_CONF={ASYNC_BACKEND}.",
+            f"(one run a mode); every run with PYTORCH_CUDA_ALLOC_CONF={ASYNC_BACKEND} and "
+            f"{settings.get('attention', 'sdpa')} attention.",
             f"Link ({link['source']}): f = {fmt(link.get('h2d_gbps'), 1)} GB/s to the GPU, e = "
             f"{fmt(link.get('d2h_gbps'), 1)} GB/s back, r = {fmt(link.get('remote_read_gbps'), 1)} GB/s read by "
             "kernels from host memory.",
@@ -430,7 +432,8 @@ def markdown(report):
 
 
 def settings_of(args):
-    return {"tokens": args.tokens, "warmup": args.warmup, "budgets": args.budgets, "modes": args.modes,
+    return {"tokens": args.tokens, "warmup": args.warmup, "attention": args.attention, "budgets": args.budgets,
+            "modes": args.modes,
             "workload_args": args.workload_args, "fit_factor": args.fit_factor, "timeout_s": args.timeout_s,
             "deadline_s": args.deadline_s}
 
@@ -454,6 +457,9 @@ def parse_arguments(argv=None):
     parser.add_argument("--python", default=sys.executable, help="interpreter for the workload")
     parser.add_argument("--workload-args", default="",
                         help="more words for every run of the workload (its model sizes, prompt length, ...)")
+    parser.add_argument("--attention", choices=("eager", "sdpa"), default="eager",
+                        help="transformers' attention in every run (default eager: with sdpa two native runs on an "
+                             "H100 gave different tokens, so no run could be compared with native token for token)")
     parser.add_argument("--tokens", type=int, default=32, help="decode steps a run (default 32)")
     parser.add_argument("--warmup", type=int, default=8, help="of them untimed (default 8)")
     parser.add_argument("--budgets", default="weights/1.25,weights/2",

@@ -140,6 +140,14 @@ class PureLogic(unittest.TestCase):
         bench = inference.InferenceBench(args, tempfile.mkdtemp(prefix="infer-test-"))
         command = bench.command_for({"kind": "generate", "mode": "native", "pressure": None})
         self.assertEqual(command[-4:], ["--layers", "4", "--hidden", "512"])
+        self.assertEqual(command[command.index("--attention") + 1], "eager")
+
+    def test_attention_reaches_every_run(self):
+        args = self.parse("--attention", "sdpa")
+        bench = inference.InferenceBench(args, tempfile.mkdtemp(prefix="infer-test-"))
+        for mode in ("native", "default", "accelerate"):
+            command = bench.command_for({"kind": "generate", "mode": mode, "pressure": None}, resolve=False)
+            self.assertEqual(command[command.index("--attention") + 1], "sdpa")
 
     def test_budgets_and_floors(self):
         self.assertEqual(inference.resolve_budget("weights/2", WEIGHTS + 5), 3 * GIB)
