@@ -240,7 +240,11 @@ def host_homes_text(homes):
     if trial and trial.get("named_bytes"):
         state += (f" (its {trial['launches']} launches of {trial['kinds']} kinds took {trial['past_local_ms']:.1f} ms "
                   f"past their local times on the {gb(trial['named_bytes'])} GB of host-homed data they named: "
-                  f"{trial['trips']:.1f} read trips' time a byte)")
+                  f"{trial['trips']:.1f} read trips' time a byte"
+                  + "".join(f"; {trial[key]} more {what}" for key, what in
+                            (("launches_untimed", "untimed"), ("launches_without_local", "with no local time"))
+                            if trial.get(key))
+                  + ")")
     if trial and trial.get("kept_on_gpu"):
         state += "; kept on the GPU by their kernels' rate (named GB/s under pressure, then in the trial step, " \
                  f"line {trial.get('streaming_gbps', 0):.0f}): " + ", ".join(

@@ -257,6 +257,10 @@ class PureLogic(unittest.TestCase):
         self.assertIn("back their GPU home (its 120 launches of 14 kinds took 400.0 ms past their local times on the "
                       "9.00 GB of host-homed data they named: 2.3 read trips' time a byte)", text)
         self.assertNotIn("kept on the GPU", text)
+        self.assertNotIn("untimed", text)
+        stats["host_homes_trial"].update(launches_untimed=300, launches_without_local=4)
+        text = pool_report.host_homes_text(pool_figures.host_homes_of_run({"stats": stats, "steps": 2, "warmup": 1}))
+        self.assertIn("2.3 read trips' time a byte; 300 more untimed; 4 more with no local time)", text)
         stats["host_homes_trial"].update(streaming_gbps=601.2, kept_on_gpu=[
             {"kernel": 33, "allocations": 2, "bytes": 1.7e9, "learned_gbps": 197.0, "trial_gbps": 951.0},
             {"kernel": 40, "allocations": 1, "bytes": 1e8, "learned_gbps": 120.0, "trial_gbps": 0}])

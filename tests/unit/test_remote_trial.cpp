@@ -143,6 +143,9 @@ TEST_CASE("remote trial: nothing judged without a local time, a timing or a host
     const TrialVerdict v = judge_remote_trial(t, 0, 4, on_host);
     CHECK(v.launches_judged == 0);
     CHECK(v.kinds_judged == 0);
+    // What was left out, and why: the caller waits for durations still to come.
+    CHECK(v.launches_untimed == 1);
+    CHECK(v.launches_without_local == 1);
     CHECK(v.gpu_again.empty());
     CHECK(judge_remote_trial(t, 3, 3, on_host).launches_judged == 0);
     CHECK(judge_remote_trial(t, 2, 99, on_host).launches_judged == 0);

@@ -105,6 +105,8 @@ TEST_CASE("stats: host homes' named bytes and what the remote trial measured rea
     stats.add(stats.remote_read_bytes_named, 24 * kMiB);
     stats.host_homes.used_from(100);
     stats.host_homes.trial_judged({.launches = 12,
+                                   .launches_untimed = 5,
+                                   .launches_without_local = 2,
                                    .kinds = 3,
                                    .kinds_slowed = 1,
                                    .named_bytes = 32 * kMiB,
@@ -121,6 +123,8 @@ TEST_CASE("stats: host homes' named bytes and what the remote trial measured rea
     CHECK(j["remote_read_bytes_named"] == 24 * kMiB);
     const nlohmann::json& trial = j["host_homes_trial"];
     CHECK(trial["launches"] == 12);
+    CHECK(trial["launches_untimed"] == 5);
+    CHECK(trial["launches_without_local"] == 2);
     CHECK(trial["named_bytes"] == 32 * kMiB);
     CHECK(trial["trips"].get<double>() == Approx(2.34));
     CHECK(trial["streaming_gbps"].get<double>() == Approx(601));

@@ -59,6 +59,8 @@ void HostHomeFigures::add_json(nlohmann::ordered_json& j) const {
                             {"learned_gbps", k.learned_gbps},
                             {"trial_gbps", k.trial_gbps}});
         j["host_homes_trial"] = {{"launches", trial_->launches},
+                                 {"launches_untimed", trial_->launches_untimed},
+                                 {"launches_without_local", trial_->launches_without_local},
                                  {"kinds", trial_->kinds},
                                  {"kinds_slowed", trial_->kinds_slowed},
                                  {"named_bytes", trial_->named_bytes},

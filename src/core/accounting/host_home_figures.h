@@ -53,6 +53,9 @@ struct HostHomeRouting {
 // once) and what they took past their kinds' local times.
 struct HostHomeTrial {
     uint64_t launches = 0;
+    // Naming host-homed data but left out: no duration came, no local time.
+    uint64_t launches_untimed = 0;
+    uint64_t launches_without_local = 0;
     uint64_t kinds = 0;
     uint64_t kinds_slowed = 0; // past their local time plus two trips
     uint64_t named_bytes = 0;

@@ -114,12 +114,18 @@ TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_beg
     const double trip_bytes_per_second = config.rates.remote_read_gbps * 1e9;
     for (uint64_t i = step_begin; i < step_end; ++i) {
         const trace::Launch& launch = recording.launches[i];
-        if (launch.duration_ns == 0) continue;
         host_shares_of(recording, launch, sizes, host_homed, shares);
         if (shares.empty()) continue;
+        if (launch.duration_ns == 0) {
+            ++verdict.launches_untimed;
+            continue;
+        }
         const trace::LaunchKind kind = trace::kind_of(launch, managed);
         const std::optional<uint64_t> local = local_of(kind);
-        if (!local) continue;
+        if (!local) {
+            ++verdict.launches_without_local;
+            continue;
+        }
         const uint64_t host_bytes = bytes_of(shares);
         const double allowed = static_cast<double>(*local) * 1e-9 +
                                (trip_bytes_per_second > 0 ? config.trips * static_cast<double>(host_bytes) /

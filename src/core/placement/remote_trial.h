@@ -57,6 +57,10 @@ struct TrialVerdict {
     std::vector<uint32_t> gpu_again;
     uint64_t gpu_again_bytes = 0;
     uint64_t launches_judged = 0; // naming a host-homed allocation, timed, with a local time to compare
+    // Launches naming a host-homed allocation left out: with no duration yet
+    // (their kernels' records had not come), and of a kind with no local time.
+    uint64_t launches_untimed = 0;
+    uint64_t launches_without_local = 0;
     uint64_t kinds_judged = 0;
     uint64_t kinds_slowed = 0;    // whose least excess was above zero
     double excess_seconds = 0;    // the slowed kinds' excess over the judged step

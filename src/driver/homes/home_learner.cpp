@@ -115,8 +115,9 @@ bool HomeLearner::look() {
     if (launches < looked_at_ + kLaunchesBetweenLooks) return false;
     looked_at_ = launches;
     // The kernels of the steps looked at have ended; their records may still
-    // be in CUPTI's buffers.
-    KernelTiming::flush();
+    // be in CUPTI's buffers. Later kernels may still run: a forced flush would
+    // take their records back untimed, for good.
+    KernelTiming::deliver_finished();
     trace::MoverRecord mover;
     trace::Trace recording = recorder_->snapshot(&mover);
     const std::vector<uint64_t> bounds = recording_iteration_bounds(recording);
@@ -263,6 +264,13 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
     trial.streaming_gbps = config_.streaming_gbps.line_gbps(trial.rates);
     const placement::TrialVerdict verdict = placement::judge_remote_trial(
         recording, step_begin, step_end, [&](uint32_t id) { return host_homed.contains(id); }, trial);
+    // Kernel records come back once every kernel in their buffer has ended, so
+    // the step's last ones may come a look or two after it. Judged once none is
+    // missing, or once a look brought none of the missing.
+    if (verdict.launches_untimed > 0 && verdict.launches_untimed < trial_untimed_) {
+        trial_untimed_ = verdict.launches_untimed;
+        return false;
+    }
     // The learned step's entries that homed the host-homed allocations `chosen` picks, each once.
     const auto entries_of = [&](const auto& chosen) {
         std::vector<size_t> out;
@@ -277,10 +285,12 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
     std::vector<EarlierHome> earlier_back;
     for (const EarlierHome& e : earlier_)
         if (gpu_again.contains(e.id)) earlier_back.push_back(e);
-    log::info("remote trial of launches [{}, {}) of the recording: {} launches of {} kinds read host-homed data, "
+    log::info("remote trial of launches [{}, {}) of the recording: {} launches of {} kinds read host-homed data "
+              "({} more untimed, {} of kinds with no local time), "
               "{} kinds slower than their local time plus two trips ({:.1f} ms a step past it); {} allocations of "
               "the step ({}) homed on the GPU from now on, whose readers' {:.1f} ms outweighed their GPU home",
-              step_begin, step_end, verdict.launches_judged, verdict.kinds_judged, verdict.kinds_slowed,
+              step_begin, step_end, verdict.launches_judged, verdict.kinds_judged, verdict.launches_untimed,
+              verdict.launches_without_local, verdict.kinds_slowed,
               verdict.excess_seconds * 1e3, entries.size(), format_size(verdict.gpu_again_bytes),
               verdict.gpu_again_excess_seconds * 1e3);
     const double trips = placement::trips_of(verdict.past_local_seconds, verdict.named_bytes,
@@ -298,6 +308,8 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
         kept_rejudged(recording, step_begin, step_end, [&](uint32_t id) { return host_homed.contains(id); });
     if (callbacks_.trial_judged)
         callbacks_.trial_judged({.launches = verdict.launches_judged,
+                                 .launches_untimed = verdict.launches_untimed,
+                                 .launches_without_local = verdict.launches_without_local,
                                  .kinds = verdict.kinds_judged,
                                  .kinds_slowed = verdict.kinds_slowed,
                                  .named_bytes = verdict.named_bytes,

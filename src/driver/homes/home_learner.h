@@ -129,6 +129,9 @@ private:
     enum class Phase : uint8_t { Learning, Trialling, Checking };
     std::atomic<Phase> phase_{Phase::Learning};
     uint64_t trial_from_ = 0; // launches recorded when routing began
+    // The judged step's launches naming host data still without a duration at
+    // the last look: the trial waits while their records keep coming.
+    uint64_t trial_untimed_ = UINT64_MAX;
     // Launch kinds every launch of which waited for moves in the learning's
     // recording: the trial holds them to the streaming line.
     std::vector<trace::LaunchKind> kinds_untimed_;

@@ -1,5 +1,7 @@
 #include "driver/timing/kernel_timing.h"
 
+#include "driver/timing/kernel_span.h"
+
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
 #include <cupti_driver_cbid.h>
@@ -8,6 +10,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 namespace uvmp::driver {
@@ -33,7 +36,10 @@ constexpr CUpti_CallbackId kLaunchCallbacks[] = {
 // callback that runs inside it.
 thread_local uint64_t t_launch_seq = UINT64_MAX;
 
-constexpr size_t kBufferBytes = 4u << 20;
+// Records come back a buffer at a time, once every kernel in it has ended
+// (deliver_finished): a buffer holds about a thousand kernel records, so those
+// of a step that has run come back while later launches still fill the next.
+constexpr size_t kBufferBytes = 256u << 10;
 constexpr size_t kBufferAlignment = 8;
 
 CuptiApi g_api;
@@ -44,12 +50,8 @@ KernelTiming::Sink g_sink;
 // Kernel records and correlation records arrive separately, possibly in
 // different buffers: whichever comes first waits here for the other.
 std::mutex g_match_mutex;
-struct KernelTimes {
-    uint64_t start_ns;
-    uint64_t duration_ns;
-};
 std::unordered_map<uint32_t, uint64_t> g_seq_by_correlation;
-std::unordered_map<uint32_t, KernelTimes> g_times_by_correlation;
+std::unordered_map<uint32_t, KernelSpan> g_times_by_correlation;
 
 void* open_cupti() {
     static const char* const kNames[] = {
@@ -89,9 +91,14 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
             record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
             auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-            match(k->correlationId, g_times_by_correlation, KernelTimes{k->start, k->end - k->start},
-                  g_seq_by_correlation,
-                  [](const KernelTimes& t, uint64_t seq) { g_sink(seq, t.start_ns, t.duration_ns); });
+            const std::optional<KernelSpan> span = finished_span(k->start, k->end);
+            if (!span) {
+                // Its launch stays untimed; the launch's half of the pair is not needed.
+                g_seq_by_correlation.erase(k->correlationId);
+                continue;
+            }
+            match(k->correlationId, g_times_by_correlation, *span, g_seq_by_correlation,
+                  [](const KernelSpan& t, uint64_t seq) { g_sink(seq, t.start_ns, t.duration_ns); });
         }
     }
     std::free(buffer);
@@ -105,7 +112,7 @@ void CUPTIAPI on_driver_call(void*, CUpti_CallbackDomain domain, CUpti_CallbackI
     if (info->callbackSite != CUPTI_API_ENTER) return;
     std::lock_guard lock(g_match_mutex);
     match(info->correlationId, g_seq_by_correlation, t_launch_seq, g_times_by_correlation,
-          [](uint64_t seq, const KernelTimes& t) { g_sink(seq, t.start_ns, t.duration_ns); });
+          [](uint64_t seq, const KernelSpan& t) { g_sink(seq, t.start_ns, t.duration_ns); });
 }
 
 template <typename T>
@@ -161,6 +168,10 @@ bool KernelTiming::running() { return g_running.load(std::memory_order_acquire);
 void KernelTiming::before_launch(uint64_t seq) { t_launch_seq = seq; }
 
 void KernelTiming::after_launch() { t_launch_seq = UINT64_MAX; }
+
+void KernelTiming::deliver_finished() {
+    if (running()) g_api.flush_all(0);
+}
 
 void KernelTiming::flush() {
     if (running()) g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

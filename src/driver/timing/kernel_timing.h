@@ -24,7 +24,12 @@ public:
     static void before_launch(uint64_t seq);
     static void after_launch();
 
-    // Delivers every record CUPTI still holds. At exit, before the trace closes.
+    // Delivers the records of every buffer whose kernels have all ended: during
+    // the run. A record taken back before its kernel ends has no timestamps and
+    // never comes again, so nothing but the end of timing forces them out.
+    static void deliver_finished();
+    // Delivers every record CUPTI still holds, those of kernels not yet ended
+    // dropped. At exit, before the trace closes.
     static void flush();
     // Times no more launches (the driver callbacks and kernel records are turned
     // off) and delivers what was timed. Once started, timing is not started again.
