@@ -34,6 +34,9 @@ SERIES = [
     ("decode-check-run", r"decode-check-run-\d+",
      "`examples/generate_workload.py --deterministic --new-tokens 24 --warmup 6 --layers 16` natively twice "
      "and under plain `uvmrun`, with `uvmrun --probe-rates` first, by hand on the GPU machine"),
+    ("trial-check-run", r"trial-check-run-\d+",
+     "`UVMP_LOG_LEVEL=info uvmrun --stats-file FILE --budget B -- python3 examples/train_workload.py ...` by "
+     "hand on the GPU machine: the remote trial's log lines and the stats file"),
     ("infer-run", r"infer-run-\d+",
      "`ONLY=infer bench/device_run.sh` (bench/drivers/inference.py) [infer.json, infer.md]"),
     ("robust-run", r"robust-run-\d+",

@@ -132,6 +132,24 @@ TEST_CASE("remote trial: a kind never timed with its data in place is held to th
     CHECK(s.gpu_again.empty());
 }
 
+TEST_CASE("remote trial: launches before the homes give local times to kinds naming weights homed since",
+          "[placement]") {
+    // The weights (id 1) went to the host with the homes, at launch 4: the GEMM
+    // names them in both steps, and only its launch before the homes ran local.
+    const uint64_t remote_ns[4] = {190 * kUs, 190 * kUs, 60 * kMs, 10 * kUs};
+    const trace::Trace t = local_then_remote(remote_ns);
+    const auto weights_too = [](uint32_t id) { return id == 1 || on_host(id); };
+    const TrialVerdict unknown = judge_remote_trial(t, 4, 8, weights_too);
+    CHECK(unknown.launches_judged == 3);
+    CHECK(unknown.launches_without_local == 1);
+    const TrialVerdict judged = judge_remote_trial(t, 4, 8, weights_too, {.homes_from = 4});
+    CHECK(judged.launches_judged == 4);
+    CHECK(judged.launches_without_local == 0);
+    // 60 ms against 1 ms and two trips of 96 MiB: the weights and the operand
+    // share the excess by their bytes, and both outweigh their GPU homes.
+    CHECK(judged.gpu_again == std::vector<uint32_t>{1, 21});
+}
+
 TEST_CASE("remote trial: nothing judged without a local time, a timing or a host home", "[placement]") {
     trace::Trace t;
     add_alloc(t, 21, 16 * kMiB, 0);

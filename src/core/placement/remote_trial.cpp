@@ -83,10 +83,15 @@ TrialVerdict judge_remote_trial(const trace::Trace& recording, uint64_t step_beg
     const std::unordered_set<trace::LaunchKind, trace::LaunchKindHash> untimed(config.kinds_untimed.begin(),
                                                                                config.kinds_untimed.end());
     std::unordered_map<trace::LaunchKind, uint64_t, trace::LaunchKindHash> local_ns;
-    for (const trace::Launch& launch : recording.launches) {
+    for (uint64_t i = 0; i < launches; ++i) {
+        const trace::Launch& launch = recording.launches[i];
         if (launch.duration_ns == 0) continue;
-        host_shares_of(recording, launch, sizes, host_homed, shares);
-        if (!shares.empty()) continue;
+        // Before the homes, an allocation homed on the host since (one made
+        // before the learned step) was still on the GPU.
+        if (i >= config.homes_from) {
+            host_shares_of(recording, launch, sizes, host_homed, shares);
+            if (!shares.empty()) continue;
+        }
         const trace::LaunchKind kind = trace::kind_of(launch, managed);
         if (untimed.contains(kind)) continue;
         const auto [it, added] = local_ns.emplace(kind, launch.duration_ns);

@@ -11,8 +11,8 @@
 // one, and it is given back for the steps to come.
 //
 // Launches are matched by kind (trace/analysis/launch_kind.h). A kind's local time is the
-// least the recording holds for it on launches naming no host-homed allocation
-// (pressure only lengthens a run); its excess with remote operands is the least
+// least the recording holds for it on launches naming no host-homed allocation, or
+// made before the homes (pressure only lengthens a run); its excess with remote operands is the least
 // over the judged step's launches of it that name some, so that a launch that
 // also waited for a GPU-homed operand does not condemn the host-homed ones.
 //
@@ -49,6 +49,10 @@ struct TrialConfig {
     // 0: they are not judged).
     std::vector<trace::LaunchKind> kinds_untimed;
     double streaming_gbps = kDefaultStreamingGbps;
+    // The recording's first launch with homes in place: every launch before it
+    // ran with its data homed on the GPU, whatever went to the host after
+    // (weights homed on the host name the same allocation in every step).
+    uint64_t homes_from = 0;
 };
 
 struct TrialVerdict {

@@ -260,6 +260,7 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
     }
     placement::TrialConfig trial;
     trial.kinds_untimed = kinds_untimed_;
+    trial.homes_from = trial_from_;
     trial.rates = router_.rates(device_);
     trial.streaming_gbps = config_.streaming_gbps.line_gbps(trial.rates);
     const placement::TrialVerdict verdict = placement::judge_remote_trial(
