@@ -67,6 +67,8 @@
 #   OVERHEAD_ROUNDS  alternating rounds of the overhead benchmark (default 2)
 #   OVERHEAD_CPUS  run the overhead benchmark's programs on these CPUs only (e.g. 0-7;
 #              default: wherever the scheduler puts them)
+#   PACK=1     at the end, pack the runs' folders ($OUT/*-runs: logs, stats files) into
+#              $OUT/runs.tgz, their traces left out, and remove the folders
 #   DEADLINE_S total seconds the steps may use (default 450, 500 with ONLY=robust, 540 with ONLY=oversub,
 #              ONLY=pool or ONLY=infer); every
 #              step has its own timeout as well, and a step that no longer fits is marked SKIP
@@ -80,6 +82,7 @@ BUILD=$(cd "${1:-build-dev}" 2>/dev/null && pwd) || BUILD=${1:-build-dev}
 OUT=${OUT:-$PWD/device-out}
 PYTHON=${PYTHON:-python3}
 ONLY=${ONLY:-}
+PACK=${PACK:-0}
 PROBE=${PROBE:-0}
 TRACES=${TRACES:-0}
 OVERSUB=${OVERSUB:-0}
@@ -672,7 +675,23 @@ main() {
     ((FAILED_STEPS == 0))
 }
 
+# The runs' folders ($OUT/*-runs) as one archive, their traces left out: a few files to keep.
+pack_runs() {
+    local folders=()
+    local folder
+    for folder in "$OUT"/*-runs; do [[ -d $folder ]] && folders+=("$(basename "$folder")"); done
+    ((${#folders[@]})) || return 0
+    if tar -czf "$OUT/runs.tgz" -C "$OUT" --exclude='*.uvmt' "${folders[@]}"; then
+        (cd "$OUT" && rm -rf -- "${folders[@]}")
+        echo "packed ${folders[*]} into $OUT/runs.tgz (traces left out)"
+    else
+        echo "packing the runs' folders failed: they stay as they are"
+    fi
+}
+
 # Everything, the table included, goes to the screen and to device.log.
 : >"$LOG"
 main 2>&1 | tee -a "$LOG"
-exit "${PIPESTATUS[0]}"
+status=${PIPESTATUS[0]}
+if [[ $PACK == 1 ]]; then pack_runs 2>&1 | tee -a "$LOG"; fi
+exit "$status"
