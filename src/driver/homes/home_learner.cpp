@@ -138,6 +138,9 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
     // Two full steps after the partial one it began in; the learned one is the
     // second of the trace's full steps, as for a recorded trace.
     if (bounds.size() < 3) return false;
+    // The full steps' last kernel records may come a look or two after them.
+    if (learn_records_.worth_waiting(trace::launches_without_duration(recording, bounds.front(), bounds.back())))
+        return false;
     // Each byte moved at the link's best rate for its direction: the least the
     // wait can have lasted (a kernel faulting in what it lacks is no faster
     // than the fetch beside it). Best means the probe's where the run's own
@@ -265,13 +268,8 @@ bool HomeLearner::judge_trial(const trace::Trace& recording, const std::vector<u
     trial.streaming_gbps = config_.streaming_gbps.line_gbps(trial.rates);
     const placement::TrialVerdict verdict = placement::judge_remote_trial(
         recording, step_begin, step_end, [&](uint32_t id) { return host_homed.contains(id); }, trial);
-    // Kernel records come back once every kernel in their buffer has ended, so
-    // the step's last ones may come a look or two after it. Judged once none is
-    // missing, or once a look brought none of the missing.
-    if (verdict.launches_untimed > 0 && verdict.launches_untimed < trial_untimed_) {
-        trial_untimed_ = verdict.launches_untimed;
-        return false;
-    }
+    // The step's last kernel records may come a look or two after it.
+    if (trial_records_.worth_waiting(verdict.launches_untimed)) return false;
     // The learned step's entries that homed the host-homed allocations `chosen` picks, each once.
     const auto entries_of = [&](const auto& chosen) {
         std::vector<size_t> out;

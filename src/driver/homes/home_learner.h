@@ -26,6 +26,7 @@
 
 #include "core/accounting/host_home_figures.h"
 #include "core/homesearch/recorded_homes.h"
+#include "core/trace/analysis/late_durations.h"
 #include "core/trace/recording/memory_recorder.h"
 #include "driver/homes/host_home_router.h"
 
@@ -129,9 +130,10 @@ private:
     enum class Phase : uint8_t { Learning, Trialling, Checking };
     std::atomic<Phase> phase_{Phase::Learning};
     uint64_t trial_from_ = 0; // launches recorded when routing began
-    // The judged step's launches naming host data still without a duration at
-    // the last look: the trial waits while their records keep coming.
-    uint64_t trial_untimed_ = UINT64_MAX;
+    // Kernel records still coming for the learned steps, and for the judged
+    // step's launches naming host data.
+    trace::LateDurations learn_records_;
+    trace::LateDurations trial_records_;
     // Launch kinds every launch of which waited for moves in the learning's
     // recording: the trial holds them to the streaming line.
     std::vector<trace::LaunchKind> kinds_untimed_;

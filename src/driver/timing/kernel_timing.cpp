@@ -37,9 +37,10 @@ constexpr CUpti_CallbackId kLaunchCallbacks[] = {
 thread_local uint64_t t_launch_seq = UINT64_MAX;
 
 // Records come back a buffer at a time, once every kernel in it has ended
-// (deliver_finished): a buffer holds about a thousand kernel records, so those
-// of a step that has run come back while later launches still fill the next.
-constexpr size_t kBufferBytes = 256u << 10;
+// (deliver_finished): a buffer holds about 300 kernel records (216 bytes each),
+// so those of a step that has run come back within a few hundred launches of
+// its end, while later ones fill the next buffer.
+constexpr size_t kBufferBytes = 64u << 10;
 constexpr size_t kBufferAlignment = 8;
 
 CuptiApi g_api;
