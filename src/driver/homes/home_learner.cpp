@@ -27,6 +27,9 @@ namespace {
 constexpr std::chrono::milliseconds kLookEvery{250};
 constexpr uint64_t kLaunchesBetweenLooks = 256;
 
+// Kernels kept on the GPU by their rate, logged at learning and again at the trial.
+constexpr size_t kKeptLogged = 6;
+
 // A kernel's name as a log line shows it: mangled names run to hundreds of characters.
 std::string_view logged_name(const trace::Trace& recording, uint32_t kernel) {
     constexpr size_t kNameLength = 80;
@@ -197,7 +200,6 @@ bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bo
         give_up(why_not);
         return true;
     }
-    constexpr size_t kKeptLogged = 6;
     for (size_t i = 0; i < std::min(kKeptLogged, homes->kept_on_gpu.size()); ++i) {
         const placement::RecordedHomes::KeptOnGpu& kept = homes->kept_on_gpu[i];
         log::info("  kept on the GPU by kernel {} ({}): {} allocations of the step, {}; {}", kept.kernel,
@@ -371,7 +373,6 @@ std::vector<HostHomeTrial::KeptKernel> HomeLearner::kept_rejudged(const trace::T
                        .trial_gbps = now[i].value_or(0)});
     }
     // One above the line now kept its operands on the GPU for a stall of the learning steps.
-    constexpr size_t kKeptLogged = 6;
     for (size_t i = 0; i < std::min(kKeptLogged, out.size()); ++i) {
         const HostHomeTrial::KeptKernel& k = out[i];
         log::info("  kept on the GPU by kernel {}: {} allocations ({}), named at {:.0f} GB/s under pressure, {} in "

@@ -16,7 +16,7 @@ uint64_t use_fastest_durations(Trace& trace) { return use_fastest_durations(trac
 CleanedDurations use_fastest_durations(Trace& trace, const LaunchWaits& waits, double memory_gbps) {
     constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
     struct Least {
-        uint64_t unwaited = kNone;
+        bool timed_unwaited = false; // a timed launch waited for nothing
         uint64_t any = kNone;        // over every timed launch, waited or not
         uint64_t less_waits = kNone; // over the launches that waited
         uint64_t taken_off = 0;      // the most a wait took off one of them
@@ -33,7 +33,7 @@ CleanedDurations use_fastest_durations(Trace& trace, const LaunchWaits& waits, d
         l.any = std::min(l.any, launch.duration_ns);
         const auto wait = waits.find(launch.seq);
         if (wait == waits.end() || wait->second == 0) {
-            l.unwaited = std::min(l.unwaited, launch.duration_ns);
+            l.timed_unwaited = true;
             continue;
         }
         ++out.waited_launches;
@@ -49,8 +49,9 @@ CleanedDurations use_fastest_durations(Trace& trace, const LaunchWaits& waits, d
     std::unordered_map<uint32_t, uint64_t> taken_off; // by kernel
     std::unordered_set<uint32_t> timed;               // kernels with a kind timed unwaited
     for (const auto& [kind, l] : least) {
-        if (l.unwaited != kNone) timed.insert(kind.kernel);
-        if (l.unwaited == kNone) {
+        if (l.timed_unwaited) {
+            timed.insert(kind.kernel);
+        } else {
             out.kinds_untimed.push_back(kind);
             uint64_t& most = taken_off[kind.kernel];
             most = std::max(most, l.taken_off);
@@ -59,7 +60,7 @@ CleanedDurations use_fastest_durations(Trace& trace, const LaunchWaits& waits, d
         // own from above, and the least of them all is the tightest bound: a
         // launch the model says waited yet ran faster than every other shows
         // that those were stalled by what the model does not see.
-        duration.emplace(kind, l.unwaited != kNone ? l.any : l.less_waits);
+        duration.emplace(kind, l.timed_unwaited ? l.any : l.less_waits);
     }
     out.kinds_from_waits = out.kinds_untimed.size();
     std::vector<std::pair<uint64_t, uint32_t>> by_time_off;
