@@ -4,7 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <iterator>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <cstring>
@@ -313,4 +315,55 @@ TEST_CASE("look-ups a thread answers from what it found lately follow every chan
     std::thread([&] { r.find_all(words, elsewhere); }).join();
     REQUIRE(elsewhere.size() == 1);
     CHECK(elsewhere[0].alloc_id == again);
+}
+
+TEST_CASE("the registry's look-ups agree with a plain interval search through adds and removes") {
+    // Allocations from a few bytes to several 2 MiB granules, at granule edges
+    // and inside granules, added and removed at random: every probe answers as a
+    // search of what is live would.
+    uvmp::Registry r;
+    std::map<uint64_t, std::pair<uint64_t, uint32_t>> live; // base -> (end, id)
+    uint64_t seed = 12345;
+    const auto next = [&seed] {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        return seed >> 33;
+    };
+    constexpr uint64_t kGranule = 2u << 20;
+    const uint64_t sizes[] = {1, 256, 4096, kGranule - 1, kGranule, kGranule + 1, 3 * kGranule + 512};
+    uint64_t cursor = 0x7f0000000000;
+    const auto expected = [&live](uint64_t address) -> std::optional<uvmp::AccessHit> {
+        auto it = live.upper_bound(address);
+        if (it == live.begin()) return std::nullopt;
+        --it;
+        if (address >= it->second.first) return std::nullopt;
+        return uvmp::AccessHit{it->second.second, address - it->first};
+    };
+    for (int round = 0; round < 3000; ++round) {
+        if (live.empty() || next() % 3 != 0) {
+            // Placed after the last, sometimes on a granule's edge, sometimes just before one.
+            const uint64_t size = sizes[next() % std::size(sizes)];
+            const uint64_t gap = next() % 4 == 0 ? (kGranule - cursor % kGranule) % kGranule : next() % 512;
+            const uint64_t base = cursor + gap;
+            live[base] = {base + size, r.add(base, size, 0, nullptr)};
+            cursor = base + size;
+        } else {
+            auto it = live.begin();
+            std::advance(it, static_cast<long>(next() % live.size()));
+            REQUIRE(r.remove(it->first)->id == it->second.second);
+            live.erase(it);
+        }
+        for (int probe = 0; probe < 8; ++probe) {
+            const uint64_t address = 0x7f0000000000 - 16 + next() % (cursor - 0x7f0000000000 + 32);
+            const std::optional<uvmp::AccessHit> want = expected(address);
+            const std::optional<uvmp::AccessHit> got = r.find(address);
+            REQUIRE(got.has_value() == want.has_value());
+            if (want) {
+                CHECK(got->alloc_id == want->alloc_id);
+                CHECK(got->offset == want->offset);
+            }
+        }
+    }
+    CHECK(r.size() == live.size());
+    r.clear();
+    CHECK_FALSE(r.find(cursor - 1));
 }

@@ -3,7 +3,7 @@
 // stream's fence), and counted per tag (the CUDA memory pool asked) and in all.
 #pragma once
 
-#include "core/pool/flat_map.h"
+#include "core/util/flat_map.h"
 #include "core/pool/free_ranges.h"
 #include "core/pool/pending_frees.h"
 #include "core/pool/pool_pieces.h"

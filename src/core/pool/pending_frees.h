@@ -8,7 +8,7 @@
 #pragma once
 
 #include "core/pool/block_placement.h"
-#include "core/pool/flat_map.h"
+#include "core/util/flat_map.h"
 #include "core/pool/free_index.h"
 #include "core/pool/node_recycler.h"
 #include "core/pool/pool_pieces.h"

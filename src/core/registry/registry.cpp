@@ -1,5 +1,6 @@
 #include "core/registry/registry.h"
 
+#include <algorithm>
 #include <mutex>
 #include <new>
 
@@ -61,7 +62,10 @@ uint32_t Registry::add(uint64_t base, uint64_t size, int32_t device, void* conte
                        bool host_homed) {
     std::unique_lock lock(mutex_);
     const uint32_t id = next_id_++;
-    by_base_[base] = Allocation{id, base, size, device, context, stream_ordered, host_homed};
+    Allocation& a = by_base_[base];
+    if (a.id) unindex_locked(a); // an allocation at the same base, not removed
+    a = Allocation{id, base, size, device, context, stream_ordered, host_homed};
+    index_locked(a);
     map_changed();
     if (base < low_.load(std::memory_order_relaxed)) low_.store(base, std::memory_order_relaxed);
     if (base + size > high_.load(std::memory_order_relaxed))
@@ -74,6 +78,7 @@ std::optional<Allocation> Registry::remove(uint64_t base) {
     auto it = by_base_.find(base);
     if (it == by_base_.end()) return std::nullopt;
     Allocation a = it->second;
+    unindex_locked(a);
     by_base_.erase(it);
     map_changed();
     // The bounds only shrink when the map empties: a stale wider bound costs a
@@ -105,7 +110,7 @@ std::optional<Allocation> Registry::home_in_place(uint64_t base, uint32_t id, bo
 std::optional<AccessHit> Registry::find(uint64_t address) const {
     if (!may_contain(address)) return std::nullopt;
     std::shared_lock lock(mutex_);
-    const Allocation* a = holder_locked(address);
+    const Span* a = holder_locked(address);
     if (!a) return std::nullopt;
     return AccessHit{a->id, address - a->base};
 }
@@ -121,18 +126,64 @@ void Registry::find_all(std::span<const uint64_t> addresses, std::vector<AccessH
     std::shared_lock lock(mutex_);
     const uint64_t version = version_.load(std::memory_order_relaxed);
     for (uint64_t address : addresses) {
-        const Allocation* a = holder_locked(address);
+        const Span* a = holder_locked(address);
         if (!a) continue;
         hits.push_back({a->id, address - a->base});
-        if (recent.version != version || !recent.find(address)) recent.remember(version, a->base, a->base + a->size, a->id);
+        if (recent.version != version || !recent.find(address)) recent.remember(version, a->base, a->end, a->id);
     }
 }
 
-const Allocation* Registry::holder_locked(uint64_t address) const {
-    auto it = by_base_.upper_bound(address);
-    if (it == by_base_.begin()) return nullptr;
-    const Allocation& a = (--it)->second;
-    return address < a.base + a.size ? &a : nullptr;
+const Registry::Span* Registry::holder_locked(uint64_t address) const {
+    const uint32_t* list = granules_.find(address >> kGranuleBits);
+    if (!list) return nullptr;
+    const std::vector<Span>& spans = granule_lists_[*list];
+    auto it = std::upper_bound(spans.begin(), spans.end(), address,
+                               [](uint64_t at, const Span& span) { return at < span.base; });
+    if (it == spans.begin()) return nullptr;
+    --it;
+    return address < it->end ? &*it : nullptr;
+}
+
+void Registry::index_locked(const Allocation& a) {
+    if (a.size == 0) return; // holds no address
+    const Span span{a.base, a.base + a.size, a.id};
+    for (uint64_t g = a.base >> kGranuleBits; g <= (span.end - 1) >> kGranuleBits; ++g) {
+        uint32_t* list = granules_.find(g);
+        if (!list) {
+            uint32_t made = 0;
+            if (free_lists_.empty()) {
+                made = static_cast<uint32_t>(granule_lists_.size());
+                granule_lists_.emplace_back();
+            } else {
+                made = free_lists_.back();
+                free_lists_.pop_back();
+            }
+            granules_.insert(g, made);
+            list = granules_.find(g);
+        }
+        std::vector<Span>& spans = granule_lists_[*list];
+        auto at = std::lower_bound(spans.begin(), spans.end(), span.base,
+                                   [](const Span& s, uint64_t base) { return s.base < base; });
+        spans.insert(at, span);
+    }
+}
+
+void Registry::unindex_locked(const Allocation& a) {
+    if (a.size == 0) return;
+    const uint64_t end = a.base + a.size;
+    for (uint64_t g = a.base >> kGranuleBits; g <= (end - 1) >> kGranuleBits; ++g) {
+        const uint32_t* list = granules_.find(g);
+        if (!list) continue;
+        const uint32_t index = *list;
+        std::vector<Span>& spans = granule_lists_[index];
+        auto at = std::lower_bound(spans.begin(), spans.end(), a.base,
+                                   [](const Span& s, uint64_t base) { return s.base < base; });
+        if (at != spans.end() && at->base == a.base) spans.erase(at);
+        if (spans.empty()) {
+            granules_.erase(g);
+            free_lists_.push_back(index);
+        }
+    }
 }
 
 size_t Registry::size() const {
@@ -156,6 +207,9 @@ void Registry::unlock_after_fork(bool in_child) {
 void Registry::clear() {
     std::unique_lock lock(mutex_);
     by_base_.clear();
+    granules_ = {};
+    granule_lists_.clear();
+    free_lists_.clear();
     map_changed();
     low_.store(UINT64_MAX, std::memory_order_relaxed);
     high_.store(0, std::memory_order_relaxed);

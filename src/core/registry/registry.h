@@ -1,12 +1,19 @@
 // The converted allocations, as an interval map from device address to
 // allocation. Read on every launch (parameter words are looked up here), written
 // on allocation and free, so reads take a shared lock and a cheap range filter
-// rejects most words before any lock is taken. A launch's words mostly name the
+// rejects most words before any lock is taken. A look-up goes through an index
+// by 2 MiB granule of the address space (each granule to the allocations that
+// overlap it, by base), not down the map: a framework's own work between two
+// launches leaves the caches cold, and a tree walk of a few thousand
+// allocations then missed the cache at every level, microseconds a launch
+// (tests/integration/launch_hook_cold.cpp). A launch's words mostly name the
 // allocations the thread's recent launches named: each thread keeps those it
 // found lately, valid while the map's version is unchanged, and finds them there
 // without the lock (whose shared count is a cache line every launching thread
 // writes).
 #pragma once
+
+#include "core/util/flat_map.h"
 
 #include <atomic>
 #include <cstdint>
@@ -75,13 +82,28 @@ public:
     void unlock_after_fork(bool in_child);
 
 private:
-    const Allocation* holder_locked(uint64_t address) const;
+    // An allocation as the index holds it.
+    struct Span {
+        uint64_t base = 0;
+        uint64_t end = 0; // one past its last byte
+        uint32_t id = 0;
+    };
+    static constexpr unsigned kGranuleBits = 21;
+
+    const Span* holder_locked(uint64_t address) const;
+    void index_locked(const Allocation& a);
+    void unindex_locked(const Allocation& a);
     // A new version for a changed map: unique over every registry, so that what a
     // thread found in one is never taken for another's.
     void map_changed();
 
     mutable std::shared_mutex mutex_;
     std::map<uint64_t, Allocation> by_base_;
+    // Granule (address >> kGranuleBits) -> its list in granule_lists_, the
+    // allocations overlapping it sorted by base; lists emptied are reused.
+    FlatMap<uint32_t> granules_;
+    std::vector<std::vector<Span>> granule_lists_;
+    std::vector<uint32_t> free_lists_;
     uint32_t next_id_ = 1;
     // Bounds of all live allocations: a word outside is not a pointer of ours.
     std::atomic<uint64_t> low_{UINT64_MAX};

@@ -1,6 +1,6 @@
-// The pool's map from 64-bit keys (core/pool/flat_map.h): erasing shifts the
+// The map from 64-bit keys (core/util/flat_map.h): erasing shifts the
 // entries behind a hole back, so that every key stays found.
-#include "core/pool/flat_map.h"
+#include "core/util/flat_map.h"
 
 #include <catch2/catch.hpp>
 
@@ -8,7 +8,7 @@
 #include <map>
 #include <random>
 
-using uvmp::pool::FlatMap;
+using uvmp::FlatMap;
 
 TEST_CASE("pool: the flat map agrees with std::map through inserts, erases and growth", "[pool]") {
     FlatMap<uint64_t> map;

@@ -1,7 +1,7 @@
-// A hash map from 64-bit keys to small values, for the pool's hot lookups
-// (live blocks by address, streams and fences by handle): open addressing with
-// linear probing and backward-shift deletion, so that neither a lookup nor an
-// erase allocates. Keys are anything but kEmpty (no block starts at, and no
+// A hash map from 64-bit keys to small values, for hot lookups (the pool's
+// live blocks by address, streams and fences by handle; the registry's address
+// granules): open addressing with linear probing and backward-shift deletion,
+// so that neither a lookup nor an erase allocates. Keys are anything but kEmpty (no block starts at, and no
 // handle is, 2^64 - 1).
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace uvmp::pool {
+namespace uvmp {
 
 template <class V>
 class FlatMap {
@@ -90,4 +90,4 @@ private:
     size_t size_ = 0;
 };
 
-} // namespace uvmp::pool
+} // namespace uvmp
