@@ -3,6 +3,9 @@
 # the default policy, as uvmrun runs. Each run also checks that the planner was handed, or
 # counted as unplanned, every launch, the threaded one with four threads launching at once;
 # without a budget, that none was.
+# launch_hook_cold.cpp measures the same with many allocations, a wide parameter and the caches
+# swept between launches, as a framework's launches meet it: printed, not checked, beside the
+# same checks.
 # Included from CMakeLists.txt, after robustness_tests.cmake.
 add_executable(launch_hook_timing launch_hook_timing.cpp robustness_support.cpp)
 target_link_libraries(launch_hook_timing PRIVATE uvmp_intercept_scenario uvmp_fake_cuda Threads::Threads)
@@ -23,3 +26,10 @@ uvmp_integration_checked_test(integration.launch_hook.no_budget
 uvmp_integration_checked_test(integration.launch_hook.without_library
   CHECKS "${UVMP_ALL_CHECKS_PASSED}"
   COMMAND ${UVMP_LAUNCH_HOOK_TIMING})
+
+add_executable(launch_hook_cold launch_hook_cold.cpp robustness_support.cpp)
+target_link_libraries(launch_hook_cold PRIVATE uvmp_intercept_scenario uvmp_fake_cuda Threads::Threads)
+target_compile_options(launch_hook_cold PRIVATE ${UVMP_WARNINGS})
+uvmp_integration_checked_test(integration.launch_hook.cold
+  CHECKS "${UVMP_ALL_CHECKS_PASSED}" "${UVMP_HOOK_FIGURE}"
+  COMMAND env ${UVMP_PRELOAD_ENV} UVMP_BUDGET=8G $<TARGET_FILE:launch_hook_cold> 2000 8 4 1000)

@@ -23,12 +23,6 @@ using namespace uvmp_integration;
 
 namespace {
 
-uint64_t number_argument(int argc, char** argv, int index, uint64_t fallback) {
-    if (argc <= index) return fallback;
-    const long long value = std::atoll(argv[index]);
-    return value > 0 ? static_cast<uint64_t>(value) : fallback;
-}
-
 // Launches through cuLaunchKernel, as the runtime's triple-chevron launch does,
 // timing one call in kSampleEvery: the median of those is the figure a loaded
 // host disturbs least (a mean takes in every time the thread was preempted).
@@ -103,12 +97,7 @@ int main(int argc, char** argv) {
                   wall_ns / static_cast<double>(launches), static_cast<unsigned long long>(median(call_ns)));
     checks.note(line);
     if (api.present()) {
-        const uvmp_stats s = plans_launches() ? settled_stats(api) : library_stats(api);
-        const uint64_t timed = s.hooks_timed - before.hooks_timed;
-        std::snprintf(line, sizeof line, "launch hook: %.0f ns of the library's own work a launch (%llu timed)",
-                      timed ? static_cast<double>(s.hook_ns - before.hook_ns) / static_cast<double>(timed) : 0.0,
-                      static_cast<unsigned long long>(timed));
-        checks.note(line);
+        const uvmp_stats s = note_hook_figure(checks, api, before);
         checks.expect_eq("launches the library saw", s.launches_seen - before.launches_seen, total);
         // Without a planner (or a trace) nothing reads a launch's accesses, and they are not looked for.
         checks.expect_eq("launches with an access", s.launches_with_access - before.launches_with_access,

@@ -3,6 +3,8 @@
 #include "fakecuda.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -53,6 +55,25 @@ int thread_count() {
     while (std::getline(status, line))
         if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
     return -1;
+}
+
+uint64_t number_argument(int argc, char** argv, int index, uint64_t fallback, uint64_t least) {
+    if (argc <= index) return fallback;
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(argv[index], &end, 10);
+    const bool whole = end != argv[index] && *end == '\0' && argv[index][0] != '-';
+    return whole && value >= least ? value : fallback;
+}
+
+uvmp_stats note_hook_figure(CheckList& checks, const LibraryApi& api, const uvmp_stats& before) {
+    const uvmp_stats s = plans_launches() ? settled_stats(api) : library_stats(api);
+    const uint64_t timed = s.hooks_timed - before.hooks_timed;
+    char line[160];
+    std::snprintf(line, sizeof line, "launch hook: %.0f ns of the library's own work a launch (%llu timed)",
+                  timed ? static_cast<double>(s.hook_ns - before.hook_ns) / static_cast<double>(timed) : 0.0,
+                  static_cast<unsigned long long>(timed));
+    checks.note(line);
+    return s;
 }
 
 }  // namespace uvmp_integration

@@ -8,6 +8,7 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,5 +36,13 @@ void expect_result(CheckList& checks, const std::string& what, CUresult got, CUr
 
 // Threads of this process, from /proc.
 int thread_count();
+
+// argv[index] as a whole number of at least `least`, `fallback` where it is missing or not one.
+uint64_t number_argument(int argc, char** argv, int index, uint64_t fallback, uint64_t least = 1);
+
+// Notes the launch hook's own time a launch since `before` (uvmp_stats hook_ns
+// over hooks_timed, which leaves the driver's time out) and returns the counters,
+// settled where launches are planned.
+uvmp_stats note_hook_figure(CheckList& checks, const LibraryApi& api, const uvmp_stats& before);
 
 }  // namespace uvmp_integration
