@@ -133,51 +133,57 @@ void Registry::find_all(std::span<const uint64_t> addresses, std::vector<AccessH
     }
 }
 
+namespace {
+
+// The first of `spans` (sorted by base) whose base is not below `base`.
+template <class Spans>
+auto first_from(Spans& spans, uint64_t base) {
+    return std::lower_bound(spans.begin(), spans.end(), base, [](const auto& s, uint64_t b) { return s.base < b; });
+}
+
+} // namespace
+
 const Registry::Span* Registry::holder_locked(uint64_t address) const {
     const uint32_t* list = granules_.find(address >> kGranuleBits);
     if (!list) return nullptr;
     const std::vector<Span>& spans = granule_lists_[*list];
-    auto it = std::upper_bound(spans.begin(), spans.end(), address,
-                               [](uint64_t at, const Span& span) { return at < span.base; });
+    // The last span starting at or below the address.
+    auto it = first_from(spans, address + 1);
     if (it == spans.begin()) return nullptr;
     --it;
     return address < it->end ? &*it : nullptr;
 }
 
+std::vector<Registry::Span>& Registry::granule_list_locked(uint64_t granule) {
+    if (const uint32_t* list = granules_.find(granule)) return granule_lists_[*list];
+    uint32_t made = static_cast<uint32_t>(granule_lists_.size());
+    if (free_lists_.empty()) {
+        granule_lists_.emplace_back();
+    } else {
+        made = free_lists_.back();
+        free_lists_.pop_back();
+    }
+    granules_.insert(granule, made);
+    return granule_lists_[made];
+}
+
 void Registry::index_locked(const Allocation& a) {
     if (a.size == 0) return; // holds no address
     const Span span{a.base, a.base + a.size, a.id};
-    for (uint64_t g = a.base >> kGranuleBits; g <= (span.end - 1) >> kGranuleBits; ++g) {
-        uint32_t* list = granules_.find(g);
-        if (!list) {
-            uint32_t made = 0;
-            if (free_lists_.empty()) {
-                made = static_cast<uint32_t>(granule_lists_.size());
-                granule_lists_.emplace_back();
-            } else {
-                made = free_lists_.back();
-                free_lists_.pop_back();
-            }
-            granules_.insert(g, made);
-            list = granules_.find(g);
-        }
-        std::vector<Span>& spans = granule_lists_[*list];
-        auto at = std::lower_bound(spans.begin(), spans.end(), span.base,
-                                   [](const Span& s, uint64_t base) { return s.base < base; });
-        spans.insert(at, span);
+    for (uint64_t g = span.base >> kGranuleBits; g <= (span.end - 1) >> kGranuleBits; ++g) {
+        std::vector<Span>& spans = granule_list_locked(g);
+        spans.insert(first_from(spans, span.base), span);
     }
 }
 
 void Registry::unindex_locked(const Allocation& a) {
     if (a.size == 0) return;
-    const uint64_t end = a.base + a.size;
-    for (uint64_t g = a.base >> kGranuleBits; g <= (end - 1) >> kGranuleBits; ++g) {
+    for (uint64_t g = a.base >> kGranuleBits; g <= (a.base + a.size - 1) >> kGranuleBits; ++g) {
         const uint32_t* list = granules_.find(g);
         if (!list) continue;
         const uint32_t index = *list;
         std::vector<Span>& spans = granule_lists_[index];
-        auto at = std::lower_bound(spans.begin(), spans.end(), a.base,
-                                   [](const Span& s, uint64_t base) { return s.base < base; });
+        const auto at = first_from(spans, a.base);
         if (at != spans.end() && at->base == a.base) spans.erase(at);
         if (spans.empty()) {
             granules_.erase(g);

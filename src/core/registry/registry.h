@@ -91,6 +91,8 @@ private:
     static constexpr unsigned kGranuleBits = 21;
 
     const Span* holder_locked(uint64_t address) const;
+    // The granule's list, made (or an emptied one taken again) where it has none.
+    std::vector<Span>& granule_list_locked(uint64_t granule);
     void index_locked(const Allocation& a);
     void unindex_locked(const Allocation& a);
     // A new version for a changed map: unique over every registry, so that what a

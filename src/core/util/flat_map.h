@@ -1,8 +1,8 @@
 // A hash map from 64-bit keys to small values, for hot lookups (the pool's
 // live blocks by address, streams and fences by handle; the registry's address
 // granules): open addressing with linear probing and backward-shift deletion,
-// so that neither a lookup nor an erase allocates. Keys are anything but kEmpty (no block starts at, and no
-// handle is, 2^64 - 1).
+// so that neither a lookup nor an erase allocates. Keys are anything but
+// kEmpty (no block starts at, no handle is, and no granule is 2^64 - 1).
 #pragma once
 
 #include <bit>
