@@ -101,11 +101,8 @@ void run_capture_scenario(const DriverEntryPoints& driver, const FakeDriverHelpe
     if (stats) {
         checks.expect_eq("stats.passthrough_capture", stats->passthrough_capture, 1);
         checks.expect_eq("stats.allocs_converted", stats->allocs_converted, 1);
-        checks.expect_eq("stats.launches_with_access", stats->launches_with_access, library_reads_accesses() ? 1 : 0);
-        const char* policy = std::getenv("UVMP_POLICY");
-        // Unset: the default policy, learned, plans.
-        const bool planning = !policy || std::string(policy) != "none";
-        checks.expect_eq("stats.launches_captured", stats->launches_captured, planning ? 1 : 0);
+        checks.expect_eq("stats.launches_with_access", stats->launches_with_access, library_reads_accesses(*stats) ? 1 : 0);
+        checks.expect_eq("stats.launches_captured", stats->launches_captured, plans_launches(*stats) ? 1 : 0);
     }
     if (during == CUDA_SUCCESS)
         checks.expect(driver.mem_free_async(captured, stream) == CUDA_SUCCESS,

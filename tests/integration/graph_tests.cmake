@@ -57,14 +57,15 @@ uvmp_integration_checked_test(integration.graph.planned_under_budget
 
 # The library's walk of a graph fails (a driver call it makes refuses): one line says
 # so, and the graph's launches pass through unplanned with the program's results unchanged.
-# (Under a budget: without one nothing is planned, walked graph or not.)
+# (Under a budget below the footprint: without one, or within one, nothing is planned,
+# walked graph or not.)
 foreach(failing cuGraphGetNodes:1 cuGraphKernelNodeGetParams_v2:2)
   string(REGEX REPLACE ":.*" "" call ${failing})
   uvmp_integration_checked_test(integration.graph.unwalked_${call}
     CHECKS "${UVMP_GRAPH_PASSED}"
            "STDERR_LINES_MATCHING=walking the nodes of a CUDA graph failed \\(${call} gave CUDA_ERROR_UNKNOWN\\)"
            "STDERR_LINE_COUNT=1"
-    COMMAND env ${UVMP_PRELOAD_ENV} UVMP_BUDGET=1G FAKECUDA_FAIL=${failing}:CUDA_ERROR_UNKNOWN
+    COMMAND env ${UVMP_PRELOAD_ENV} UVMP_BUDGET=4M FAKECUDA_FAIL=${failing}:CUDA_ERROR_UNKNOWN
             ${UVMP_GRAPH_TEST} dlsym capture unwalked)
 endforeach()
 

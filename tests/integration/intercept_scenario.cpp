@@ -414,7 +414,7 @@ void check_converted(const FakeDriverHelpers& fake, const Allocations& m,
     checks.expect_eq("stats.pool_slabs_released (trimmed)", stats->pool_slabs_released, c.mem_alloc_managed);
     checks.expect_eq("stats.launches_seen", stats->launches_seen, tally.launches);
     // Read only where a planner or a trace takes them (library_api.h).
-    const bool read = library_reads_accesses();
+    const bool read = library_reads_accesses(*stats);
     checks.expect_eq("stats.launches_with_access", stats->launches_with_access,
                      read ? tally.launches_with_converted_pointer : 0);
     checks.expect_eq("stats.access_entries", stats->access_entries, read ? tally.converted_pointer_words : 0);

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     if (api.present()) {
         const uvmp_stats s = note_hook_figure(checks, api, before);
         checks.expect_eq("launches the library saw", s.launches_seen - before.launches_seen, launches);
-        if (plans_launches() && pointers > 0)
+        if (plans_launches(s) && pointers > 0)
             checks.expect_eq("launches planned or counted unplanned", s.launches_planned + s.launches_unplanned,
                              s.launches_with_access);
     }

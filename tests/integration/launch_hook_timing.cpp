@@ -5,9 +5,13 @@
 // over hooks_timed, which leaves the driver's time out) and the wall time a
 // launch takes in all; checks that every launch the library saw reached the
 // driver and, under a policy, that each launch with an access was planned or
-// counted unplanned once the worker has caught up: none is lost.
+// counted unplanned once the worker has caught up: none is lost. A job that fits
+// its budget is planned from the first launch after it goes past it: checked by
+// going past it after the timed launches.
 //
-// Usage: launch_hook_timing [launches per thread] [threads] (200000 and 1 by default).
+// Usage: launch_hook_timing [launches per thread] [threads] [ballast MiB]
+// (200000, 1 and 0 by default). The ballast, converted memory no launch names, is
+// allocated first: with a budget below it the timed launches are planned.
 #include "check_list.h"
 #include "fakecuda.h"
 #include "robustness_support.h"
@@ -57,14 +61,35 @@ uint64_t median(std::vector<uint64_t> values) {
 
 uint64_t fake_launches() { return fakecuda_counters().launch_kernel; }
 
+// The job fitted its budget: once converted memory no launch names takes it past
+// the budget, every launch is planned.
+void check_planned_past_budget(CheckList& checks, const LibraryApi& api, CUfunction kernel, CUdeviceptr memory,
+                               const uvmp_stats& before) {
+    constexpr uint64_t kLaunches = 1000;
+    CUdeviceptr past = 0;
+    checks.expect(cuMemAlloc(&past, before.budget_bytes + (1 << 20)) == CUDA_SUCCESS,
+                  "cuMemAlloc of more than the budget");
+    checks.expect(launch_loop(kernel, memory, kLaunches).ok, "the launches past the budget");
+    const uvmp_stats s = settled_stats(api);
+    checks.expect_eq("launches with an access past the budget", s.launches_with_access - before.launches_with_access,
+                     kLaunches);
+    checks.expect_eq("launches past the budget planned or counted unplanned",
+                     s.launches_planned + s.launches_unplanned - before.launches_planned - before.launches_unplanned,
+                     kLaunches);
+    checks.expect(cuMemFree(past) == CUDA_SUCCESS, "cuMemFree of more than the budget");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const uint64_t launches = number_argument(argc, argv, 1, 200000);
     const uint64_t threads = number_argument(argc, argv, 2, 1);
+    const uint64_t ballast_mib = number_argument(argc, argv, 3, 0, 0);
     CheckList checks;
     const LibraryApi api = find_library_api();
     checks.expect(cuInit(0) == CUDA_SUCCESS, "cuInit");
+    CUdeviceptr ballast = 0;
+    if (ballast_mib) checks.expect(cuMemAlloc(&ballast, ballast_mib << 20) == CUDA_SUCCESS, "cuMemAlloc of the ballast");
     CUdeviceptr memory = 0;
     checks.expect(cuMemAlloc(&memory, 4096) == CUDA_SUCCESS, "cuMemAlloc");
     CUfunction kernel = make_pointer_kernel("empty_kernel", 1);
@@ -101,8 +126,8 @@ int main(int argc, char** argv) {
         checks.expect_eq("launches the library saw", s.launches_seen - before.launches_seen, total);
         // Without a planner (or a trace) nothing reads a launch's accesses, and they are not looked for.
         checks.expect_eq("launches with an access", s.launches_with_access - before.launches_with_access,
-                         plans_launches() ? total : 0);
-        if (plans_launches()) {
+                         plans_launches(s) ? total : 0);
+        if (plans_launches(s)) {
             std::snprintf(line, sizeof line, "%llu launches planned, %llu unplanned",
                           static_cast<unsigned long long>(s.launches_planned),
                           static_cast<unsigned long long>(s.launches_unplanned));
@@ -113,7 +138,9 @@ int main(int argc, char** argv) {
             // Nothing to plan for (no budget, or policy none): no launch reaches a planner.
             checks.expect_eq("launches handed to a planner", s.launches_planned + s.launches_unplanned, 0);
         }
+        if (policy_under_budget() && !plans_launches(s)) check_planned_past_budget(checks, api, kernel, memory, s);
     }
+    if (ballast) checks.expect(cuMemFree(ballast) == CUDA_SUCCESS, "cuMemFree of the ballast");
     checks.expect(cuMemFree(memory) == CUDA_SUCCESS, "cuMemFree");
     return checks.exit_status();
 }

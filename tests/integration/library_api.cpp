@@ -25,15 +25,19 @@ LibraryApi find_library_api() {
     return api;
 }
 
-bool plans_launches() {
+bool policy_under_budget() {
     const char* policy = std::getenv("UVMP_POLICY");
     const char* budget = std::getenv("UVMP_BUDGET");
     return (!policy || std::string(policy) != "none") && budget && *budget;
 }
 
-bool library_reads_accesses() {
+bool plans_launches(const uvmp_stats& stats) {
+    return policy_under_budget() && stats.bytes_converted_peak > stats.budget_bytes;
+}
+
+bool library_reads_accesses(const uvmp_stats& stats) {
     const char* trace = std::getenv("UVMP_TRACE_OUT");
-    return plans_launches() || (trace && *trace);
+    return plans_launches(stats) || (trace && *trace);
 }
 
 }  // namespace uvmp_integration

@@ -20,12 +20,15 @@ struct LibraryApi {
 
 LibraryApi find_library_api();
 
-// Whether the library plans launches in this environment: a residency policy on
-// (unset: learned) and a budget set (without one nothing is planned).
-bool plans_launches();
-// Whether the library, as this process's environment sets it up, reads the
-// accesses of launches: a planner (plans_launches) or a trace does; without
-// either, launches are only counted.
-bool library_reads_accesses();
+// Whether the library may plan launches in this environment: a residency policy
+// on (unset: learned) and a budget set (without one nothing is planned).
+bool policy_under_budget();
+// Whether it planned the launches of a run whose counters are `stats`: it plans
+// from the first launch after converted memory has gone past the budget, so the
+// scenarios that ask go past it before their first launch, or never.
+bool plans_launches(const uvmp_stats& stats);
+// Whether it read the accesses of those launches: a planner (plans_launches) or a
+// trace does; without either, launches are only counted.
+bool library_reads_accesses(const uvmp_stats& stats);
 
 }  // namespace uvmp_integration

@@ -66,7 +66,7 @@ uint64_t number_argument(int argc, char** argv, int index, uint64_t fallback, ui
 }
 
 uvmp_stats note_hook_figure(CheckList& checks, const LibraryApi& api, const uvmp_stats& before) {
-    const uvmp_stats s = plans_launches() ? settled_stats(api) : library_stats(api);
+    const uvmp_stats s = policy_under_budget() ? settled_stats(api) : library_stats(api);
     const uint64_t timed = s.hooks_timed - before.hooks_timed;
     char line[160];
     std::snprintf(line, sizeof line, "launch hook: %.0f ns of the library's own work a launch (%llu timed)",

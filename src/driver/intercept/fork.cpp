@@ -96,6 +96,7 @@ void Interceptor::after_fork_in_child() {
         new (&budget) DeviceBudget;
     }
     devices_over_budget_.store(0, std::memory_order_relaxed);
+    plans_launches_.store(false, std::memory_order_relaxed);
     stats_.reset();
     launch_seq_.store(0, std::memory_order_relaxed);
     start_ns_ += now_ns(); // the child's trace counts time from its own start

@@ -119,12 +119,13 @@ void Interceptor::observe_graph_launch(StreamFlavor flavor, CUgraphExec exec, CU
     record.nodes_skipped = graph.replay->nodes_skipped;
     trace::TraceWriter* trace = this->trace();
     if (trace) trace->graph_launch(record);
-    if (!trace && !planner_) return;
+    const bool planned = plans_launches();
+    if (!trace && !planned) return;
 
     // The fences all stand before the graph: its nodes run with no host call between.
-    const bool fenced = planner_ && !all_converted_memory_fits();
-    const LaunchOrigin origin = planner_ ? launch_origin() : LaunchOrigin{};
-    std::vector<PlannedLaunch> planned;
+    const bool fenced = planned && !all_converted_memory_fits();
+    const LaunchOrigin origin = planned ? launch_origin() : LaunchOrigin{};
+    std::vector<PlannedLaunch> steps_planned;
     thread_local std::vector<trace::Access> accesses;
     for (size_t i = 0; i < steps.size(); ++i) {
         const GraphStep& step = steps[i];
@@ -132,10 +133,10 @@ void Interceptor::observe_graph_launch(StreamFlavor flavor, CUgraphExec exec, CU
         accesses.clear();
         append_step_accesses(step, registry_, accesses);
         if (trace) record_launch(*trace, first + i, info.id, step.grid, step.block, stream, accesses);
-        if (planner_ && !accesses.empty())
-            planned.push_back({first + i, info.id, accesses, fenced ? record_fence(flavor, stream, origin.context) : nullptr, origin});
+        if (planned && !accesses.empty())
+            steps_planned.push_back({first + i, info.id, accesses, fenced ? record_fence(flavor, stream, origin.context) : nullptr, origin});
     }
-    if (planner_) post_to_planner(std::move(planned));
+    if (planned) post_to_planner(std::move(steps_planned));
 }
 
 } // namespace uvmp::driver

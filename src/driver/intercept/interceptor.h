@@ -232,8 +232,14 @@ private:
     // has wanted room past it: nothing can need evicting. (Dead bytes count
     // against the budget too: plans evict them while the live bytes fit.)
     bool all_converted_memory_fits() const;
+    // Whether launches go to the planner: from the first launch that finds some
+    // converted memory past its budget, for the rest of the run. Before it the
+    // allocation hooks alone keep the planner's residency exact (blocks are placed
+    // as they are made) and no launch can need a move, so a job that fits its
+    // budget pays for the hook what a job without one does.
+    bool plans_launches();
     // Where the launch's stream stands, asked only when a planner or the trace needs it.
-    CaptureState capture_of(StreamFlavor flavor, CUstream stream, bool has_accesses) const;
+    CaptureState capture_of(StreamFlavor flavor, CUstream stream, bool planned_accesses) const;
     // With a policy on: hands the launch and the allocations it touches to the planner.
     void post_to_planner(const LaunchSite& site, uint64_t seq, uint32_t kernel_id, std::span<const AccessHit> hits);
     // The same for the steps of a graph launch, in one task.
@@ -261,6 +267,7 @@ private:
     std::array<DeviceBudget, ManagedPools::kMaxDevices> budgets_;
     std::atomic<uint32_t> devices_over_budget_{0}; // kept by the budgets themselves
     std::atomic<bool> budget_bound_{false};        // set by the planner (Planner::count_budget_bound_in)
+    std::atomic<bool> plans_launches_{false};      // see plans_launches()
     std::mutex budgets_mutex_;
     // Settled with each device's budget (budget_for_current_device).
     DeviceRates rates_{config_};

@@ -106,9 +106,10 @@ const KernelInfo& Interceptor::kernel_info(const void* handle) {
 }
 
 uint64_t Interceptor::observe_launch_untimed(const LaunchSite& site) {
-    // Only a plan or a trace reads a launch's accesses: without either (no budget,
-    // no trace) a launch is counted and nothing more.
-    if (!reads_accesses()) return launch_seq_.fetch_add(1, std::memory_order_relaxed);
+    // Only a plan or a trace reads a launch's accesses: without either (no budget
+    // or one not reached yet, no trace) a launch is counted and nothing more.
+    const bool planned = plans_launches();
+    if (!planned && !trace()) return launch_seq_.fetch_add(1, std::memory_order_relaxed);
     const KernelInfo& info = kernel_info(site.function);
     // Reached once: each use of a thread-local in a shared library looks it up anew.
     std::vector<AccessHit>& hits = t_hits;
@@ -123,7 +124,7 @@ uint64_t Interceptor::observe_launch_untimed(const LaunchSite& site) {
         stats_.add(stats_.launches_with_access);
         stats_.add(stats_.access_entries, hits.size());
     }
-    if (const CaptureState capture = capture_of(site.flavor, site.stream, !hits.empty()); capture.capturing) {
+    if (const CaptureState capture = capture_of(site.flavor, site.stream, planned && !hits.empty()); capture.capturing) {
         // It runs only when a graph made of the capture is launched, where it is
         // planned and recorded; an event recorded into the capture would also
         // change the application's graph. It takes no sequence number: it is no
@@ -145,16 +146,16 @@ uint64_t Interceptor::observe_launch_untimed(const LaunchSite& site) {
         return kNotRun;
     }
     const uint64_t seq = launch_seq_.fetch_add(1, std::memory_order_relaxed);
-    if (!hits.empty() && planner_) post_to_planner(site, seq, info.id, hits);
+    if (!hits.empty() && planned) post_to_planner(site, seq, info.id, hits);
     if (trace::TraceWriter* trace = this->trace())
         record_launch(*trace, seq, info.id, site.grid, site.block, site.stream, hits_as_accesses());
     return seq;
 }
 
-CaptureState Interceptor::capture_of(StreamFlavor flavor, CUstream stream, bool has_accesses) const {
+CaptureState Interceptor::capture_of(StreamFlavor flavor, CUstream stream, bool planned_accesses) const {
     // A driver call: made only where a plan or a record depends on it, and once
     // some capture may have begun.
-    if (!trace() && !(planner_ && has_accesses)) return {};
+    if (!trace() && !planned_accesses) return {};
     if (!captures_possible()) return {};
     const DriverTable* table = driver_table_if_ready();
     return table ? capture_state(*table, flavor, stream) : CaptureState{};
@@ -212,6 +213,14 @@ void Interceptor::plan(const PlannedLaunch& launch) {
 void Interceptor::count_unplanned(CUevent fence) {
     stats_.add(stats_.launches_unplanned);
     if (fence) fences_.release(fence);
+}
+
+bool Interceptor::plans_launches() {
+    if (!planner_) return false;
+    if (plans_launches_.load(std::memory_order_relaxed)) return true;
+    if (all_converted_memory_fits()) return false;
+    plans_launches_.store(true, std::memory_order_relaxed);
+    return true;
 }
 
 bool Interceptor::all_converted_memory_fits() const {
