@@ -190,7 +190,7 @@ std::vector<std::string> Stats::summary_lines(bool accesses_read) const {
     std::snprintf(pct_text, sizeof pct_text, "%.1f%%", pct);
     lines.push_back("launches seen: " + n(launches_seen) +
                     (accesses_read ? ", with a known access set: " + n(launches_with_access) + " (" + pct_text + ")"
-                                   : std::string(" (access sets not read: no budget, no trace)")));
+                                   : std::string(" (access sets not read: no trace, and no budget or one never reached)")));
     lines.push_back("bytes populated at allocation: " + sz(bytes_populated) + " in " +
                     n(populate_calls) + " calls; prefetched " + sz(bytes_prefetched) +
                     ", evicted " + sz(bytes_evicted) + " (" + sz(bytes_evicted_dead) +

@@ -82,7 +82,7 @@ void Interceptor::finish() {
                               stats_.allocs_passed_through.load();
     host_homes_.report();
     if (config_.summary && did_anything) {
-        for (const std::string& line : stats_.summary_lines(reads_accesses()))
+        for (const std::string& line : stats_.summary_lines(read_accesses()))
             log::raw_stderr_line(log::prefix() + line);
         for (const std::string& line : rates_.summary_lines()) log::raw_stderr_line(log::prefix() + line);
         if (planner_)

@@ -177,8 +177,9 @@ private:
     // Where records go: the trace file, the recording host homes are learned
     // from (learner_), both, or nowhere (nullptr).
     trace::TraceWriter* trace() const { return trace_.load(std::memory_order_acquire); }
-    // Whether anything reads the accesses of a launch: a planner, or a trace.
-    bool reads_accesses() const { return planner_ || trace(); }
+    // Whether anything has read the accesses of launches: a trace, or a planner
+    // once the budget was reached (plans_launches).
+    bool read_accesses() const { return plans_launches_.load(std::memory_order_relaxed) || trace(); }
     // The writers records go to once the recording of learner_ is added or taken away.
     void route_trace_records(trace::TraceWriter* recording);
     // With host homes learned in the run: once `device` is over its budget, the
