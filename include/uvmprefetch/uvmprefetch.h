@@ -38,7 +38,9 @@ typedef struct uvmp_stats {
     uint64_t guard_refusals;        /* allocations refused by the physical guard */
 
     uint64_t launches_seen;
-    uint64_t launches_with_access;  /* launches whose parameters named at least one converted allocation */
+    uint64_t launches_with_access;  /* launches whose parameters named at least one converted allocation;
+                                       read only while a trace is kept, or under a budget from the first
+                                       launch past it (or after a host home), so 0 for a job within it */
     uint64_t access_entries;        /* (allocation, offset) pairs found over all launches */
 
     uint64_t populate_calls;
