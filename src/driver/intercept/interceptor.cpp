@@ -87,8 +87,9 @@ void Interceptor::finish() {
         for (const std::string& line : rates_.summary_lines()) log::raw_stderr_line(log::prefix() + line);
         if (planner_)
             log::raw_stderr_line(log::prefix() + "policy " + std::string(to_string(config_.policy)) +
-                                 ", prediction hit rate " +
-                                 std::to_string(planner_->prediction_hit_rate()));
+                                 (plans_launches_.load(std::memory_order_relaxed)
+                                      ? ", prediction hit rate " + std::to_string(planner_->prediction_hit_rate())
+                                      : std::string(", no launch planned: the job stayed within its budget")));
     }
     if (!config_.stats_file.empty() && did_anything) {
         const std::string path = expand_path_pattern(config_.stats_file, getpid(), &uvmp::process_getenv);
