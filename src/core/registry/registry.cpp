@@ -168,19 +168,17 @@ std::vector<Registry::Span>& Registry::granule_list_locked(uint64_t granule) {
 }
 
 void Registry::index_locked(const Allocation& a) {
-    if (a.size == 0) return; // holds no address
     const Span span{a.base, a.base + a.size, a.id};
-    for (uint64_t g = span.base >> kGranuleBits; g <= (span.end - 1) >> kGranuleBits; ++g) {
+    for_each_granule(a, [&](uint64_t g) {
         std::vector<Span>& spans = granule_list_locked(g);
         spans.insert(first_from(spans, span.base), span);
-    }
+    });
 }
 
 void Registry::unindex_locked(const Allocation& a) {
-    if (a.size == 0) return;
-    for (uint64_t g = a.base >> kGranuleBits; g <= (a.base + a.size - 1) >> kGranuleBits; ++g) {
+    for_each_granule(a, [&](uint64_t g) {
         const uint32_t* list = granules_.find(g);
-        if (!list) continue;
+        if (!list) return;
         const uint32_t index = *list;
         std::vector<Span>& spans = granule_lists_[index];
         const auto at = first_from(spans, a.base);
@@ -189,7 +187,7 @@ void Registry::unindex_locked(const Allocation& a) {
             granules_.erase(g);
             free_lists_.push_back(index);
         }
-    }
+    });
 }
 
 size_t Registry::size() const {

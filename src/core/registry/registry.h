@@ -95,6 +95,13 @@ private:
     std::vector<Span>& granule_list_locked(uint64_t granule);
     void index_locked(const Allocation& a);
     void unindex_locked(const Allocation& a);
+    // f(granule) for each granule the allocation overlaps (none for size 0, which
+    // holds no address).
+    template <class F>
+    static void for_each_granule(const Allocation& a, F&& f) {
+        if (a.size == 0) return;
+        for (uint64_t g = a.base >> kGranuleBits; g <= (a.base + a.size - 1) >> kGranuleBits; ++g) f(g);
+    }
     // A new version for a changed map: unique over every registry, so that what a
     // thread found in one is never taken for another's.
     void map_changed();

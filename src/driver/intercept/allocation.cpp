@@ -117,6 +117,10 @@ Interceptor::ConvertOutcome Interceptor::convert(CUdeviceptr* dptr, size_t bytes
     const uint32_t id = registry_.add(*dptr, bytes, device, context, stream_ordered, host_homed);
     stats_.converted_allocated(device, bytes);
     if (host_homed) {
+        // Never moved, but the planner counts what launches name of it
+        // (remote_*_bytes_named): homes read from an earlier trace can leave the
+        // GPU's share within the budget from the start.
+        plans_launches_.store(true, std::memory_order_relaxed);
         stats_.host_block_allocated(bytes);
         learner_.host_homed(id, routed.step_entry);
     }

@@ -234,8 +234,8 @@ private:
     // against the budget too: plans evict them while the live bytes fit.)
     bool all_converted_memory_fits() const;
     // Whether launches go to the planner: from the first launch that finds some
-    // converted memory past its budget, or some allocation homed on the host, for
-    // the rest of the run. Before it the allocation hooks alone keep the planner's
+    // converted memory past its budget, or after the first allocation homed on the
+    // host (convert), for the rest of the run. Before it the allocation hooks alone keep the planner's
     // residency exact (blocks are placed as they are made) and no launch can need
     // a move, so a job that fits its budget pays for the hook what a job without
     // one does.
@@ -269,7 +269,7 @@ private:
     std::array<DeviceBudget, ManagedPools::kMaxDevices> budgets_;
     std::atomic<uint32_t> devices_over_budget_{0}; // kept by the budgets themselves
     std::atomic<bool> budget_bound_{false};        // set by the planner (Planner::count_budget_bound_in)
-    std::atomic<bool> plans_launches_{false};      // see plans_launches()
+    std::atomic<bool> plans_launches_{false};      // latched by plans_launches() and convert()
     std::mutex budgets_mutex_;
     // Settled with each device's budget (budget_for_current_device).
     DeviceRates rates_{config_};

@@ -218,10 +218,7 @@ void Interceptor::count_unplanned(CUevent fence) {
 bool Interceptor::plans_launches() {
     if (!planner_) return false;
     if (plans_launches_.load(std::memory_order_relaxed)) return true;
-    // Host-homed blocks are never moved, but the planner counts what launches
-    // name of them (remote_*_bytes_named): homes read from an earlier trace can
-    // leave the GPU's share within the budget from the start.
-    if (all_converted_memory_fits() && stats_.host_allocs.load(std::memory_order_relaxed) == 0) return false;
+    if (all_converted_memory_fits()) return false;
     plans_launches_.store(true, std::memory_order_relaxed);
     return true;
 }
