@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_set>
+#include <vector>
 
 using namespace uvmp;
 using namespace uvmp::placement;
@@ -24,16 +26,52 @@ trace::Trace bundled(const char* name) {
 }
 
 // The recording as a run learning from itself has it when it learns: the
-// steps up to the third bound and a few launches of the next.
-trace::Trace cut_after_learned(trace::Trace t) {
+// steps up to bound `last` (the third: two full steps) and a few launches of
+// the next.
+trace::Trace cut_after_learned(trace::Trace t, size_t last = 3) {
     const std::vector<uint64_t> bounds = iteration_bounds(t);
     REQUIRE(bounds.size() >= 5);
-    const uint64_t keep = bounds[3] + 16;
+    const uint64_t keep = bounds[last] + 16;
     t.launches.resize(keep);
     std::erase_if(t.allocs, [&](const trace::Alloc& a) { return a.launches_before > keep; });
     std::erase_if(t.frees, [&](const trace::Free& f) { return f.launches_before > keep; });
     std::erase_if(t.slabs, [&](const trace::Slab& s) { return s.launches_before > keep; });
     std::erase_if(t.iterations, [&](const trace::Iteration& m) { return m.launches_before > keep; });
+    return t;
+}
+
+// The recording a run that begins learning at launch `begin` holds: the
+// allocations live then first, in order of address, as the registry gives
+// them, each as made at the recording's start; then what came after, launches
+// numbered from `begin`.
+trace::Trace recording_begun_at(trace::Trace t, uint64_t begin) {
+    std::unordered_set<uint32_t> gone;
+    for (const trace::Free& f : t.frees)
+        if (f.launches_before <= begin) gone.insert(f.id);
+    std::vector<trace::Alloc> live, later;
+    for (const trace::Alloc& a : t.allocs) {
+        if (gone.contains(a.id)) continue;
+        (a.launches_before < begin ? live : later).push_back(a);
+    }
+    std::sort(live.begin(), live.end(), [](const auto& a, const auto& b) { return a.address < b.address; });
+    t.allocs.clear();
+    for (trace::Alloc a : live) {
+        a.launches_before = 0;
+        t.allocs.push_back(a);
+    }
+    for (trace::Alloc a : later) {
+        a.launches_before -= begin;
+        t.allocs.push_back(a);
+    }
+    std::erase_if(t.frees, [&](const trace::Free& f) { return f.launches_before <= begin; });
+    for (trace::Free& f : t.frees) f.launches_before -= begin;
+    std::erase_if(t.moves, [&](const trace::Move& m) { return m.launches_before < begin; });
+    for (trace::Move& m : t.moves) m.launches_before -= begin;
+    std::erase_if(t.iterations, [&](const trace::Iteration& m) { return m.launches_before < begin; });
+    for (trace::Iteration& m : t.iterations) m.launches_before -= begin;
+    std::erase_if(t.slabs, [&](const trace::Slab& x) { return x.launches_before < begin; });
+    for (trace::Slab& x : t.slabs) x.launches_before -= begin;
+    t.launches.erase(t.launches.begin(), t.launches.begin() + static_cast<std::ptrdiff_t>(begin));
     return t;
 }
 
@@ -119,4 +157,49 @@ TEST_CASE("step layout: a recording with one step past the learned one is length
                                       HomeScope::MadeInStep, {}, LayoutChoice::Auto);
     REQUIRE(homes);
     check_planned(*homes, static_cast<uint64_t>(18.9 * kGiB));
+}
+
+TEST_CASE("step layout: a recording with one full step learns from it, the part before it standing for a step",
+          "[placement][layout][bundled]") {
+    const trace::Trace full = bundled("gpt2-small-b16-pooled");
+    const std::vector<uint64_t> bounds = iteration_bounds(full);
+    REQUIRE(bounds.size() >= 5);
+    REQUIRE(bounds[1] > 0);
+    // As a run that marks its steps has it one step after the step it went over
+    // its budget in: everything before bounds[1] is the part it began in.
+    const trace::Trace one = cut_after_learned(full, 2);
+    const std::vector<uint64_t> one_step{bounds[1], bounds[2]};
+    CHECK(with_partial_step_before(one_step) == std::vector<uint64_t>{0, bounds[1], bounds[2]});
+    CHECK(with_partial_step_before({0, bounds[1]}) == std::vector<uint64_t>{0, bounds[1]});
+    CHECK(with_partial_step_before({bounds[1], bounds[2], bounds[3]}) ==
+          std::vector<uint64_t>{bounds[1], bounds[2], bounds[3]});
+
+    const uint64_t budget = static_cast<uint64_t>(18.9 * kGiB);
+    std::string why;
+    const auto from_one = homes_in_run(one, one_step, budget, kChunk, &why, {}, {}, LayoutChoice::Auto, false);
+    REQUIRE(from_one);
+    check_planned(*from_one, budget);
+    CHECK(from_one->step_begin == bounds[1]);
+    CHECK(from_one->step_end == bounds[2]);
+    // The same step learned with a full step before it, as from two: the
+    // partial one costs the simulated step little.
+    const trace::Trace two = cut_after_learned(full, 3);
+    const auto from_two = homes_in_run(two, {bounds[0], bounds[1], bounds[2], bounds[3]}, budget, kChunk, &why, {}, {},
+                                       LayoutChoice::Auto, false);
+    REQUIRE(from_two);
+    check_planned(*from_two, budget);
+    CHECK(from_one->planned_step_seconds <= from_two->planned_step_seconds * 1.05);
+    CHECK(from_one->host_entries() > 0);
+
+    // As the run records it: begun halfway into the step before, the
+    // allocations live then first, in order of address.
+    const uint64_t begin = bounds[0] + (bounds[1] - bounds[0]) / 2;
+    const trace::Trace recorded = recording_begun_at(one, begin);
+    const std::vector<uint64_t> recorded_step{bounds[1] - begin, bounds[2] - begin};
+    const auto from_recording =
+        homes_in_run(recorded, recorded_step, budget, kChunk, &why, {}, {}, LayoutChoice::Auto, false);
+    REQUIRE(from_recording);
+    check_planned(*from_recording, budget);
+    CHECK(from_recording->planned_step_out_bytes <= budget / 256); // next to nothing: 8.6 MB when written
+    CHECK(from_recording->planned_step_seconds <= from_two->planned_step_seconds * 1.05);
 }

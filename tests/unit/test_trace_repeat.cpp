@@ -249,7 +249,7 @@ TEST_CASE("trace repeat with blocks: refusals", "[repeat]") {
     CHECK(repeat_last_iteration_with_blocks(none, bounds, 0) == bounds);
 }
 
-TEST_CASE("trace repeat with blocks: only blocks that outlive their step pair up across it", "[repeat]") {
+TEST_CASE("trace repeat with blocks: a freed block pairs with one of its size that outlives the step", "[repeat]") {
     using trace::fixtures::add_alloc;
     using trace::fixtures::add_free;
     using trace::fixtures::add_launch_naming;
@@ -257,7 +257,9 @@ TEST_CASE("trace repeat with blocks: only blocks that outlive their step pair up
     trace::Trace t;
     // The step before makes G (freed in the last step) and then P, state never
     // freed; the last step makes T (freed within it) where G was in the order,
-    // and G2 (outliving it) where P was: same sizes, other lifetimes.
+    // and G2 (outliving it) where P was: same sizes, other lifetimes. G pairs
+    // with G2, the one block of its size that outlives the last step, whatever
+    // their places.
     t.iterations.push_back({0, 0, 0});
     add_alloc(t, 10, 4 * kMiB, 0, trace::AllocKind::Pooled);     // G
     add_alloc(t, 11, 4 * kMiB, 0, trace::AllocKind::Pooled);     // P
@@ -278,13 +280,55 @@ TEST_CASE("trace repeat with blocks: only blocks that outlive their step pair up
     repeat_last_iteration_with_blocks(t, bounds, 2);
     std::map<uint32_t, int> frees;
     for (const trace::Free& f : t.frees) ++frees[f.id];
-    // Neither pairs: T is freed within its step (G outlived its own), and P is never freed.
+    // Every block is freed once at most, P never: T is freed within its step,
+    // and P is not freed by the last step.
     for (const auto& [id, n] : frees) CHECK(n == 1);
     CHECK(frees.count(11) == 0);
     // The copies name P itself, and their own blocks.
     CHECK(named_by(t, 4) == std::vector<uint32_t>{14, 11});
     CHECK(named_by(t, 5) == std::vector<uint32_t>{15, 11});
-    // The copies' G2s are freed by nobody (nothing pairs them), G2 itself at the end.
-    CHECK(frees.count(15) == 0);
+    // Each copy frees the G2 before its own, where the last step freed G; the
+    // last copy's G2 is left live.
     CHECK(frees[13] == 1);
+    CHECK(frees[15] == 1);
+    CHECK(frees.count(17) == 0);
+}
+
+TEST_CASE("trace repeat with blocks: a partial span before pairs its last blocks with the iteration's",
+          "[repeat]") {
+    using trace::fixtures::add_alloc;
+    using trace::fixtures::add_free;
+    using trace::fixtures::add_launch_naming;
+    constexpr uint64_t kMiB = 1ull << 20;
+    trace::Trace t;
+    // A recording begun late in a step: of that step's blocks it holds only the
+    // gradient G0 (its activation came before). The full step makes activation
+    // A and gradient G1, frees G0 and A; G1 outlives it.
+    add_alloc(t, 1, 8 * kMiB, 0, trace::AllocKind::Pooled); // the weight, made before
+    add_alloc(t, 10, 2 * kMiB, 0, trace::AllocKind::Pooled); // G0
+    add_launch_naming(t, 0, {10, 1});
+    t.iterations.push_back({0, 1, 0});
+    add_alloc(t, 11, 4 * kMiB, 1, trace::AllocKind::Pooled); // A
+    add_free(t, 10, 1);
+    add_launch_naming(t, 1, {1, 11});
+    add_alloc(t, 12, 2 * kMiB, 2, trace::AllocKind::Pooled); // G1
+    add_launch_naming(t, 2, {11, 12});
+    add_free(t, 11, 3);
+    add_launch_naming(t, 3, {12, 1});
+    t.iterations.push_back({1, 4, 0});
+    add_free(t, 12, 4);
+    add_launch_naming(t, 1, {1});
+    const std::vector<uint64_t> bounds{0, 1, 4};
+    repeat_last_iteration_with_blocks(t, bounds, 2);
+    std::map<uint32_t, std::vector<uint64_t>> frees;
+    for (const trace::Free& f : t.frees) frees[f.id].push_back(f.launches_before);
+    // Counted from the first block, G0 would meet A (another size) and pair
+    // with nothing; from the last it meets G1. The copies make A and G as 13,
+    // 14 and 15, 16: each frees the gradient before its own.
+    CHECK(frees[12] == std::vector<uint64_t>{4});
+    CHECK(frees[14] == std::vector<uint64_t>{7});
+    CHECK(frees.count(16) == 0);
+    CHECK(frees[13] == std::vector<uint64_t>{6});
+    CHECK(named_by(t, 4) == std::vector<uint32_t>{1, 13});
+    CHECK(named_by(t, 6) == std::vector<uint32_t>{14, 1});
 }

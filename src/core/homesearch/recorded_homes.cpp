@@ -202,15 +202,21 @@ std::optional<RecordedHomes> recorded_homes(const trace::Trace& trace, const std
     return laid_out;
 }
 
+std::vector<uint64_t> with_partial_step_before(const std::vector<uint64_t>& bounds) {
+    if (bounds.size() != 2 || bounds.front() == 0) return bounds;
+    return {0, bounds[0], bounds[1]};
+}
+
 bool homes_used(const RecordedHomes& homes) { return homes.planned() || homes_pay(homes); }
 
 std::optional<RecordedHomes> homes_in_run(const trace::Trace& trace, const std::vector<uint64_t>& bounds,
                                           uint64_t budget_bytes, uint64_t chunk_bytes, std::string* why_not,
                                           const Rates& rates, const TimingPriorConfig& prior, LayoutChoice layout,
                                           bool earlier) {
+    const std::vector<uint64_t> searched = with_partial_step_before(bounds);
     return own_allocations_first(
         [&](HomeScope scope) {
-            return recorded_homes(trace, bounds, budget_bytes, chunk_bytes, why_not, rates, scope, prior, layout);
+            return recorded_homes(trace, searched, budget_bytes, chunk_bytes, why_not, rates, scope, prior, layout);
         },
         [](const RecordedHomes& homes) { return homes_used(homes); }, earlier);
 }

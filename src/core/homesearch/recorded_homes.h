@@ -170,6 +170,12 @@ auto own_allocations_first(Search&& search, Used&& used, bool widen) -> decltype
     return all && used(*all) ? all : own;
 }
 
+// The bounds a run learning from itself searches: a recording that holds one
+// full step learns from it, with the part of a step it began in (from its
+// first launch) as the span before, which the layout's repeat pairs blocks
+// across (repeat_last_iteration_with_blocks); others as they are.
+std::vector<uint64_t> with_partial_step_before(const std::vector<uint64_t>& bounds);
+
 // The homes of a run learning from itself (the recording's `bounds`): the
 // step's own allocations first (HomeScope::MadeInStep); where they give no
 // homes worth using and `earlier` allows (UVMP_EARLIER_HOMES), every

@@ -138,9 +138,12 @@ bool HomeLearner::look() {
 
 bool HomeLearner::learn(trace::Trace& recording, const std::vector<uint64_t>& bounds,
                         const trace::MoverRecord& mover) {
-    // Two full steps after the partial one it began in; the learned one is the
-    // second of the trace's full steps, as for a recorded trace.
-    if (bounds.size() < 3) return false;
+    // One full step after the partial one it began in: a step whose end the
+    // program marks is learned from as soon as it ends (the partial one stands
+    // for the step before it, with_partial_step_before). A step found by its
+    // period needs two in the recording (recording_iteration_bounds); the
+    // learned one is then the second, as for a recorded trace.
+    if (bounds.size() < 2) return false;
     // The full steps' last kernel records may come a look or two after them.
     if (learn_records_.worth_waiting(trace::launches_without_duration(recording, bounds.front(), bounds.back())))
         return false;

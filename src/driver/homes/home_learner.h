@@ -3,9 +3,10 @@
 // would tell the router, taken from the run itself. Nothing happens while the
 // job fits its budget. When it first goes over it, the learner records the run
 // in memory (trace::MemoryRecorder) and times its kernels; a thread of its own
-// looks at the recording now and then, and once it holds two full steps after
-// the one it began in, chooses the homes as for a recorded trace
-// (recorded_homes, on the second of them): durations cleaned of the stalls
+// looks at the recording now and then, and once it holds a full step after
+// the one it began in (the program marks steps), or two (steps found by their
+// period), chooses the homes as for a recorded trace (recorded_homes, on the
+// last of them): durations cleaned of the stalls
 // that pressure put in them (trace::use_fastest_durations, told which
 // launches waited for the planner's moves, as a model of the mover's stream
 // in time finds them: trace::mover_waits), and only the
@@ -46,7 +47,7 @@ namespace uvmp::driver {
 class HomeLearner {
 public:
     // Launches the recording may hold before the learner gives up on finding
-    // two full steps in it: more than most training steps launch, and the
+    // the steps it learns from: more than most training steps launch, and the
     // records' memory stays below 100 MiB.
     static constexpr uint64_t kMaxLaunches = 1u << 19;
 
@@ -107,7 +108,7 @@ private:
     void run();
     // Learns from the recording if it holds enough; true once learning has ended.
     bool look();
-    // Learns the homes from the recording's two full steps (`bounds`).
+    // Learns the homes from the recording's full steps (`bounds`).
     bool learn(trace::Trace& recording, const std::vector<uint64_t>& bounds, const trace::MoverRecord& mover);
     // Judges the second full step after routing began, once the recording holds it.
     bool judge_trial(const trace::Trace& recording, const std::vector<uint64_t>& bounds);

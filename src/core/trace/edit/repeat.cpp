@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
@@ -103,7 +104,7 @@ std::vector<uint64_t> repeat_last_iteration_with_blocks(trace::Trace& trace, std
                                                         uint32_t times) {
     if (times == 0) return {bounds.begin(), bounds.end()};
     if (bounds.size() < 3)
-        throw std::invalid_argument("two full iterations are needed to repeat one that makes blocks");
+        throw std::invalid_argument("a span before the iteration is needed to repeat one that makes blocks");
     const uint64_t before = bounds[bounds.size() - 3], begin = bounds[bounds.size() - 2], end = bounds.back();
     const auto within = [](uint64_t at, uint64_t lo, uint64_t hi) { return at >= lo && at < hi; };
     const auto by_time = [](const auto& x, const auto& y) {
@@ -119,6 +120,7 @@ std::vector<uint64_t> repeat_last_iteration_with_blocks(trace::Trace& trace, std
     std::vector<trace::Alloc> made;
     std::unordered_map<uint32_t, size_t> made_at, made_before_at;
     std::vector<uint64_t> sizes_before;
+    std::vector<uint32_t> ids_before;
     uint32_t next_id = 0;
     for (const trace::Alloc& a : trace.allocs) {
         next_id = std::max(next_id, a.id + 1);
@@ -131,22 +133,33 @@ std::vector<uint64_t> repeat_last_iteration_with_blocks(trace::Trace& trace, std
         } else if (within(a.launches_before, before, begin) && pooled(a)) {
             made_before_at.emplace(a.id, sizes_before.size());
             sizes_before.push_back(a.size);
+            ids_before.push_back(a.id);
         }
     }
     // Which blocks the iteration frees: its own, and the one before's.
     std::unordered_set<uint32_t> freed_within;
     for (const trace::Free& f : trace.frees)
         if (within(f.launches_before, begin, end)) freed_within.insert(f.id);
-    // A block of the iteration before that the iteration frees is paired with
-    // the iteration's block at its place in the order, where that one is of the
-    // same size and lives past the iteration's end, as it did past its own: a
-    // copy frees, and its launches name, the copy before's block there. Any
-    // other block of the iteration before is what it was in every copy.
+    // A block of the span before that the iteration frees stands for the
+    // iteration's block that outlives it, as it outlived its own: a copy frees,
+    // and its launches name, the copy before's block there. They pair by size,
+    // each size's blocks in order of making, the last with the last: the span
+    // before may be part of a step (a recording begun within one), which
+    // lacks its first blocks, or hold set-up blocks that no later step makes.
+    // Any other block of the span before is what it was in every copy.
+    std::map<uint64_t, std::vector<size_t>> freed_before_by_size, outliving_by_size;
+    for (size_t place = 0; place < ids_before.size(); ++place)
+        if (freed_within.count(ids_before[place])) freed_before_by_size[sizes_before[place]].push_back(place);
+    for (size_t own = 0; own < made.size(); ++own)
+        if (!freed_within.count(made[own].id)) outliving_by_size[made[own].size].push_back(own);
     std::vector<std::optional<size_t>> place_paired(sizes_before.size());
-    for (const auto& [id, place] : made_before_at)
-        if (place < made.size() && made[place].size == sizes_before[place] && freed_within.count(id) &&
-            !freed_within.count(made[place].id))
-            place_paired[place] = place;
+    for (const auto& [size, places] : freed_before_by_size) {
+        const auto it = outliving_by_size.find(size);
+        if (it == outliving_by_size.end()) continue;
+        const std::vector<size_t>& owns = it->second;
+        for (size_t k = 1; k <= std::min(places.size(), owns.size()); ++k)
+            place_paired[places[places.size() - k]] = owns[owns.size() - k];
+    }
     const auto counterpart = [&](uint32_t id) -> std::optional<size_t> {
         const auto it = made_before_at.find(id);
         return it == made_before_at.end() ? std::nullopt : place_paired[it->second];

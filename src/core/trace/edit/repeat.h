@@ -30,14 +30,17 @@ std::vector<uint64_t> repeat_last_iteration(trace::Trace& trace, std::span<const
 // (the copies' recorded addresses are the originals'). Each copy makes blocks
 // of its own (new ids, after the trace's largest) in the iteration's order and
 // sizes, and its launches name them. Blocks live across the iteration's end
-// as the iteration's own do: where the iteration frees a block of the one
-// before it, and its own block at the same place in the order of allocation is
-// of the same size and outlives it, each copy frees (and names) the copy
-// before's block there (the iteration's, for the first). The
+// as the iteration's own do: the blocks of the span before it that it frees
+// pair with its own blocks that outlive it, by size, each size's in order of
+// making, the last with the last (the span before may be part of an
+// iteration, a recording begun within one, which lacks its first blocks);
+// where the iteration frees a paired block, each copy frees (and names) the
+// copy before's block paired with it (the iteration's, for the first). The
 // frees after the iteration of its blocks that the first copy frees are
 // dropped; other records after it move to the end, as above. Allocations and
 // frees are left in their order of time. Throws std::invalid_argument with
-// fewer than two full iterations, or when the last makes memory other than
+// fewer than three bounds (a span before the last iteration, whole or not, and
+// the iteration), or when the last makes memory other than
 // the pool's blocks.
 std::vector<uint64_t> repeat_last_iteration_with_blocks(trace::Trace& trace, std::span<const uint64_t> bounds,
                                                         uint32_t times);
