@@ -8,9 +8,10 @@
 #              overhead.json, probe.json, summary.json
 #   PROBE=1    also run the probes first, with any ONLY as well: wait-or-fault (data needed
 #              now: fault, prefetch and wait, or both), populate (fresh managed memory placed
-#              three ways), slab free (giving a managed slab back against evicting it) and host
-#              home (a new host home's first write against its pages made ahead): probe.json,
-#              slab_free.json, host_home.json
+#              three ways), slab free (giving a managed slab back against evicting it), host
+#              home (a new host home's first write against its pages made ahead) and pinned home
+#              (pinned host memory made ahead, and what launches beside its making wait): probe.json,
+#              slab_free.json, host_home.json, pinned_home.json
 #   TRACES=1   also record the bundled example traces (resnet50 b256, GPT-2 small b16) with
 #              kernel timing into $OUT, and run uvmtrace info on each
 #   OVERSUB=1  also run the oversubscription benchmark (bench/drivers/oversubscription.py) last:
@@ -143,6 +144,7 @@ POPULATE_PROBE=$BUILD/bench/populate_probe
 WAIT_OR_FAULT_PROBE=$BUILD/bench/wait_or_fault_probe
 SLAB_FREE_PROBE=$BUILD/bench/slab_free_probe
 HOST_HOME_PROBE=$BUILD/bench/host_home_probe
+PINNED_HOME_PROBE=$BUILD/bench/pinned_home_probe
 LINK_PROBE=$BUILD/bench/link_probe
 CHECK_GPU=$REPO_ROOT/tests/gpu/check_gpu.py
 
@@ -253,7 +255,7 @@ check_build() {
     echo "### build directory $BUILD"
     local missing=0 path
     for path in "$UVMRUN" "$UVMTRACE" "$LIBRARY" "$LAYERS_STATIC" "$LAYERS_SHARED" "$EMPTY_LAUNCH" "$POPULATE_PROBE" \
-        "$WAIT_OR_FAULT_PROBE" "$SLAB_FREE_PROBE" "$HOST_HOME_PROBE" "$LINK_PROBE"; do
+        "$WAIT_OR_FAULT_PROBE" "$SLAB_FREE_PROBE" "$HOST_HOME_PROBE" "$PINNED_HOME_PROBE" "$LINK_PROBE"; do
         if [[ -f $path ]]; then
             echo "found   $path"
         else
@@ -281,6 +283,24 @@ except Exception:
 EOF
 }
 
+# probe_rows NAME TIMEOUT_S JSON WHAT UNIT "KEYS" COMMAND...: runs a probe whose last
+# line starting {"bytes" is its JSON, keeps that line in $OUT/JSON and adds one row
+# "probe: WHAT, KEY UNIT" for each of KEYS (the JSON's KEY_UNIT; gbps is shown GB/s).
+probe_rows() {
+    local name=$1 limit=$2 json=$3 what=$4 unit=$5 keys=$6
+    shift 6
+    run_step "$name" "$limit" "$@"
+    local status=$STEP_STATUS key
+    grep '^{"bytes"' "$STEP_OUTPUT" | tail -n 1 >"$OUT/$json" || true
+    local shown=$unit
+    [[ $unit == gbps ]] && shown=GB/s
+    for key in $keys; do
+        add_row "probe: $what, $key $shown" "$(json_value "$OUT/$json" "${key}_$unit")" "(measure)" \
+            "$(verdict_of_status "$status")"
+    done
+    STEP_STATUS=$status
+}
+
 probe_section() {
     # Data a kernel needs now: fault it in, prefetch and wait, or both at once.
     run_step "wait-or-fault probe" 120 "$WAIT_OR_FAULT_PROBE"
@@ -289,32 +309,21 @@ probe_section() {
     add_row "probe: wait-or-fault table (ms, 64M/256M/1G)" "$(wait_or_fault_summary "$OUT/wait_or_fault.json")" \
         "(measure)" "$(verdict_of_status "$wait_status")"
 
-    run_step "populate probe" 90 "$POPULATE_PROBE" 2
-    local status=$STEP_STATUS
-    grep '^{"bytes"' "$STEP_OUTPUT" | tail -n 1 >"$OUT/probe.json" || true
-    local key
-    for key in prefetch_gbps discard_prefetch_gbps first_touch_gbps; do
-        add_row "probe: fresh 2 GiB, ${key%_gbps} GB/s" "$(json_value "$OUT/probe.json" "$key")" "(measure)" \
-            "$(verdict_of_status "$status")"
-    done
-
+    probe_rows "populate probe" 90 probe.json "fresh 2 GiB" gbps "prefetch discard_prefetch first_touch" \
+        "$POPULATE_PROBE" 2
     # What giving a wholly free slab back costs against evicting its bytes.
-    run_step "slab free probe" 90 "$SLAB_FREE_PROBE" 1 4
-    status=$STEP_STATUS
-    grep '^{"bytes"' "$STEP_OUTPUT" | tail -n 1 >"$OUT/slab_free.json" || true
-    for key in evict_ms free_ms free_busy_ms busy_kernel_ms populate_ms; do
-        add_row "probe: 1 GiB managed, ${key%_ms} ms" "$(json_value "$OUT/slab_free.json" "$key")" "(measure)" \
-            "$(verdict_of_status "$status")"
-    done
-
+    probe_rows "slab free probe" 90 slab_free.json "1 GiB managed" ms \
+        "evict free free_busy busy_kernel populate" "$SLAB_FREE_PROBE" 1 4
     # A new host home written first by a kernel, against its pages made on the host ahead.
-    run_step "host home probe" 90 "$HOST_HOME_PROBE" 1
-    status=$STEP_STATUS
-    grep '^{"bytes"' "$STEP_OUTPUT" | tail -n 1 >"$OUT/host_home.json" || true
-    for key in first_write_gbps rewrite_gbps host_populate_gbps write_populated_gbps read_populated_gbps; do
-        add_row "probe: 1 GiB host home, ${key%_gbps} GB/s" "$(json_value "$OUT/host_home.json" "$key")" \
-            "(measure)" "$(verdict_of_status "$status")"
-    done
+    probe_rows "host home probe" 90 host_home.json "1 GiB host home" gbps \
+        "first_write rewrite host_populate write_populated read_populated" "$HOST_HOME_PROBE" 1
+    # The same home made of pinned host memory, ahead, and whether launches wait for its making.
+    probe_rows "pinned home probe" 90 pinned_home.json "1 GiB pinned home" gbps \
+        "pinned_alloc pinned_first_write pinned_read touch register" "$PINNED_HOME_PROBE" 1
+    local status=$STEP_STATUS
+    add_row "probe: slowest launch call beside / without a pinned alloc, ms" \
+        "$(json_value "$OUT/pinned_home.json" launch_beside_alloc_ms) / $(json_value "$OUT/pinned_home.json" launch_alone_ms)" \
+        "(measure)" "$(verdict_of_status "$status")"
 }
 
 gpu_tests() {

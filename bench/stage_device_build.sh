@@ -9,7 +9,7 @@ rm -rf "$stage"
 for path in tools/uvmrun/uvmrun tools/uvmrun/python/sitecustomize.py tools/uvmtrace/uvmtrace src/preload/libuvmprefetch.so \
     examples/layers_static examples/layers_shared bench/empty_launch bench/populate_probe \
     bench/wait_or_fault_probe bench/link_probe bench/page_release_probe bench/slab_free_probe \
-    bench/host_home_probe; do
+    bench/host_home_probe bench/pinned_home_probe; do
   if [ -f "$build/$path" ]; then
     mkdir -p "$stage/$(dirname "$path")"
     cp "$build/$path" "$stage/$path"

@@ -21,6 +21,7 @@
 #include "probe_guard.h"
 #include "probe_timing.h"
 #include "stream_timing.h"
+#include "word_kernels.cuh"
 
 #include <cuda_runtime.h>
 
@@ -29,22 +30,10 @@
 namespace {
 
 constexpr size_t kGiB = size_t{1} << 30;
-constexpr unsigned kGridBlocks = 1024;
-constexpr unsigned kBlockThreads = 256;
-
-__global__ void write_all(unsigned int* data, size_t count) {
-    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count; i += stride)
-        data[i] = static_cast<unsigned int>(i);
-}
-
-// Sums what it reads into one word, so that no read can be left out.
-__global__ void read_all(const unsigned int* data, size_t count, unsigned int* sink) {
-    const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-    unsigned int sum = 0;
-    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < count; i += stride) sum += data[i];
-    if (sum == 0x9e3779b9u) *sink = sum;
-}
+using bench::kWordBlockThreads;
+using bench::kWordGridBlocks;
+using bench::read_all;
+using bench::write_all;
 
 using Timing = bench::StreamTiming;
 
@@ -70,7 +59,7 @@ void* host_home(size_t bytes, int device) {
 
 Timing write_timed(cudaStream_t stream, void* buffer, size_t bytes) {
     return time_on_stream(stream, [&] {
-        write_all<<<kGridBlocks, kBlockThreads, 0, stream>>>(static_cast<unsigned int*>(buffer),
+        write_all<<<kWordGridBlocks, kWordBlockThreads, 0, stream>>>(static_cast<unsigned int*>(buffer),
                                                               bytes / sizeof(unsigned int));
         CUDA_CHECK(cudaGetLastError());
     });
@@ -85,16 +74,10 @@ Timing populate_timed(cudaStream_t stream, void* buffer, size_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc > 2) {
-        std::fprintf(stderr, "usage: host_home_probe [GiB per buffer, 1 or 2]\n");
-        return 2;
-    }
-    const auto gib_argument =
-        bench::number_argument(argc, argv, 1, "host_home_probe", "size in GiB per buffer", 1, 2, 1);
-    if (!gib_argument) return 2;
-    const size_t gib_per_buffer = static_cast<size_t>(*gib_argument);
-    const size_t bytes = gib_per_buffer * kGiB;
-
+    const auto bytes_argument = bench::gib_per_buffer_argument(argc, argv, "host_home_probe");
+    if (!bytes_argument) return 2;
+    const size_t bytes = *bytes_argument;
+    const size_t gib_per_buffer = bytes / kGiB;
     int device = 0;
     CUDA_CHECK(cudaSetDevice(device));
     // Host homes take host pages, but they are managed memory all the same: counted
@@ -117,7 +100,7 @@ int main(int argc, char** argv) {
     void* read_buffer = host_home(bytes, device);
     populate_timed(stream, read_buffer, bytes);
     const Timing read_populated = time_on_stream(stream, [&] {
-        read_all<<<kGridBlocks, kBlockThreads, 0, stream>>>(static_cast<const unsigned int*>(read_buffer),
+        read_all<<<kWordGridBlocks, kWordBlockThreads, 0, stream>>>(static_cast<const unsigned int*>(read_buffer),
                                                              bytes / sizeof(unsigned int), sink);
         CUDA_CHECK(cudaGetLastError());
     });

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -28,6 +29,23 @@ inline std::optional<long> number_argument(int argc, char** argv, int index, con
         std::fprintf(stderr, "%s: invalid %s '%s': expected a whole number from %ld to %ld\n", probe, what, argv[index],
                      low, high);
     return value;
+}
+
+} // namespace bench
+
+namespace bench {
+
+// The one optional argument of the probes that take GiB per buffer, 1 or 2
+// (default 1), as bytes; nullopt after a line on standard error naming the probe
+// where the command line is not that: the probe then exits 2.
+inline std::optional<size_t> gib_per_buffer_argument(int argc, char** argv, const char* probe) {
+    if (argc > 2) {
+        std::fprintf(stderr, "usage: %s [GiB per buffer, 1 or 2]\n", probe);
+        return std::nullopt;
+    }
+    const auto gib = number_argument(argc, argv, 1, probe, "size in GiB per buffer", 1, 2, 1);
+    if (!gib) return std::nullopt;
+    return static_cast<size_t>(*gib) << 30;
 }
 
 } // namespace bench
