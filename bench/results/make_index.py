@@ -44,6 +44,9 @@ SERIES = [
      "[robust-compile.*, robust-ddp.*, robust-churn.*]"),
     ("replay-run", r"replay-run-\d+",
      "`ONLY=replay bench/device_run.sh` (bench/drivers/replay.py) [replay.json]; the .md by hand"),
+    ("host-home-run", r"host-home-run-\d+",
+     "`bench/host_home_probe GIB` and `bench/pinned_home_probe GIB` (bench/probes/host_home_probe.cu, "
+     "pinned_home_probe.cu), by hand on the GPU machine"),
     ("probe-run", r"probe-run-\d+",
      "`PROBE=1 bench/device_run.sh` (bench/probes/populate_probe.cu) [probe.json]"),
     ("slab-free-run", r"slab-free-run-\d+",
