@@ -16,7 +16,8 @@
 // it do not wait for it, host homes could be made ahead, off the application's path.
 //
 // Usage: pinned_home_probe [GiB per buffer] (default 1, at most 2; two pinned
-// buffers and one registered). Prints one line per path and one JSON line.
+// buffers and one registered). Prints one line per path and one JSON line; exit
+// 77 when the host lacks the free memory.
 
 #include "cuda_check.h"
 #include "probe_args.h"
@@ -32,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -39,6 +41,7 @@ namespace {
 constexpr size_t kGiB = size_t{1} << 30;
 constexpr int kLaunches = 2000;
 constexpr unsigned kTouchThreads = 8;
+using bench::gigabytes_per_second;
 using bench::kWordBlockThreads;
 using bench::kWordGridBlocks;
 using bench::read_all;
@@ -66,7 +69,11 @@ double slowest_launch_ms(cudaStream_t stream, std::atomic<bool>* started, const 
     return slowest;
 }
 
-double gbps(size_t bytes, double ms) { return bench::gigabytes_per_second(bytes, ms); }
+// Whether the host has `bytes` of memory free (pages neither used nor cached).
+bool host_has_room(size_t bytes) {
+    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 && static_cast<size_t>(pages) * static_cast<size_t>(page) >= bytes;
+}
 
 } // namespace
 
@@ -74,6 +81,11 @@ int main(int argc, char** argv) {
     const auto bytes_argument = bench::gib_per_buffer_argument(argc, argv, "pinned_home_probe");
     if (!bytes_argument) return 2;
     const size_t bytes = *bytes_argument;
+    // Two pinned buffers and one registered: never more than the host has free.
+    if (!host_has_room(3 * bytes)) {
+        std::fprintf(stderr, "pinned_home_probe: the host has less than %zu GiB free\n", 3 * bytes / kGiB);
+        return 77;
+    }
     const size_t count = bytes / sizeof(unsigned int);
 
     CUDA_CHECK(cudaSetDevice(0));
@@ -140,19 +152,23 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaFree(sink));
     CUDA_CHECK(cudaStreamDestroy(stream));
 
+    const double alloc_gbps = gigabytes_per_second(bytes, alloc_ms);
+    const double write_gbps = gigabytes_per_second(bytes, first_write.gpu_ms);
+    const double read_gbps = gigabytes_per_second(bytes, read.gpu_ms);
+    const double touch_gbps = gigabytes_per_second(bytes, touch_ms);
+    const double register_gbps = gigabytes_per_second(bytes, register_ms);
     std::printf("pinned host buffers of %zu GiB, mapped by device 0:\n", bytes / kGiB);
-    std::printf("%-20s %6.1f GB/s  (host call %.2f ms)\n", "pinned alloc", gbps(bytes, alloc_ms), alloc_ms);
+    std::printf("%-20s %6.1f GB/s  (host call %.2f ms)\n", "pinned alloc", alloc_gbps, alloc_ms);
     bench::print_stream_timing("first write", 20, bytes, first_write);
     bench::print_stream_timing("read", 20, bytes, read);
     std::printf("%-20s slowest of %d launch calls %.3f ms beside a pinned alloc of %.2f ms; of %d alone %.3f ms\n",
                 "launches beside", beside_launches, beside_ms, second_alloc_ms, kLaunches, alone_ms);
     std::printf("%-20s %6.1f GB/s touched by %u threads (%.2f ms), %6.1f GB/s registered (%.2f ms)\n",
-                "touched, registered", gbps(bytes, touch_ms), kTouchThreads, touch_ms, gbps(bytes, register_ms),
-                register_ms);
+                "touched, registered", touch_gbps, kTouchThreads, touch_ms, register_gbps, register_ms);
     std::printf("{\"bytes\": %zu, \"pinned_alloc_gbps\": %.2f, \"pinned_first_write_gbps\": %.2f, "
                 "\"pinned_read_gbps\": %.2f, \"launch_beside_alloc_ms\": %.3f, \"launch_alone_ms\": %.3f, "
                 "\"beside_alloc_ms\": %.2f, \"touch_gbps\": %.2f, \"register_gbps\": %.2f}\n",
-                bytes, gbps(bytes, alloc_ms), gbps(bytes, first_write.gpu_ms), gbps(bytes, read.gpu_ms), beside_ms,
-                alone_ms, second_alloc_ms, gbps(bytes, touch_ms), gbps(bytes, register_ms));
+                bytes, alloc_gbps, write_gbps, read_gbps, beside_ms, alone_ms, second_alloc_ms, touch_gbps,
+                register_gbps);
     return 0;
 }

@@ -234,11 +234,11 @@ private:
     // against the budget too: plans evict them while the live bytes fit.)
     bool all_converted_memory_fits() const;
     // Whether launches go to the planner: from the first launch that finds some
-    // converted memory past its budget, or after the first allocation homed on the
-    // host (convert), for the rest of the run. Before it the allocation hooks alone keep the planner's
-    // residency exact (blocks are placed as they are made) and no launch can need
-    // a move, so a job that fits its budget pays for the hook what a job without
-    // one does.
+    // converted memory past its budget, or after the first allocation homed on
+    // the host (convert), for the rest of the run. Before it the allocation hooks
+    // alone keep the planner's residency exact (blocks are placed as they are
+    // made) and no launch can need a move, so a job that fits its budget pays
+    // for the hook what a job without one does.
     bool plans_launches();
     // Where the launch's stream stands, asked only when a planner or the trace needs it.
     CaptureState capture_of(StreamFlavor flavor, CUstream stream, bool planned_accesses) const;

@@ -118,9 +118,8 @@ std::vector<uint64_t> repeat_last_iteration_with_blocks(trace::Trace& trace, std
         return a.kind == trace::AllocKind::Pooled || a.kind == trace::AllocKind::Host;
     };
     std::vector<trace::Alloc> made;
-    std::unordered_map<uint32_t, size_t> made_at, made_before_at;
-    std::vector<uint64_t> sizes_before;
-    std::vector<uint32_t> ids_before;
+    std::unordered_map<uint32_t, size_t> made_at;
+    std::vector<const trace::Alloc*> made_before;
     uint32_t next_id = 0;
     for (const trace::Alloc& a : trace.allocs) {
         next_id = std::max(next_id, a.id + 1);
@@ -131,9 +130,7 @@ std::vector<uint64_t> repeat_last_iteration_with_blocks(trace::Trace& trace, std
             made_at.emplace(a.id, made.size());
             made.push_back(a);
         } else if (within(a.launches_before, before, begin) && pooled(a)) {
-            made_before_at.emplace(a.id, sizes_before.size());
-            sizes_before.push_back(a.size);
-            ids_before.push_back(a.id);
+            made_before.push_back(&a);
         }
     }
     // Which blocks the iteration frees: its own, and the one before's.
@@ -147,22 +144,23 @@ std::vector<uint64_t> repeat_last_iteration_with_blocks(trace::Trace& trace, std
     // before may be part of a step (a recording begun within one), which
     // lacks its first blocks, or hold set-up blocks that no later step makes.
     // Any other block of the span before is what it was in every copy.
-    std::map<uint64_t, std::vector<size_t>> freed_before_by_size, outliving_by_size;
-    for (size_t place = 0; place < ids_before.size(); ++place)
-        if (freed_within.count(ids_before[place])) freed_before_by_size[sizes_before[place]].push_back(place);
+    std::map<uint64_t, std::vector<uint32_t>> freed_before_by_size; // ids
+    std::map<uint64_t, std::vector<size_t>> outliving_by_size;      // places in `made`
+    for (const trace::Alloc* a : made_before)
+        if (freed_within.count(a->id)) freed_before_by_size[a->size].push_back(a->id);
     for (size_t own = 0; own < made.size(); ++own)
         if (!freed_within.count(made[own].id)) outliving_by_size[made[own].size].push_back(own);
-    std::vector<std::optional<size_t>> place_paired(sizes_before.size());
-    for (const auto& [size, places] : freed_before_by_size) {
+    std::unordered_map<uint32_t, size_t> paired; // a block of the span before: its partner's place
+    for (const auto& [size, ids] : freed_before_by_size) {
         const auto it = outliving_by_size.find(size);
         if (it == outliving_by_size.end()) continue;
         const std::vector<size_t>& owns = it->second;
-        for (size_t k = 1; k <= std::min(places.size(), owns.size()); ++k)
-            place_paired[places[places.size() - k]] = owns[owns.size() - k];
+        for (size_t k = 1; k <= std::min(ids.size(), owns.size()); ++k)
+            paired.emplace(ids[ids.size() - k], owns[owns.size() - k]);
     }
     const auto counterpart = [&](uint32_t id) -> std::optional<size_t> {
-        const auto it = made_before_at.find(id);
-        return it == made_before_at.end() ? std::nullopt : place_paired[it->second];
+        const auto it = paired.find(id);
+        return it == paired.end() ? std::nullopt : std::optional<size_t>(it->second);
     };
     // The iteration's frees: of its own blocks, or of paired ones of the one before.
     struct CopiedFree {
