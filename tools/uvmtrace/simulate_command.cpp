@@ -77,6 +77,13 @@ SimConfig config_from(const SimulateOptions& o) {
                        : o.placement == "best-fit" ? BlockPlacement::BestFit
                        : o.placement == "planned"  ? BlockPlacement::Planned
                                                    : BlockPlacement::OverDead;
+    if (!o.pool_slab_size.empty()) {
+        const auto slab = parse_size(o.pool_slab_size);
+        if (!slab || *slab < config.chunk_bytes || *slab % config.chunk_bytes != 0)
+            bad_usage(fmt::format("--pool-slab-size '{}' must be a whole number of chunks ({} bytes each)",
+                                  o.pool_slab_size, config.chunk_bytes));
+        config.pool_slab_bytes = *slab;
+    }
     return config;
 }
 
@@ -207,6 +214,9 @@ void register_simulate(CLI::App& app) {
                     "own and moves out at most 1/16 of the budget a step, else over-dead)")
         ->check(CLI::IsMember({"over-dead", "best-fit", "recorded", "planned", "auto"}))
         ->capture_default_str();
+    cmd->add_option("--pool-slab-size", options->pool_slab_size,
+                    "slab size of the pool that re-places the blocks (over-dead, best-fit, planned, auto); "
+                    "default: the recorded run's pool_slab_size");
     cmd->add_option("--repeat-last", options->repeat_last,
                     "append this many copies of the trace's last iteration first, to see the steady state "
                     "of a long job from a few recorded steps");

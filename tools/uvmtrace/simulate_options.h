@@ -30,6 +30,7 @@ struct SimulateOptions {
     uint32_t repeat_last = 0;
     std::string fault_room = "copy-engine";
     std::string placement = "over-dead";
+    std::string pool_slab_size; // the re-placed pool's slabs; empty: the recorded run's
     std::string sweep_from = "30%";
     std::string sweep_to = "110%";
     unsigned sweep_steps = 10;
