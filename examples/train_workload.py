@@ -32,7 +32,8 @@ MOVED_COUNTERS = {"evicted": "bytes_evicted", "evicted_dead": "bytes_evicted_dea
 # Where the application's thread spent a step under the library: sums of sampled
 # launch-call and hook times (with their sample counts), the mover's calls, fences, slabs.
 TIMING_COUNTERS = ("launch_calls_timed", "launch_call_ns", "hooks_timed", "hook_ns", "move_calls", "move_call_ns",
-                   "launches_fenced", "launches_with_demand", "pool_slabs_created", "pool_slabs_released")
+                   "launches_fenced", "launches_with_demand", "pool_slabs_created", "pool_slabs_released",
+                   "pool_slab_release_ns")
 
 
 def timing_between(before, after):
@@ -223,6 +224,8 @@ def main():
         "library": counters.present,
         # Bytes the library moved in the steps after warm-up, summed (None without it).
         "moved_after_warmup": moved_between(warmed_up, last),
+        # Its timing counters over the same steps (slabs given back, and the time their frees took).
+        "library_time_after_warmup": timing_between(warmed_up, last),
         # Each step's, warm-up included: when the job went over its budget, and how it settled.
         "moved_per_step": moved_steps,
     }

@@ -21,7 +21,7 @@ class LibraryCounters:
                 "pool_reserved_bytes pool_reserved_peak graph_launches graph_launches_unknown graph_steps_replayed "
                 "launches_planned passthrough_app_managed host_allocs host_bytes_allocated host_blocks_live "
                 "host_bytes_live host_slabs_created host_slab_bytes bytes_evicted_dead bytes_dead_resident "
-                "bytes_held_peak remote_write_bytes_named remote_read_bytes_named"
+                "bytes_held_peak remote_write_bytes_named remote_read_bytes_named pool_slab_release_ns"
             ).split()
         ]
 

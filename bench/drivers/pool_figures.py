@@ -48,6 +48,15 @@ def steady_bytes_per_step(run):
     return {key: value / timed for key, value in moved.items()}
 
 
+def slab_frees_per_step(run):
+    """Slabs the pool gave back a step after warm-up, and the milliseconds their frees took (each
+    waits for the GPU's queued work, and the application's launches with it)."""
+    timing, timed = run.get("library_time_after_warmup"), run["steps"] - run["warmup"]
+    if not timing or timed <= 0 or "pool_slab_release_ns" not in timing:
+        return None
+    return {"slabs": timing.get("pool_slabs_released", 0) / timed, "ms": timing["pool_slab_release_ns"] / 1e6 / timed}
+
+
 def first_step_over_budget(run):
     """The first step (from 0) in which the library evicted anything, live or dead: the job went
     over its budget there. 0 where the run has no per-step counters or never evicted (homes from the
@@ -191,6 +200,7 @@ def table_rows(report):
                 else:
                     row[key], row[f"{key}_ratio"] = worst_memory_ratio(ok, key, median_of(native_runs, key))
             row["median_issued_ms"] = median_of(ok, "median_issued_ms")
+            row["slab_frees"] = mean_of_dicts([slab_frees_per_step(r) for r in ok])
             row["steady_per_step"] = mean_of_dicts([steady_bytes_per_step(r) for r in ok])
             row["all_steps_per_step"] = mean_of_dicts([all_steps_bytes_per_step(r) for r in ok])
             # The slowest settling of the row's runs.

@@ -224,7 +224,8 @@ class PoolBench(Bench):
         if summary:
             for key in ("median_ms", "median_issued_ms", "step_ms", "losses", "peak_allocated_bytes", "peak_reserved_bytes",
                         "memory_allocated_bytes", "memory_reserved_bytes", "allocator_backend", "alloc_conf",
-                        "deterministic", "moved_after_warmup", "launches_per_step", "moved_per_step"):
+                        "deterministic", "moved_after_warmup", "library_time_after_warmup", "launches_per_step",
+                        "moved_per_step"):
                 record[key] = summary.get(key)
         self.judge_run(record, output, summary,
                        None if mode in WITHOUT_LIBRARY else os.path.join(self.workdir, f"{run_id}.stats.*.json"))

@@ -147,6 +147,10 @@ def row_checks(row, rows, report):
             lines.append(check(f"{name} step's work queued", f"{fmt(row['median_issued_ms'], 1)} ms of "
                                f"{fmt(row['median_ms'], 1)} ({fmt(100 * row['median_issued_ms'] / row['median_ms'], 0)}%)",
                                "-", None))
+        if row.get("slab_frees"):
+            lines.append(check(f"{name} slabs given back a step", f"{row['slab_frees']['slabs']:.1f}, their frees "
+                               f"{fmt(row['slab_frees']['ms'], 1)} ms (each waits for the GPU's queued work)",
+                               "-", None))
         if row["mode"] == "learned":
             lines.append(migration_check(name, row, measured))
     # Native runs against the first of them: the job itself must repeat its losses.

@@ -110,6 +110,11 @@ typedef struct uvmp_stats {
     uint64_t remote_read_bytes_named;  /* the same of every later launch naming them, taken as reading
                                           them: one trip a launch (a kernel that re-reads an operand
                                           moves more) */
+    uint64_t pool_slab_release_ns;     /* time spent giving the pool's slabs back to the driver, on
+                                          the threads whose frees or allocations emptied them:
+                                          cuMemFree of managed memory returns only once the GPU has
+                                          run the work queued before it, and launches from other
+                                          threads wait with it */
 } uvmp_stats;
 
 /* Fills *out (up to out->struct_size bytes). Returns 0 on success, -1 on a NULL

@@ -129,7 +129,10 @@ print("SUMMARY " + json.dumps({
     "peak_allocated_bytes": 24 * 2**30, "peak_reserved_bytes": 26 * 2**30,
     "memory_allocated_bytes": 2 * 2**30, "memory_reserved_bytes": 26 * 2**30,
     "allocator_backend": "cudaMallocAsync" if "backend:cudaMallocAsync" in conf else "native",
-    "deterministic": "strict", "moved_after_warmup": moved}))
+    "deterministic": "strict", "moved_after_warmup": moved,
+    # Three slabs given back a step after warm-up, their frees 30 ms in all.
+    "library_time_after_warmup": ({"pool_slabs_released": 3 * timed, "pool_slab_release_ns": 30_000_000 * timed}
+                                  if library else None)}))
 '''
 
 FAKE_LINK_PROBE = r'''
@@ -605,6 +608,9 @@ class WholeRun(unittest.TestCase):
         self.assertAlmostEqual(learned["floor_ms"], (8 * GIB / 16e9 + 8 * GIB / 50e9) * 1e3)
         self.assertAlmostEqual(learned["sim_error"], 0.1)
         self.assertAlmostEqual(learned["steady_per_step"]["evicted"], 8e9)
+        self.assertEqual(learned["slab_frees"], {"slabs": 3.0, "ms": 30.0})
+        slab_line = [c for c in report["checks"] if c["what"] == "pool gpt2-small learned at 16G slabs given back a step"]
+        self.assertEqual(slab_line[0]["value"], "3.0, their frees 30.0 ms (each waits for the GPU's queued work)")
         # The remote floor from the probe's w = 52 and r = 51 GB/s; save_on_cpu runs without the
         # library under a 16 GiB cap (the fake train script takes 900 ms only then).
         self.assertAlmostEqual(learned["remote_floor_ms"], (8 * GIB / 52e9 + 8 * GIB / 51e9) * 1e3)

@@ -145,3 +145,19 @@ TEST_CASE("stats: host homes' named bytes and what the remote trial measured rea
     stats.host_homes.reset();
     CHECK_FALSE(nlohmann::json::parse(stats.to_json(true, 1)).contains("host_homes_trial"));
 }
+
+TEST_CASE("stats: the time slabs' frees took reaches the file, the struct and the summary", "[stats]") {
+    Stats stats;
+    stats.slab_created(8 * kMiB);
+    stats.slab_released(8 * kMiB);
+    stats.add(stats.pool_slab_release_ns, 107'200'000);
+    const nlohmann::json j = nlohmann::json::parse(stats.to_json(true, 1));
+    CHECK(j["pool_slab_release_ns"] == 107'200'000);
+    uvmp_stats filled{};
+    filled.struct_size = sizeof filled;
+    stats.fill(filled, true);
+    CHECK(filled.pool_slab_release_ns == 107'200'000);
+    std::string summary;
+    for (const std::string& line : stats.summary_lines()) summary += line + "\n";
+    CHECK_THAT(summary, Catch::Contains("1 slabs made, 1 given back (107.2 ms in cuMemFree"));
+}

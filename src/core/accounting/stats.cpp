@@ -204,6 +204,11 @@ std::vector<std::string> Stats::summary_lines(bool accesses_read) const {
         std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(v(ns)) / 1e3 / static_cast<double>(v(count)));
         return std::string(text);
     };
+    auto milliseconds = [&](const std::atomic<uint64_t>& ns) {
+        char text[48];
+        std::snprintf(text, sizeof text, "%.1f ms", static_cast<double>(v(ns)) / 1e6);
+        return std::string(text);
+    };
     if (v(move_calls))
         lines.push_back("move calls: " + n(move_calls) + ", worker held " + average_us(move_call_ns, move_calls) +
                         " per call on average");
@@ -224,7 +229,9 @@ std::vector<std::string> Stats::summary_lines(bool accesses_read) const {
                         " of graphs not known (not planned); launches captured into graphs: " + n(launches_captured));
     if (v(pool_slabs_created))
         lines.push_back("managed pool: " + n(pool_slabs_created) + " slabs made, " + n(pool_slabs_released) +
-                        " given back; " + sz(pool_reserved_bytes) + " held at exit, peak " + sz(pool_reserved_peak));
+                        " given back (" + milliseconds(pool_slab_release_ns) +
+                        " in cuMemFree, host slabs' included: it waits for the GPU's queued work); " +
+                        sz(pool_reserved_bytes) + " held at exit, peak " + sz(pool_reserved_peak));
     if (v(host_allocs))
         lines.push_back("host homes: " + n(host_allocs) + " allocations (" + sz(host_bytes_allocated) +
                         ") from host slabs, never migrated; " + n(host_blocks_live) + " (" + sz(host_bytes_live) +

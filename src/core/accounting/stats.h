@@ -30,7 +30,7 @@ namespace uvmp {
     X(graph_launches_unknown) X(graph_steps_replayed) X(launches_planned) X(passthrough_app_managed) \
     X(host_allocs) X(host_bytes_allocated) X(host_blocks_live) X(host_bytes_live)                  \
     X(host_slabs_created) X(host_slab_bytes) X(bytes_evicted_dead) X(bytes_dead_resident) X(bytes_held_peak)    \
-    X(remote_write_bytes_named) X(remote_read_bytes_named)
+    X(remote_write_bytes_named) X(remote_read_bytes_named) X(pool_slab_release_ns)
 
 // The host memory the library takes (host-homed slabs, evictions) and what the
 // host memory guard (driver/hostmem/host_memory_guard.h) refused: host memory,

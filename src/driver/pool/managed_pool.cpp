@@ -7,6 +7,7 @@
 #include "driver/table/current_context.h"
 
 #include <algorithm>
+#include <chrono>
 #include <new>
 #include <stdexcept>
 
@@ -119,7 +120,15 @@ public:
         CUresult r = CUDA_SUCCESS;
         {
             ScopedContext in(*table, slab.context);
+            // Timed: the free waits for the GPU's queued work, and launches from
+            // every other thread wait with it (slab free run 2), so the
+            // application loses its lead over the GPU for this long.
+            const auto start = std::chrono::steady_clock::now();
             r = table->cuMemFree_v2(base);
+            stats_.add(stats_.pool_slab_release_ns,
+                       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::steady_clock::now() - start)
+                                                 .count()));
         }
         if (r != CUDA_SUCCESS) {
             // At exit the runtime may have destroyed the context, and the slab with it.
