@@ -177,3 +177,30 @@ TEST_CASE("pool: eight threads allocating and freeing on their own streams", "[p
     CHECK(fences.all_destroyed_once());
     CHECK(fences.used_after_destroy == 0);
 }
+
+namespace {
+// A hint that records what the pool tells it.
+class RecordingHint final : public uvmp::pool::PlacementHint {
+public:
+    size_t resident_dead(uint64_t, uint64_t, std::span<uvmp::pool::Extent>) const override { return 0; }
+    bool room_is_short() const override { return false; }
+    void block_freed(uint64_t begin, uint64_t end) const override { freed.push_back({begin, end}); }
+    mutable std::vector<uvmp::pool::Extent> freed;
+};
+} // namespace
+
+TEST_CASE_METHOD(PoolTest, "pool: a free tells the placement hint the block's range at once", "[pool][placement]") {
+    PoolBook book(small_config(16 * MiB), slabs, fences);
+    auto hint = std::make_shared<RecordingHint>();
+    book.set_placement_hint(hint);
+    const auto block = book.allocate(6 * MiB, kS1, 1, 0);
+    REQUIRE(block);
+    CHECK(hint->freed.empty());
+    REQUIRE(book.free(block->address, kS1, 0, 0));
+    REQUIRE(hint->freed.size() == 1);
+    CHECK(hint->freed[0].begin == block->address);
+    CHECK(hint->freed[0].end == block->address + block->size);
+    // A free of no block tells it nothing.
+    CHECK_FALSE(book.free(block->address + 1, kS1, 0, 0));
+    CHECK(hint->freed.size() == 1);
+}

@@ -290,3 +290,62 @@ TEST_CASE("reuse in place: once the budget binds, it tells the pool where dead b
     REQUIRE(reuse.resident_dead(kBase, kBase + 24 * kMiB, out) == 1);
     CHECK(out[0].begin == kBase + 16 * kMiB);
 }
+
+TEST_CASE("reuse in place: a block the pool freed counts as dead and resident until its removal is noted",
+          "[reuse][placement]") {
+    Residency r(64 * kMiB, 2 * kMiB);
+    ReuseInPlace reuse;
+    const auto a = r.add_allocation(1, 8 * kMiB);
+    REQUIRE(a);
+    r.make_resident(ChunkRange{a->first, a->first + 1}, 0); // its first 4 MiB
+    std::array<uvmp::pool::Extent, 4> out;
+    // Before the budget binds the pool places by best fit: nothing is presumed.
+    reuse.block_freed(kBase, kBase + 8 * kMiB);
+    CHECK(reuse.presumed() == 0);
+    reuse.give_up(0);
+    // The pool frees the block; the planner has not heard of it yet.
+    reuse.block_freed(kBase, kBase + 8 * kMiB);
+    CHECK(reuse.presumed() == 1);
+    REQUIRE(reuse.resident_dead(kBase, kBase + 16 * kMiB, out) == 1);
+    CHECK(out[0].begin == kBase);
+    CHECK(out[0].end == kBase + 8 * kMiB);
+    CHECK(reuse.bytes() == 0); // presumed bytes are never held nor evicted
+    CHECK(r.dead_bytes() == 0);
+    // The removal noted: what is known replaces what was presumed.
+    reuse.note_removal(r, 1, kBase, 1);
+    r.remove_allocation(1);
+    CHECK(reuse.presumed() == 0);
+    REQUIRE(reuse.resident_dead(kBase, kBase + 16 * kMiB, out) == 1);
+    CHECK(out[0].end == kBase + 4 * kMiB);
+}
+
+TEST_CASE("reuse in place: presumed and known dead memory read as one list, and a block placed there takes its part",
+          "[reuse][placement]") {
+    Residency r(64 * kMiB, 2 * kMiB);
+    ReuseInPlace reuse;
+    reuse.give_up(0);
+    const auto a = r.add_allocation(1, 4 * kMiB);
+    REQUIRE(a);
+    r.make_resident(*a, 0);
+    reuse.note_removal(r, 1, kBase + 4 * kMiB, 1); // known: [4M, 8M)
+    r.remove_allocation(1);
+    reuse.block_freed(kBase + 8 * kMiB, kBase + 12 * kMiB);  // touches it
+    reuse.block_freed(kBase + 16 * kMiB, kBase + 20 * kMiB); // apart
+    std::array<uvmp::pool::Extent, 4> out;
+    REQUIRE(reuse.resident_dead(kBase, kBase + 32 * kMiB, out) == 2);
+    CHECK(out[0].begin == kBase + 4 * kMiB);
+    CHECK(out[0].end == kBase + 12 * kMiB);
+    CHECK(out[1].begin == kBase + 16 * kMiB);
+    CHECK(out[1].end == kBase + 20 * kMiB);
+    // A block placed over the first 2 MiB of the apart one takes them.
+    const auto b = r.add_allocation(2, 2 * kMiB);
+    REQUIRE(b);
+    reuse.place(r, *b, kBase + 16 * kMiB, 2);
+    REQUIRE(reuse.resident_dead(kBase + 16 * kMiB, kBase + 32 * kMiB, out) == 1);
+    CHECK(out[0].begin == kBase + 18 * kMiB);
+    // A slab given back forgets what was presumed in it; a removal the model
+    // never knew drops the presumption that starts at its address.
+    reuse.forget(r, kBase + 8 * kMiB, 4 * kMiB);
+    reuse.note_removal(r, 99, kBase + 18 * kMiB, 3);
+    CHECK(reuse.presumed() == 0);
+}

@@ -23,11 +23,54 @@ size_t ReuseInPlace::resident_dead(uint64_t begin, uint64_t end, std::span<pool:
     if (!budget_binds_.load(std::memory_order_relaxed)) return 0;
     std::lock_guard lock(ranges_mutex_);
     size_t n = 0;
-    auto it = ranges_.upper_bound(begin);
-    if (it != ranges_.begin() && std::prev(it)->second.end > begin) --it;
-    for (; it != ranges_.end() && it->first < end && n < out.size(); ++it)
-        out[n++] = {std::max(it->first, begin), std::min(it->second.end, end)};
+    auto known = ranges_.upper_bound(begin);
+    if (known != ranges_.begin() && std::prev(known)->second.end > begin) --known;
+    auto presumed = presumed_.upper_bound(begin);
+    if (presumed != presumed_.begin() && std::prev(presumed)->second > begin) --presumed;
+    // Both in address order, as one list; where they touch or overlap, one extent.
+    while (n < out.size()) {
+        const bool has_known = known != ranges_.end() && known->first < end;
+        const bool has_presumed = presumed != presumed_.end() && presumed->first < end;
+        if (!has_known && !has_presumed) break;
+        pool::Extent next;
+        if (has_known && (!has_presumed || known->first <= presumed->first)) {
+            next = {std::max(known->first, begin), std::min(known->second.end, end)};
+            ++known;
+        } else {
+            next = {std::max(presumed->first, begin), std::min(presumed->second, end)};
+            ++presumed;
+        }
+        if (n > 0 && next.begin <= out[n - 1].end) out[n - 1].end = std::max(out[n - 1].end, next.end);
+        else out[n++] = next;
+    }
     return n;
+}
+
+void ReuseInPlace::block_freed(uint64_t begin, uint64_t end) const {
+    if (begin >= end || !budget_binds_.load(std::memory_order_relaxed)) return;
+    std::lock_guard lock(ranges_mutex_);
+    drop_presumed_locked(begin, end);
+    presumed_.emplace(begin, end);
+}
+
+size_t ReuseInPlace::presumed() const {
+    std::lock_guard lock(ranges_mutex_);
+    return presumed_.size();
+}
+
+void ReuseInPlace::drop_presumed_locked(uint64_t begin, uint64_t end) const {
+    if (presumed_.empty() || begin >= end) return;
+    auto it = presumed_.upper_bound(begin);
+    if (it != presumed_.begin() && std::prev(it)->second > begin) --it;
+    while (it != presumed_.end() && it->first < end) {
+        const uint64_t first = it->first, last = it->second;
+        it = presumed_.erase(it);
+        if (first < begin) presumed_.emplace(first, begin);
+        if (last > end) {
+            presumed_.emplace(end, last);
+            break;
+        }
+    }
 }
 
 void ReuseInPlace::give_up_through(Residency& residency, std::function<void(uint64_t, uint64_t)> evict) {
@@ -44,8 +87,14 @@ uint64_t ReuseInPlace::give_up(uint64_t bytes) {
 
 void ReuseInPlace::note_removal(Residency& residency, uint32_t alloc_id, uint64_t address, uint64_t step) {
     const std::optional<ChunkRange> chunks = residency.chunks_of(alloc_id);
-    if (!chunks) return;
+    // The truth replaces what was presumed of the block.
+    if (!chunks) {
+        std::lock_guard lock(ranges_mutex_);
+        if (const auto it = presumed_.find(address); it != presumed_.end()) presumed_.erase(it);
+        return;
+    }
     const ChunkRange all = *chunks;
+    drop_presumed(address, address + residency.bytes_of(all));
     for (ChunkId c = residency.first_resident(all); c <= all.last; c = residency.first_resident({c, all.last})) {
         const ChunkRange run{c, residency.first_missing({c, all.last}) - 1};
         uint64_t start = address + residency.chunk_offset(run.first);
@@ -76,8 +125,10 @@ void ReuseInPlace::note_removal(Residency& residency, uint32_t alloc_id, uint64_
 }
 
 uint64_t ReuseInPlace::place(Residency& residency, ChunkRange chunks, uint64_t address, uint64_t step) {
-    if (ranges_.empty()) return 0;
     const uint64_t size = residency.bytes_of(chunks);
+    // Whatever was presumed there is this block's now.
+    drop_presumed(address, address + size);
+    if (ranges_.empty()) return 0;
     const uint64_t end = address + size;
     const uint64_t chunk_bytes = residency.chunk_bytes();
     const uint64_t count = uint64_t{chunks.last} - chunks.first + 1;
@@ -105,7 +156,9 @@ uint64_t ReuseInPlace::place(Residency& residency, ChunkRange chunks, uint64_t a
 }
 
 void ReuseInPlace::forget(Residency& residency, uint64_t address, uint64_t size) {
-    if (ranges_.empty() || size == 0) return;
+    if (size == 0) return;
+    drop_presumed(address, address + size);
+    if (ranges_.empty()) return;
     const uint64_t end = address + size;
     auto it = ranges_.upper_bound(address);
     if (it != ranges_.begin() && std::prev(it)->second.end > address) --it;

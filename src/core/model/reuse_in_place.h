@@ -21,7 +21,10 @@
 // has bound (room was wanted past it): until then no dead byte ever has to
 // move, and best fit keeps the pool's memory smallest. That question comes from
 // the allocating thread, so changes to the ranges take a lock that it takes too;
-// everything else is one thread's.
+// everything else is one thread's. Online, the planner hears of a free after
+// the pool has made it, and the application's next allocation often comes
+// first: a block the pool freed counts as dead and resident for placement
+// (presumed) until note_removal says which of its bytes really are.
 #pragma once
 
 #include "core/model/residency.h"
@@ -41,6 +44,10 @@ namespace uvmp {
 class ReuseInPlace final : public DeadRoom, public pool::PlacementHint {
 public:
     size_t resident_dead(uint64_t begin, uint64_t end, std::span<pool::Extent> out) const override;
+    // The pool freed [begin, end): presumed dead and resident until the removal
+    // is noted, or a block placed there, or the memory forgotten. Only once
+    // the budget binds. Any thread.
+    void block_freed(uint64_t begin, uint64_t end) const override;
     // Whether room has been wanted past the budget (give_up called). Any thread.
     bool budget_binds() const { return budget_binds_.load(std::memory_order_relaxed); }
     bool room_is_short() const override { return budget_binds(); }
@@ -73,6 +80,8 @@ public:
     // Dead resident bytes remembered, and in how many ranges.
     uint64_t bytes() const { return bytes_; }
     size_t ranges() const { return ranges_.size(); }
+    // Ranges freed by the pool whose removal is not noted yet.
+    size_t presumed() const;
 
 private:
     struct Range {
@@ -89,8 +98,18 @@ private:
     // The same, by (dead_since, first byte): the order ranges are shed in.
     std::set<std::pair<uint64_t, uint64_t>> by_age_;
     uint64_t bytes_ = 0;
-    // Held by changes to ranges_ and by resident_dead().
+    // Held by changes to ranges_ and presumed_, and by resident_dead().
     mutable std::mutex ranges_mutex_;
+    // Freed by the pool, not yet noted: first byte -> one past the last;
+    // disjoint. Placement only: never counted as held, never evicted. Written
+    // by the pool's block_freed, which the pool may call through a const hint.
+    mutable std::map<uint64_t, uint64_t> presumed_;
+    // Drops [begin, end) from presumed_; ranges_mutex_ held.
+    void drop_presumed_locked(uint64_t begin, uint64_t end) const;
+    void drop_presumed(uint64_t begin, uint64_t end) {
+        std::lock_guard lock(ranges_mutex_);
+        drop_presumed_locked(begin, end);
+    }
     std::atomic<bool> budget_binds_{false}; // give_up() has been called
 
     std::vector<ChunkRange> taken_; // place()'s, kept for its capacity

@@ -100,4 +100,8 @@ Piece* BlockPlacement::find_fit_on_resident_dead(uint64_t size, const FreeIndex&
 
 bool BlockPlacement::room_is_short() const { return hint_ && hint_->room_is_short(); }
 
+void BlockPlacement::block_freed(uint64_t begin, uint64_t end) const {
+    if (hint_) hint_->block_freed(begin, end);
+}
+
 } // namespace uvmp::pool

@@ -50,6 +50,8 @@ public:
     void set_hint(std::shared_ptr<const PlacementHint> hint) { hint_ = std::move(hint); }
     // Whether the hint says GPU room is short (PlacementHint::room_is_short).
     bool room_is_short() const;
+    // Tells the hint, if any, of a block freed at [begin, end) (PlacementHint::block_freed).
+    void block_freed(uint64_t begin, uint64_t end) const;
 
 private:
     // Pieces of at least this size hold a block of `size` wherever they lie.

@@ -33,6 +33,15 @@ public:
     // without moving them, and a later block populates fresh memory on the GPU,
     // which costs a small fraction of that eviction. Any thread, lock held.
     virtual bool room_is_short() const = 0;
+    // The pool freed the block at [begin, end). Whoever answers resident_dead
+    // may hear of the free later than the pool, which places the next block at
+    // once: until then the block's memory may be taken as dead and resident
+    // (it was most likely in use on the GPU just before). Any thread, the
+    // pool's lock held; advisory like the rest.
+    virtual void block_freed(uint64_t begin, uint64_t end) const {
+        (void)begin;
+        (void)end;
+    }
 };
 
 } // namespace uvmp::pool

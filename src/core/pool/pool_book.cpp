@@ -245,6 +245,7 @@ std::optional<uint64_t> PoolBook::free(uint64_t address, StreamKey stream, Fence
     std::vector<ReleasedSlab> gone;
     std::unique_lock lock(mutex_);
     const std::optional<uint64_t> size = st.live.release(address, stream, fence, now_ns);
+    if (size) st.placement.block_freed(address, address + *size);
     st.maybe_release_idle(now_ns, gone);
     st.leave(lock, gone, events);
     return size;
