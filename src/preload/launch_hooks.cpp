@@ -1,5 +1,6 @@
 // Launch hooks: each records what the launch touches, then forwards the launch
 // unchanged through the same variant it came in by.
+#include "core/util/elapsed.h"
 #include "driver/intercept/interceptor.h"
 #include "driver/timing/kernel_timing.h"
 #include "preload/hooks.h"
@@ -35,10 +36,7 @@ public:
         }
     }
     ~LaunchScope() {
-        if (timing_call_)
-            timing_call_->launch_call_took(static_cast<uint64_t>(
-                std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - call_start_)
-                    .count()));
+        if (timing_call_) timing_call_->launch_call_took(uvmp::nanoseconds_since(call_start_));
         if (timed_) KernelTiming::after_launch();
     }
     LaunchScope(const LaunchScope&) = delete;

@@ -126,9 +126,11 @@ void ReuseInPlace::note_removal(Residency& residency, uint32_t alloc_id, uint64_
 
 uint64_t ReuseInPlace::place(Residency& residency, ChunkRange chunks, uint64_t address, uint64_t step) {
     const uint64_t size = residency.bytes_of(chunks);
-    // Whatever was presumed there is this block's now.
-    drop_presumed(address, address + size);
-    if (ranges_.empty()) return 0;
+    // Whatever was presumed there is this block's now (forget, below, drops it otherwise).
+    if (ranges_.empty()) {
+        drop_presumed(address, address + size);
+        return 0;
+    }
     const uint64_t end = address + size;
     const uint64_t chunk_bytes = residency.chunk_bytes();
     const uint64_t count = uint64_t{chunks.last} - chunks.first + 1;

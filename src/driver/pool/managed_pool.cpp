@@ -1,5 +1,6 @@
 #include "driver/pool/managed_pool.h"
 
+#include "core/util/elapsed.h"
 #include "core/util/log.h"
 #include "core/util/round_up.h"
 #include "core/util/size_parse.h"
@@ -125,10 +126,7 @@ public:
             // application loses its lead over the GPU for this long.
             const auto start = std::chrono::steady_clock::now();
             r = table->cuMemFree_v2(base);
-            stats_.add(stats_.pool_slab_release_ns,
-                       static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                 std::chrono::steady_clock::now() - start)
-                                                 .count()));
+            stats_.add(stats_.pool_slab_release_ns, nanoseconds_since(start));
         }
         if (r != CUDA_SUCCESS) {
             // At exit the runtime may have destroyed the context, and the slab with it.

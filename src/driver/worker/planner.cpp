@@ -1,5 +1,6 @@
 #include "driver/worker/planner.h"
 
+#include "core/util/elapsed.h"
 #include "core/util/log.h"
 #include "core/util/size_parse.h"
 #include "core/trace/format/reader.h"
@@ -422,9 +423,7 @@ void Planner::issue(const MoveOrder& order, Executor& mover) {
         move_timer_->finish(*table, stream, *timing, r == CUDA_SUCCESS, order.device, rates::Move::Evict, bytes);
     stats_.add(stats_.move_calls);
     stats_.add(stats_.device(order.device).move_calls);
-    stats_.add(stats_.move_call_ns, static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                              std::chrono::steady_clock::now() - call_start)
-                                                              .count()));
+    stats_.add(stats_.move_call_ns, nanoseconds_since(call_start));
     if (r != CUDA_SUCCESS) {
         // Memory freed since the move was planned may be gone: only a failure
         // on a live block says anything.
