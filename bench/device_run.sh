@@ -11,7 +11,8 @@
 #              three ways), slab free (giving a managed slab back against evicting it), host
 #              home (a new host home's first write against its pages made ahead) and pinned home
 #              (pinned host memory made ahead, and what launches beside its making wait): probe.json,
-#              slab_free.json, host_home.json, pinned_home.json
+#              slab_free.json, host_home.json, pinned_home.json (host home also: its pages made
+#              by host threads touching or populating them, and the launches beside them)
 #   TRACES=1   also record the bundled example traces (resnet50 b256, GPT-2 small b16) with
 #              kernel timing into $OUT, and run uvmtrace info on each
 #   OVERSUB=1  also run the oversubscription benchmark (bench/drivers/oversubscription.py) last:
@@ -314,9 +315,15 @@ probe_section() {
     # What giving a wholly free slab back costs against evicting its bytes.
     probe_rows "slab free probe" 90 slab_free.json "1 GiB managed" ms \
         "evict free free_busy busy_kernel populate" "$SLAB_FREE_PROBE" 1 4
-    # A new host home written first by a kernel, against its pages made on the host ahead.
+    # A new host home written first by a kernel, against its pages made on the host ahead,
+    # by a prefetch or by host threads beside the launches.
     probe_rows "host home probe" 90 host_home.json "1 GiB host home" gbps \
-        "first_write rewrite host_populate write_populated read_populated" "$HOST_HOME_PROBE" 1
+        "first_write rewrite host_populate write_populated read_populated host_touch write_touched populate_write" \
+        "$HOST_HOME_PROBE" 1
+    local home_status=$STEP_STATUS
+    add_row "probe: slowest launch call beside host threads touching / populating a host home, ms" \
+        "$(json_value "$OUT/host_home.json" host_touch_launch_ms) / $(json_value "$OUT/host_home.json" populate_write_launch_ms)" \
+        "(measure)" "$(verdict_of_status "$home_status")"
     # The same home made of pinned host memory, ahead, and whether launches wait for its making.
     probe_rows "pinned home probe" 90 pinned_home.json "1 GiB pinned home" gbps \
         "pinned_alloc pinned_first_write pinned_read touch register" "$PINNED_HOME_PROBE" 1

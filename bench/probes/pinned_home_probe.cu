@@ -20,6 +20,7 @@
 // 77 when the host lacks the free memory.
 
 #include "cuda_check.h"
+#include "launch_latency.cuh"
 #include "probe_args.h"
 #include "probe_timing.h"
 #include "stream_timing.h"
@@ -39,35 +40,13 @@
 namespace {
 
 constexpr size_t kGiB = size_t{1} << 30;
-constexpr int kLaunches = 2000;
 constexpr unsigned kTouchThreads = 8;
 using bench::gigabytes_per_second;
+using bench::slowest_launch_ms;
 using bench::kWordBlockThreads;
 using bench::kWordGridBlocks;
 using bench::read_all;
 using bench::write_all;
-
-__global__ void empty_kernel() {}
-
-// The slowest launch call on `stream`, in ms, over at least kLaunches calls and
-// until `done` (where given) is set; `started` (where given) is set before the
-// first. `launches` gets the number made.
-double slowest_launch_ms(cudaStream_t stream, std::atomic<bool>* started, const std::atomic<bool>* done,
-                         int* launches) {
-    double slowest = 0;
-    if (started) started->store(true);
-    int made = 0;
-    while (made < kLaunches || (done && !done->load())) {
-        const auto start = bench::Clock::now();
-        empty_kernel<<<1, 1, 0, stream>>>();
-        slowest = std::max(slowest, bench::ms_since(start));
-        ++made;
-    }
-    CUDA_CHECK(cudaGetLastError());
-    CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (launches) *launches = made;
-    return slowest;
-}
 
 // Whether the host has `bytes` of memory free (pages neither used nor cached).
 bool host_has_room(size_t bytes) {
@@ -93,7 +72,7 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     unsigned int* sink = nullptr;
     CUDA_CHECK(cudaMalloc(&sink, sizeof(unsigned int)));
-    empty_kernel<<<1, 1, 0, stream>>>(); // the module loaded before any timing
+    bench::empty_kernel<<<1, 1, 0, stream>>>(); // the module loaded before any timing
     CUDA_CHECK(cudaStreamSynchronize(stream));
 
     void* pinned = nullptr;
@@ -162,7 +141,7 @@ int main(int argc, char** argv) {
     bench::print_stream_timing("first write", 20, bytes, first_write);
     bench::print_stream_timing("read", 20, bytes, read);
     std::printf("%-20s slowest of %d launch calls %.3f ms beside a pinned alloc of %.2f ms; of %d alone %.3f ms\n",
-                "launches beside", beside_launches, beside_ms, second_alloc_ms, kLaunches, alone_ms);
+                "launches beside", beside_launches, beside_ms, second_alloc_ms, bench::kLatencyLaunches, alone_ms);
     std::printf("%-20s %6.1f GB/s touched by %u threads (%.2f ms), %6.1f GB/s registered (%.2f ms)\n",
                 "touched, registered", touch_gbps, kTouchThreads, touch_ms, register_gbps, register_ms);
     std::printf("{\"bytes\": %zu, \"pinned_alloc_gbps\": %.2f, \"pinned_first_write_gbps\": %.2f, "

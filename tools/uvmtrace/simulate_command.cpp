@@ -78,6 +78,9 @@ SimConfig config_from(const SimulateOptions& o) {
                        : o.placement == "planned"  ? BlockPlacement::Planned
                                                    : BlockPlacement::OverDead;
     if (!o.pool_slab_size.empty()) {
+        if (config.placement == BlockPlacement::Recorded)
+            bad_usage("--pool-slab-size sizes the slabs of a pool that places the blocks anew: it does not go with "
+                      "--placement recorded, which keeps the recorded addresses");
         const auto slab = parse_size(o.pool_slab_size);
         if (!slab || *slab < config.chunk_bytes || *slab % config.chunk_bytes != 0)
             bad_usage(fmt::format("--pool-slab-size '{}' must be a whole number of chunks ({} bytes each)",
