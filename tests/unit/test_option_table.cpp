@@ -52,7 +52,7 @@ TEST_CASE("every row sets a field of its own, and every field of Config is set b
     const auto& [enable, budget, reserve, allow_physical_oversubscription, host_reserve, host_memory_root,
                  policy, populate, log_level, log_file,
                  summary, stats_file, trace_out, trace_timing, trace_buffer, trace_in, host_homes, link_rates, streaming_gbps,
-                 remote_trial, earlier_homes, chunk_size, pool_slab_size, pool_retain, pool_release_after, pool_placement,
+                 remote_trial, earlier_homes, host_pages_ahead, chunk_size, pool_slab_size, pool_retain, pool_release_after, pool_placement,
                  step_layout, hide_managed, verbose, framework_settings, values] = config;
     (void)values; // the options' texts, filled by load_config, not an option
     const std::set<const void*> option_fields = {
@@ -61,7 +61,7 @@ TEST_CASE("every row sets a field of its own, and every field of Config is set b
         &policy,      &populate,       &log_level,    &log_file,
         &summary,     &stats_file,     &trace_out,    &trace_timing,
         &trace_buffer, &trace_in,      &host_homes,   &link_rates, &streaming_gbps,
-        &remote_trial, &earlier_homes, &chunk_size,    &pool_slab_size, &pool_retain,
+        &remote_trial, &earlier_homes, &host_pages_ahead, &chunk_size,    &pool_slab_size, &pool_retain,
         &pool_release_after, &pool_placement, &step_layout, &hide_managed,
         &verbose,     &framework_settings};
     CHECK(row_fields == option_fields);

@@ -294,6 +294,8 @@ void HostMemoryStats::add_json(nlohmann::ordered_json& j, uint64_t host_slab_byt
     h["host_slab_bytes_refused"] = v(host_slab_bytes_refused);
     h["evictions_not_made"] = v(evictions_not_made);
     h["eviction_bytes_not_made"] = v(eviction_bytes_not_made);
+    h["host_page_bytes_made"] = v(host_page_bytes_made);
+    h["host_page_make_ns"] = v(host_page_make_ns);
     j["host_memory"] = std::move(h);
 }
 
@@ -304,6 +306,9 @@ std::optional<std::string> HostMemoryStats::summary_line(uint64_t host_slab_byte
     std::string line = "host memory (not the GPU's): host slabs hold " + format_size(host_slab_bytes) + " at exit, peak " +
                        format_size(v(host_slab_bytes_peak)) + "; evictions left about " +
                        format_size(v(evicted_bytes_on_host)) + " on the host";
+    if (v(host_page_bytes_made))
+        line += "; " + format_size(v(host_page_bytes_made)) + " of host slab pages made ahead by host threads (" +
+                std::to_string(v(host_page_make_ns) / 1'000'000) + " ms of their time)";
     if (v(available_bytes) != kUnknown)
         line += "; " + format_size(v(available_bytes)) + " available at the latest reading, reserve " +
                 format_size(v(reserve_bytes));
@@ -318,7 +323,7 @@ std::optional<std::string> HostMemoryStats::summary_line(uint64_t host_slab_byte
 void HostMemoryStats::reset() {
     for (std::atomic<uint64_t>* c : {&host_slab_bytes_peak, &evicted_bytes_on_host, &reserve_bytes,
                                      &host_slabs_refused, &host_slab_bytes_refused, &evictions_not_made,
-                                     &eviction_bytes_not_made})
+                                     &eviction_bytes_not_made, &host_page_bytes_made, &host_page_make_ns})
         c->store(0, std::memory_order_relaxed);
     available_bytes.store(kUnknown, std::memory_order_relaxed);
     short_seen.store(false, std::memory_order_relaxed);

@@ -51,6 +51,10 @@ struct HostMemoryStats {
     std::atomic<uint64_t> host_slab_bytes_refused{0};
     std::atomic<uint64_t> evictions_not_made{0};
     std::atomic<uint64_t> eviction_bytes_not_made{0};
+    // Host slabs' pages made by the library's threads ahead of the GPU's first
+    // writes (driver/hostmem/host_page_maker.h), and those threads' time.
+    std::atomic<uint64_t> host_page_bytes_made{0};
+    std::atomic<uint64_t> host_page_make_ns{0};
 
     void add_json(nlohmann::ordered_json& j, uint64_t host_slab_bytes) const;
     // A line for the exit summary, or nothing when the library put nothing on the host.

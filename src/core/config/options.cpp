@@ -247,6 +247,12 @@ constexpr std::array kOptions = {
         "caches) are candidates too. Those chosen are moved to the host once, where they stay in "
         "their place (advised to live on the host and be reached by the GPU); remote trials give "
         "them back the GPU as they do the step's own. 0 homes only what the step makes."),
+    option<OptionType::Bool, &Config::host_pages_ahead>("host_pages_ahead", "UVMP_HOST_PAGES_AHEAD", "0",
+        "With host homes, 1: as each host slab is made, threads of the library (half the host's cores, "
+        "at most 8) make its pages on the host, from its end, beside the application, rather than "
+        "leaving each page to the GPU's first write of it, a fault that makes pages at 4-5 GB/s inside "
+        "the first step with homes. The pages' contents are left as they are. 0 leaves every page to "
+        "the GPU; off by default until a GPU run shows what it gains."),
     option<OptionType::Bool, &Config::verbose>("verbose", "UVMP_VERBOSE", "0",
         "Print every option's effective value at start."),
     option<OptionType::Text, &Config::framework_settings>("framework_settings", "UVMP_FRAMEWORK_SETTINGS", "",

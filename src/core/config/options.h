@@ -87,6 +87,7 @@ struct Config {
     rates::StreamingSetting streaming_gbps; // auto: the line of the rates in use (core/rates/streaming_line.h)
     bool remote_trial{};      // core/placement/remote_trial.h
     bool earlier_homes{};     // host homes for allocations made before the learned step (driver/homes/home_learner.h)
+    bool host_pages_ahead{};  // host slabs' pages made by host threads (driver/hostmem/host_page_maker.h)
     uint64_t chunk_size{};
     uint64_t pool_slab_size{};     // the managed pool's slabs
     uint64_t pool_retain{};        // wholly free slabs kept however long unused

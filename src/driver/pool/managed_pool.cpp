@@ -4,11 +4,13 @@
 #include "core/util/log.h"
 #include "core/util/round_up.h"
 #include "core/util/size_parse.h"
+#include "driver/hostmem/host_page_maker.h"
 #include "driver/pool/host_advice.h"
 #include "driver/table/current_context.h"
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <new>
 #include <stdexcept>
 
@@ -42,9 +44,10 @@ bool valid_device(int device) { return device >= 0 && static_cast<size_t>(device
 class SlabMaker final : public pool::SlabSource {
 public:
     // `host_memory`: the guard a host-homed slab asks; nullptr for a GPU home.
-    SlabMaker(int device, HostMemoryGuard* host_memory, DeviceBudget& budget, Stats& stats,
+    // `pages`: where a host-homed slab's pages are made ahead; nullptr: by the GPU's first writes.
+    SlabMaker(int device, HostMemoryGuard* host_memory, HostPageMaker* pages, DeviceBudget& budget, Stats& stats,
               const std::atomic<bool>& finishing)
-        : device_(device), host_memory_(host_memory), budget_(budget), stats_(stats),
+        : device_(device), host_memory_(host_memory), pages_(pages), budget_(budget), stats_(stats),
           finishing_(finishing) {}
 
     std::optional<uint64_t> create(uint64_t bytes) override {
@@ -96,6 +99,7 @@ public:
         }
         if (host()) stats_.host_slab_created(size);
         else stats_.slab_created(size);
+        if (pages_) pages_->make(base, size);
         return base;
     }
 
@@ -116,6 +120,8 @@ public:
                 slabs_.erase(it);
             }
         }
+        // No thread of the page maker may be in its pages when it goes.
+        if (pages_) pages_->forget(base);
         const DriverTable* table = driver_table_if_ready();
         if (!table) return;
         CUresult r = CUDA_SUCCESS;
@@ -155,6 +161,7 @@ private:
 
     int device_;
     HostMemoryGuard* host_memory_; // a host-homed slab's guard; nullptr for a GPU home
+    HostPageMaker* pages_;
     DeviceBudget& budget_;
     Stats& stats_;
     const std::atomic<bool>& finishing_;
@@ -223,9 +230,14 @@ pool::PoolConfig pool_config_from(const Config& config) {
 // by construction, leaving the pool's bookkeeping as it is.
 struct ManagedPools::Slabs {
     // `host_memory`: for a book of host-homed slabs, the guard they ask; nullptr for the GPU's.
-    Slabs(int device, HostMemoryGuard* host_memory, DeviceBudget& budget, Stats& stats,
+    // `pages_ahead`: a host book's slabs have their pages made by threads of their own.
+    Slabs(int device, HostMemoryGuard* host_memory, bool pages_ahead, DeviceBudget& budget, Stats& stats,
           const std::atomic<bool>& finishing, const pool::PoolConfig& config)
-        : slabs(device, host_memory, budget, stats, finishing), fences(finishing), book(config, slabs, fences) {}
+        : pages(host_memory && pages_ahead ? std::make_unique<HostPageMaker>(HostPageMaker::default_threads(), stats)
+                                           : nullptr),
+          slabs(device, host_memory, pages.get(), budget, stats, finishing), fences(finishing),
+          book(config, slabs, fences) {}
+    std::unique_ptr<HostPageMaker> pages; // first: the book's last slabs go back before it stops
     SlabMaker slabs;
     EventFences fences;
     pool::PoolBook book; // last: it gives its slabs back and its fences up first
@@ -234,7 +246,7 @@ struct ManagedPools::Slabs {
 struct ManagedPools::Device {
     Device(int device, DeviceBudget& budget, Stats& stats, const std::atomic<bool>& finishing,
            const pool::PoolConfig& config)
-        : budget(budget), gpu(device, nullptr, budget, stats, finishing, config), view(config.chunk_bytes) {}
+        : budget(budget), gpu(device, nullptr, false, budget, stats, finishing, config), view(config.chunk_bytes) {}
     ~Device() { delete host.load(std::memory_order_acquire); }
     DeviceBudget& budget;
     Slabs gpu;
@@ -253,7 +265,8 @@ struct ManagedPools::Device {
 };
 
 ManagedPools::ManagedPools(const Config& config, Stats& stats, HostMemoryGuard& host_memory)
-    : pool_config_(pool_config_from(config)), host_config_(pool_config_), stats_(stats), host_memory_(host_memory) {
+    : pool_config_(pool_config_from(config)), host_config_(pool_config_), host_pages_ahead_(config.host_pages_ahead),
+      stats_(stats), host_memory_(host_memory) {
     host_config_.first_slab_id = kFirstHostSlabId;
 }
 
@@ -292,7 +305,7 @@ pool::PoolBook* ManagedPools::host_book(int device) {
     std::lock_guard lock(make_mutex_);
     if (Slabs* h = d->host.load(std::memory_order_acquire)) return &h->book;
     try {
-        auto* made = new Slabs(device, &host_memory_, d->budget, stats_, finishing_, host_config_);
+        auto* made = new Slabs(device, &host_memory_, host_pages_ahead_, d->budget, stats_, finishing_, host_config_);
         d->host.store(made, std::memory_order_release);
         log::debug("device {}: host-homed slabs of {} for allocations that live on the host", device,
                    format_size(host_config_.slab_bytes));
@@ -523,7 +536,11 @@ void ManagedPools::trim_all(const std::function<void(int, std::span<const pool::
         if (!d) continue;
         events.clear();
         d->gpu.book.trim(0, &events);
-        if (Slabs* h = d->host.load(std::memory_order_acquire)) h->book.trim(0, &events);
+        if (Slabs* h = d->host.load(std::memory_order_acquire)) {
+            // The driver may tear down the slabs still live after this.
+            if (h->pages) h->pages->stop();
+            h->book.trim(0, &events);
+        }
         report(static_cast<int>(i), events);
     }
 }

@@ -146,6 +146,7 @@ private:
 
     pool::PoolConfig pool_config_;
     pool::PoolConfig host_config_;
+    bool host_pages_ahead_; // UVMP_HOST_PAGES_AHEAD
     Stats& stats_;
     HostMemoryGuard& host_memory_;
     std::atomic<bool> finishing_{false};
