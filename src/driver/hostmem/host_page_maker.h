@@ -1,18 +1,17 @@
 // Makes a host-homed slab's pages on the host ahead of the GPU's first writes.
 // A new host slab has no pages: the first kernel to write each page makes it
-// by a fault, at 4-5 GB/s (bench/results/host-home-run-1.md), inside the first
-// step that routes allocations to it, which then runs several times slower
-// than the steps after. Host threads can make the same pages beside the
-// application, without copying a byte and without holding its launches back
-// (host_home_probe's "host touch" and "populate write" rows). Each thread
-// takes a piece of a slab at a time, from the slab's end, where the pool puts
-// blocks last, so that the GPU's own first writes at its start and the threads
-// meet late.
+// by a fault, at 2.8-5 GB/s (bench/results/host-home-run-1.md, -3.md), inside
+// the first step that routes allocations to it, which then runs several times
+// slower than the steps after. Eight host threads made the same pages at 5.4
+// GB/s beside the application without holding its launches back (host home
+// run 3). Each thread takes a piece of a slab at a time, from the slab's end,
+// where the pool puts blocks last, so that the GPU's own first writes at its
+// start and the threads meet late.
 //
-// A page is made by madvise(MADV_POPULATE_WRITE) where the kernel has it, else
-// by reading one byte of it. Neither changes what the memory holds, so a kernel
-// may write a slab while its pages are being made. Any thread. A forked child
-// never touches the parent's (its pools are the parent's, kept and unused).
+// A page is made by reading one byte of it, which leaves what the memory holds
+// as it was, so a kernel may write a slab while its pages are being made. Any
+// thread. A forked child never touches the parent's (its pools are the
+// parent's, kept and unused).
 #pragma once
 
 #include "core/accounting/stats.h"
@@ -30,8 +29,8 @@ namespace uvmp::driver {
 class HostPageMaker {
 public:
     // Bytes a thread makes at a time: small enough that a slab given back
-    // waits little for a piece under way, large enough that a piece costs
-    // one system call among many thousand page faults.
+    // waits little for the piece under way (a few ms), large enough that the
+    // queue's lock is taken once among thousands of page faults.
     static constexpr uint64_t kPieceBytes = 32ull << 20;
 
     // `threads`: how many make pages at once (at least 1).
@@ -60,7 +59,6 @@ private:
         uint64_t bytes;
     };
     void work();
-    bool make_piece(const Piece& piece);
 
     Stats& stats_;
     unsigned threads_wanted_;
@@ -71,7 +69,6 @@ private:
     std::unordered_map<uint64_t, unsigned> under_way_; // slab -> its pieces being made
     std::vector<std::thread> threads_;                 // started by the first make()
     bool stopping_ = false;
-    bool populate_refused_ = false; // the kernel lacks MADV_POPULATE_WRITE: pages are read instead
 };
 
 } // namespace uvmp::driver
