@@ -4,7 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace uvmp {
 
@@ -16,6 +18,13 @@ void add_with_peak(std::atomic<uint64_t>& current, std::atomic<uint64_t>& peak, 
     uint64_t high = peak.load(std::memory_order_relaxed);
     while (now > high && !peak.compare_exchange_weak(high, now, std::memory_order_relaxed)) {
     }
+}
+
+// A counter of nanoseconds as milliseconds, for the summary's lines.
+std::string milliseconds(const std::atomic<uint64_t>& ns) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.1f ms", static_cast<double>(ns.load(std::memory_order_relaxed)) / 1e6);
+    return std::string(text);
 }
 
 } // namespace
@@ -204,11 +213,6 @@ std::vector<std::string> Stats::summary_lines(bool accesses_read) const {
         std::snprintf(text, sizeof text, "%.1f us", static_cast<double>(v(ns)) / 1e3 / static_cast<double>(v(count)));
         return std::string(text);
     };
-    auto milliseconds = [&](const std::atomic<uint64_t>& ns) {
-        char text[48];
-        std::snprintf(text, sizeof text, "%.1f ms", static_cast<double>(v(ns)) / 1e6);
-        return std::string(text);
-    };
     if (v(move_calls))
         lines.push_back("move calls: " + n(move_calls) + ", worker held " + average_us(move_call_ns, move_calls) +
                         " per call on average");
@@ -308,7 +312,7 @@ std::optional<std::string> HostMemoryStats::summary_line(uint64_t host_slab_byte
                        format_size(v(evicted_bytes_on_host)) + " on the host";
     if (v(host_page_bytes_made))
         line += "; " + format_size(v(host_page_bytes_made)) + " of host slab pages made ahead by host threads (" +
-                std::to_string(v(host_page_make_ns) / 1'000'000) + " ms of their time)";
+                milliseconds(host_page_make_ns) + " of their time)";
     if (v(available_bytes) != kUnknown)
         line += "; " + format_size(v(available_bytes)) + " available at the latest reading, reserve " +
                 format_size(v(reserve_bytes));
